@@ -1,0 +1,33 @@
+# hierbench: hierarchy-aware bird image retrieval, end to end.
+# Thin by design: validate the config, include one .smk per stage, name the final outputs.
+# Every decision lives in src/hierbench/ (docs/architecture.md).
+
+from snakemake.utils import min_version, validate
+
+from hierbench.config import check_inputs_exist, load_yaml, validate_config
+
+min_version("9.0")
+
+# The config file comes from profiles/default (config.yaml, the demo) or from --configfile,
+# which replaces it rather than merging into it.
+
+
+# Key-named errors and defaults from our validator, then Snakemake's own check of the schema.
+config.update(validate_config(config, load_yaml(workflow.source_path("schemas/config.schema.yaml"))))
+validate(config, "schemas/config.schema.yaml")
+check_inputs_exist(config)
+
+
+wildcard_constraints:
+    dataset="cub|nabirds",
+    name="classes|hierarchy",
+
+
+include: "rules/common.smk"
+include: "rules/inputs.smk"
+
+
+rule all:
+    input:
+        final_outputs(),
+    default_target: True

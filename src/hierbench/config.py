@@ -1,0 +1,156 @@
+"""Configuration: validation against the JSON schema with messages that name the key, defaults,
+and checks that the data and weights a config points at exist before any job is scheduled."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+from jsonschema.exceptions import ValidationError
+
+SCHEMA_PATH = Path("schemas/config.schema.yaml")
+PACKAGE_WEIGHTS_PREFIX = "pypi:"
+DATASET_FOLDER_HINT = {
+    "cub": "the CUB_200_2011 folder (images.txt, classes.txt, images/ ...)",
+    "nabirds": "the NABirds folder (images.txt, classes.txt, hierarchy.txt, images/ ...)",
+}
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid or points at something that does not exist."""
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping; anything else is an error naming the file."""
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def key_path(parts: Any) -> str:
+    """Dotted key path (``training.epochs``, ``training.seeds[1]``) of a jsonschema error."""
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "<top level>"
+
+
+def describe_error(error: ValidationError) -> str:
+    """One line naming the config key an error is about and what is wrong with it."""
+    where = key_path(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(allowed))
+        names = ", ".join(f"'{key_path([*error.absolute_path, key])}'" for key in unknown)
+        return f"unknown config key {names}; allowed keys here: {allowed}"
+    if error.validator == "required":
+        missing = [key for key in error.validator_value if key not in error.instance]
+        names = ", ".join(f"'{key_path([*error.absolute_path, key])}'" for key in missing)
+        return f"missing required config key {names}"
+    return f"config key '{where}': {error.message}"
+
+
+def _errors(config: dict[str, Any], schema: dict[str, Any]) -> Iterator[ValidationError]:
+    """All schema violations, in a stable order (by key path, then message)."""
+    validator = jsonschema.Draft202012Validator(schema)
+    yield from sorted(
+        validator.iter_errors(config), key=lambda e: (key_path(e.absolute_path), e.message)
+    )
+
+
+def apply_defaults(config: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Return a copy of ``config`` with every schema default filled in, recursively."""
+    return _fill(copy.deepcopy(config), schema, schema)
+
+
+def _resolve(node: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    """Follow a local ``$ref`` (``#/$defs/name``), merging the referring node's own keys."""
+    ref = node.get("$ref")
+    if not ref:
+        return node
+    target: Any = root
+    for part in ref.removeprefix("#/").split("/"):
+        target = target[part]
+    merged = {**_resolve(target, root), **{k: v for k, v in node.items() if k != "$ref"}}
+    return merged
+
+
+def _fill(value: Any, node: dict[str, Any], root: dict[str, Any]) -> Any:
+    """Fill defaults into ``value`` following schema ``node``."""
+    node = _resolve(node, root)
+    if not isinstance(value, dict):
+        return value
+    for name, sub in node.get("properties", {}).items():
+        sub_resolved = _resolve(sub, root)
+        if name not in value and "default" in sub_resolved:
+            value[name] = copy.deepcopy(sub_resolved["default"])
+        if name in value:
+            value[name] = _fill(value[name], sub_resolved, root)
+    return value
+
+
+def validate_config(config: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Validate ``config`` and return it with defaults filled in.
+
+    Every violation is reported in one :class:`ConfigError`, each line naming its key.
+    """
+    problems = [describe_error(error) for error in _errors(config, schema)]
+    if not problems:
+        filled = apply_defaults(config, schema)
+        problems = [describe_error(error) for error in _errors(filled, schema)]
+        if not problems:
+            return filled
+    raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+
+
+def enabled_datasets(config: dict[str, Any]) -> list[str]:
+    """Names of the datasets this run covers, in a fixed order."""
+    return [name for name, block in sorted(config["datasets"].items()) if block["enabled"]]
+
+
+def missing_inputs(config: dict[str, Any], base: Path = Path()) -> list[str]:
+    """Each real-data folder or weights file the config needs but the machine lacks, explained."""
+    problems = []
+    for name in enabled_datasets(config):
+        block = config["datasets"][name]
+        if block["source"] != "folder":
+            continue
+        root = block["root"]
+        if root is None:
+            problems.append(
+                f"datasets.{name}.root is not set; with source 'folder' it must name "
+                f"{DATASET_FOLDER_HINT[name]}"
+            )
+        elif not (base / root).is_dir():
+            problems.append(
+                f"datasets.{name}.root: folder '{root}' does not exist; put "
+                f"{DATASET_FOLDER_HINT[name]} there or change the key"
+            )
+    weights = config["backbone"]["weights"]
+    if not weights.startswith(PACKAGE_WEIGHTS_PREFIX) and not (base / weights).is_file():
+        problems.append(
+            f"backbone.weights: file '{weights}' does not exist; place the "
+            f"{config['backbone']['name']} weights there (timm safetensors or the original .pth)"
+            " or change the key"
+        )
+    return problems
+
+
+def check_inputs_exist(config: dict[str, Any], base: Path = Path()) -> None:
+    """Raise one :class:`ConfigError` listing every missing dataset folder or weights file."""
+    problems = missing_inputs(config, base)
+    if problems:
+        raise ConfigError("the configuration points at missing inputs:\n  " + "\n  ".join(problems))
+
+
+def load_config(path: str | Path, schema_path: str | Path = SCHEMA_PATH) -> dict[str, Any]:
+    """Read, validate and default-fill a config file (for the CLI and tests)."""
+    try:
+        return validate_config(load_yaml(path), load_yaml(schema_path))
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None

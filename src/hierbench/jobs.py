@@ -1,0 +1,67 @@
+"""Bridge from a running Snakemake job to the library: its log file and its provenance context.
+
+Workflow scripts call :func:`start_job` first thing; it sends stderr and Python logging to the
+rule's ``log:`` file and returns the :class:`JobContext` every artifact writer needs. The
+``snakemake`` object is only read here, by attribute, so the library never imports Snakemake.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from hierbench.provenance import JobContext
+
+CODE_PARAM = "code"
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def send_stderr_to_log(log_path: str | Path) -> None:
+    """Redirect stderr and the root logger to ``log_path`` (appending), creating its folder."""
+    path = Path(log_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stream = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as stderr
+    sys.stderr = stream
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=stream, force=True)
+
+
+def _named_items(namedlist: Any) -> dict[str, Any]:
+    """The named entries of a Snakemake Namedlist (wildcards, params) as a plain dict."""
+    return {str(key): value for key, value in namedlist.items()}
+
+
+def _plain(value: Any) -> Any:
+    """Convert Snakemake parameter values to JSON-ready builtins (lists, dicts, scalars)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, Path):
+        return value.as_posix()
+    return value
+
+
+def job_context(smk: Any) -> JobContext:
+    """Provenance context of the Snakemake job ``smk``: rule, wildcards, params, inputs."""
+    params = {key: _plain(value) for key, value in _named_items(smk.params).items()}
+    code = params.pop(CODE_PARAM, "")
+    return JobContext(
+        rule=str(smk.rule),
+        wildcards={key: str(value) for key, value in _named_items(smk.wildcards).items()},
+        params=params,
+        inputs=tuple(str(path) for path in smk.input),
+        code=str(code),
+    )
+
+
+def start_job(smk: Any) -> JobContext:
+    """Send the job's stderr to its log file, log what runs, and return its provenance context."""
+    if smk.log:
+        send_stderr_to_log(smk.log[0])
+    job = job_context(smk)
+    logging.getLogger("hierbench").info(
+        "rule %s wildcards %s code %s", job.rule, job.wildcards, job.code[:12]
+    )
+    return job

@@ -1,0 +1,109 @@
+"""Provenance records: which rule, wildcards, parameters, inputs, code and software made a file.
+
+A record holds no timestamps, so rebuilding an artifact from the same inputs yields the same
+record byte for byte; times belong in logs and in the Final lock.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import sys
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from hierbench.hashing import sha256_file, sha256_tree
+
+RECORD_VERSION = 1
+
+# Packages whose exact versions are written into every record.
+RECORDED_PACKAGES: tuple[str, ...] = (
+    "hierbench",
+    "birdnames",
+    "geoopt",
+    "matplotlib",
+    "numpy",
+    "pandas",
+    "pillow",
+    "pyarrow",
+    "rapidfuzz",
+    "safetensors",
+    "snakemake",
+    "timm",
+    "torch",
+    "torchvision",
+)
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What made an artifact: the rule, its wildcards and parameters, inputs and code hash."""
+
+    rule: str
+    wildcards: dict[str, str] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    inputs: tuple[str, ...] = ()
+    code: str = ""
+
+
+def package_version(name: str) -> str | None:
+    """Installed version of a distribution, or None when it is not installed."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def software_record() -> dict[str, Any]:
+    """Python, platform and the exact versions of the packages the pipeline depends on."""
+    return {
+        "python": platform.python_version(),
+        "implementation": sys.implementation.name,
+        "platform": f"{platform.system()}-{platform.machine()}",
+        "packages": {name: package_version(name) for name in RECORDED_PACKAGES},
+    }
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_file_hash(path: str, size: int, mtime_ns: int) -> str:
+    """Hash of an input file, cached on its size and modification time within one process."""
+    return sha256_file(path)
+
+
+def input_hash(path: str | os.PathLike[str]) -> str:
+    """SHA256 of an input file, or the tree hash of an input folder."""
+    target = Path(path)
+    if target.is_dir():
+        return sha256_tree(target)
+    if not target.is_file():
+        raise FileNotFoundError(f"input {target} does not exist; cannot record its hash")
+    stat = target.stat()
+    return _cached_file_hash(str(target), stat.st_size, stat.st_mtime_ns)
+
+
+def build_record(
+    target: str | os.PathLike[str],
+    sha256: str,
+    size: int,
+    job: JobContext,
+    *,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Assemble the provenance record of one artifact (JSON-ready, no timestamps)."""
+    return {
+        "record_version": RECORD_VERSION,
+        "path": Path(target).as_posix(),
+        "sha256": sha256,
+        "bytes": size,
+        "rule": job.rule,
+        "wildcards": dict(sorted(job.wildcards.items())),
+        "params": job.params,
+        "inputs": {Path(p).as_posix(): input_hash(p) for p in sorted(job.inputs)},
+        "code": job.code,
+        "software": software_record(),
+        "facts": extra or {},
+    }

@@ -1,0 +1,75 @@
+"""Shared fixtures: the repository root and a disposable copy of it for Snakemake runs."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+COPY_IGNORE = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "results",
+    "logs",
+    ".snakemake",
+    "__pycache__",
+    "*.egg-info",
+    ".pytest_cache",
+    ".ruff_cache",
+)
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+
+
+@pytest.fixture
+def repo_copy(tmp_path: Path) -> Path:
+    """A copy of the repository (sources only) whose own src/ is what Snakemake imports."""
+    target = tmp_path / "repo"
+    shutil.copytree(REPO, target, ignore=COPY_IGNORE)
+    return target
+
+
+def snakemake(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run Snakemake in ``repo`` with that copy's library first on the import path.
+
+    stdout and stderr are merged into ``result.stdout``.
+    """
+    env = {**os.environ, "PYTHONPATH": str(repo / "src"), "HF_HUB_OFFLINE": "1"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    result = subprocess.run(
+        [SNAKEMAKE, "--cores", "2", *args],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout}")
+    return result
+
+
+JOB_STATS_ROW = re.compile(r"^(\w+)\s+(\d+)$")
+
+
+def scheduled_rules(repo: Path, *args: str) -> Counter[str]:
+    """Rules a dry run would execute, with their job counts (from Snakemake's job stats)."""
+    result = snakemake(repo, "-n", *args)
+    text = result.stdout
+    if "Nothing to be done" in text:
+        return Counter()
+    stats = text.split("Job stats:", 1)[1]
+    counts = Counter()
+    for line in stats.splitlines()[3:]:
+        match = JOB_STATS_ROW.match(line.strip())
+        if not match:
+            break
+        if match.group(1) != "total":
+            counts[match.group(1)] = int(match.group(2))
+    return counts

@@ -1,0 +1,154 @@
+"""The config schema: key-named errors, descriptions and defaults everywhere, shipped configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, snakemake
+
+from hierbench.config import (
+    ConfigError,
+    _resolve,
+    check_inputs_exist,
+    load_config,
+    load_yaml,
+    missing_inputs,
+    validate_config,
+)
+
+SCHEMA = load_yaml(REPO / "schemas/config.schema.yaml")
+
+
+def _error(config: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as caught:
+        validate_config(config, SCHEMA)
+    return str(caught.value)
+
+
+def test_wrong_type_names_the_key():
+    message = _error({"training": {"epochs": "many"}})
+    assert "'training.epochs'" in message and "not of type 'integer'" in message
+
+
+def test_wrong_type_in_a_list_names_the_index():
+    message = _error({"training": {"seeds": [42, "x"]}})
+    assert "training.seeds[1]" in message
+
+
+def test_unknown_key_names_the_key_and_the_allowed_ones():
+    message = _error({"datasets": {"cub": {"sourc": "demo"}}})
+    assert "unknown config key 'datasets.cub.sourc'" in message
+    assert "'source'" in message
+
+
+def test_unknown_top_level_key():
+    assert "unknown config key 'trainng'" in _error({"trainng": {}})
+
+
+def test_missing_required_key_names_the_key():
+    message = _error({"datasets": {"nabirds": {"hyperbolic": {"radius": 0.4}}}})
+    assert "missing required config key 'datasets.nabirds.hyperbolic.curvature'" in message
+
+
+def test_all_errors_reported_together():
+    message = _error({"training": {"epochs": "x", "lr": "y"}, "extra": 1})
+    assert "training.epochs" in message and "training.lr" in message and "'extra'" in message
+
+
+def test_enum_violation_names_the_key():
+    assert "'datasets.cub.source'" in _error({"datasets": {"cub": {"source": "web"}}})
+
+
+def test_defaults_fill_an_empty_config_with_the_paper_protocol():
+    config = validate_config({}, SCHEMA)
+    assert config["training"]["epochs"] == 100
+    assert config["training"]["lr"] == pytest.approx(5e-5)
+    assert config["datasets"]["cub"]["hyperbolic"] == {"curvature": 2.0, "radius": 0.4}
+    assert config["datasets"]["nabirds"]["hyperbolic"] == {"curvature": 0.1, "radius": 0.4}
+    assert config["datasets"]["nabirds"]["splits"]["parents"] == {
+        "train": 242,
+        "validation": 81,
+        "test": 81,
+    }
+    assert config["tuning"]["taus"] == [0.07, 0.10, 0.20, 0.30, 0.50, 1.00]
+
+
+def _walk_properties(node: dict[str, Any], path: str):
+    node = _resolve(node, SCHEMA)
+    required = set(node.get("required", []))
+    for name, sub in node.get("properties", {}).items():
+        resolved = _resolve(sub, SCHEMA)
+        yield f"{path}.{name}".lstrip("."), resolved, name in required
+        yield from _walk_properties(resolved, f"{path}.{name}")
+
+
+def test_every_key_has_a_description_and_a_default_unless_required():
+    keys = list(_walk_properties(SCHEMA, ""))
+    assert len(keys) > 50
+    undocumented = [key for key, node, _ in keys if not node.get("description")]
+    no_default = [key for key, node, required in keys if "default" not in node and not required]
+    assert undocumented == []
+    assert no_default == []
+
+
+def test_required_keys_get_their_values_from_the_parent_default():
+    config = validate_config({}, SCHEMA)
+    assert config["datasets"]["cub"]["hyperbolic"]["radius"] == 0.4
+
+
+def test_shipped_configs_are_valid():
+    demo = load_config(REPO / "config.yaml", REPO / "schemas/config.schema.yaml")
+    paper = load_config(REPO / "configs/paper.yaml", REPO / "schemas/config.schema.yaml")
+    assert demo["datasets"]["cub"]["source"] == "demo"
+    assert paper["datasets"]["cub"]["splits"]["query_gallery"]["queries"] == 870
+    assert paper["datasets"]["nabirds"]["splits"]["query_gallery"]["gallery"] == 4014
+    assert missing_inputs(demo, REPO) == []
+
+
+def test_paper_config_spells_out_every_number_it_depends_on():
+    """configs/paper.yaml states the protocol itself rather than leaning on schema defaults."""
+    raw = load_yaml(REPO / "configs/paper.yaml")
+    for section in ("head", "training", "tuning", "evaluation", "backbone"):
+        assert raw[section], section
+    assert raw["training"]["regression_targets"] == {"c": 0.2, "m": 0.5, "h": 0.8, "o": 1.0}
+    assert raw["head"] == {"hidden_dim": 256, "embedding_dim": 32, "dropout": 0.1}
+
+
+def test_missing_real_data_is_one_message_naming_every_folder(tmp_path: Path):
+    paper = load_config(REPO / "configs/paper.yaml", REPO / "schemas/config.schema.yaml")
+    with pytest.raises(ConfigError) as caught:
+        check_inputs_exist(paper, tmp_path)
+    message = str(caught.value)
+    assert "datasets.cub.root: folder 'data/CUB_200_2011' does not exist" in message
+    assert "datasets.nabirds.root: folder 'data/nabirds'" in message
+    assert "backbone.weights: file 'weights/dinov2_vitb14_pretrain.pth'" in message
+
+
+def test_present_real_data_passes(tmp_path: Path):
+    paper = load_config(REPO / "configs/paper.yaml", REPO / "schemas/config.schema.yaml")
+    (tmp_path / "data/CUB_200_2011").mkdir(parents=True)
+    (tmp_path / "data/nabirds").mkdir(parents=True)
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights/dinov2_vitb14_pretrain.pth").write_bytes(b"x")
+    check_inputs_exist(paper, tmp_path)
+
+
+def test_dry_run_and_lint_pass_on_the_default_config(repo_copy: Path):
+    assert "Congratulations" in snakemake(repo_copy, "--lint").stdout
+    snakemake(repo_copy, "-n")
+
+
+def test_dry_run_on_paper_config_without_data_names_the_missing_folder(repo_copy: Path):
+    result = snakemake(repo_copy, "-n", "--configfile", "configs/paper.yaml", check=False)
+    assert result.returncode != 0
+    output = result.stdout
+    assert "datasets.cub.root: folder 'data/CUB_200_2011' does not exist" in output
+
+
+def test_bad_config_file_stops_the_dry_run_naming_the_key(repo_copy: Path):
+    (repo_copy / "bad.yaml").write_text("training:\n  epochs: ten\n")
+    result = snakemake(repo_copy, "-n", "--configfile", "bad.yaml", check=False)
+    assert result.returncode != 0
+    assert "config key 'training.epochs'" in result.stdout

@@ -1,0 +1,54 @@
+"""Set-up: pins agree everywhere, and an up-to-date venv is not reinstalled."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tomllib
+
+from conftest import REPO
+
+PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==([^\s;]+)$")
+
+
+def _lock() -> dict[str, str]:
+    pins = {}
+    for line in (REPO / "requirements.lock").read_text().splitlines():
+        if line and not line.startswith("#"):
+            match = PIN.match(line.strip())
+            assert match, f"requirements.lock line is not an exact pin: {line!r}"
+            pins[match.group(1).lower().replace("_", "-")] = match.group(2)
+    return pins
+
+
+def test_direct_dependencies_are_exact_pins_that_match_the_lock():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    lock = _lock()
+    for requirement in project["dependencies"] + project["optional-dependencies"]["dev"]:
+        match = PIN.match(requirement)
+        assert match, f"pyproject dependency is not an exact pin: {requirement}"
+        name = match.group(1).lower().replace("_", "-")
+        assert lock.get(name) == match.group(2), f"{name}: pyproject {match.group(2)} vs lock"
+
+
+def test_torch_and_torchvision_are_pinned_together():
+    lock = _lock()
+    assert (lock["torch"], lock["torchvision"]) == ("2.14.1", "0.29.1")
+
+
+def test_environment_yml_carries_the_same_pins():
+    listed = re.findall(
+        r"^\s+- ([A-Za-z0-9_.\-]+==\S+)$", (REPO / "environment.yml").read_text(), re.M
+    )
+    lock_lines = [
+        line.strip()
+        for line in (REPO / "requirements.lock").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    assert listed == lock_lines
+
+
+def test_up_to_date_venv_needs_no_install():
+    """`make -q venv` exits 0 only when the dependency stamp is current: nothing to install."""
+    result = subprocess.run(["make", "-q", "venv"], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, "the venv stamp is stale; run `make venv`"
