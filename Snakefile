@@ -25,6 +25,7 @@ wildcard_constraints:
 
 include: "rules/common.smk"
 include: "rules/inputs.smk"
+include: "rules/taxonomy.smk"
 
 
 rule all:

@@ -2,6 +2,7 @@
 
 from hierbench.codehash import code_hash
 from hierbench.config import enabled_datasets
+from hierbench.taxonomy import checklist_fingerprint
 
 DATASETS = enabled_datasets(config)
 RESULTS = "results"
@@ -28,8 +29,23 @@ def shipped_input(wildcards):
 
 def final_outputs():
     """The final targets for the enabled datasets."""
-    return [
-        f"{RESULTS}/{dataset}/inputs/{name}.txt"
-        for dataset in DATASETS
-        for name in STAGED_INPUTS[dataset]
-    ]
+    targets = [f"{RESULTS}/{dataset}/taxonomy/taxonomy.parquet" for dataset in DATASETS]
+    if "nabirds" in DATASETS:
+        targets.append(f"{RESULTS}/nabirds/taxonomy/shuffled.parquet")
+    return targets
+
+
+def benchmark_for(output_path):
+    """The Snakemake benchmark file of an output, beside its log."""
+    return output_path.replace(f"{RESULTS}/", f"{LOGS}/", 1) + ".benchmark.tsv"
+
+
+def cub_taxonomy_config():
+    """The CUB taxonomy block of the config."""
+    return config["datasets"]["cub"]["taxonomy"]
+
+
+def cub_checklist_input(wildcards):
+    """The checklist CSV as an input when the config names one (the default ships in a package)."""
+    spec = cub_taxonomy_config()["checklist"]
+    return [] if spec == "default" else [spec]

@@ -35,6 +35,23 @@ def repo_copy(tmp_path: Path) -> Path:
     return target
 
 
+@pytest.fixture(scope="session")
+def _built_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One copy of the repository after a complete default `snakemake` run (built once)."""
+    target = tmp_path_factory.mktemp("built") / "repo"
+    shutil.copytree(REPO, target, ignore=COPY_IGNORE)
+    snakemake(target)
+    return target
+
+
+@pytest.fixture
+def built_repo(_built_repo: Path, tmp_path: Path) -> Path:
+    """A private copy of the fully built repository, Snakemake's metadata and mtimes included."""
+    target = tmp_path / "repo"
+    shutil.copytree(_built_repo, target, symlinks=True)
+    return target
+
+
 def snakemake(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run Snakemake in ``repo`` with that copy's library first on the import path.
 

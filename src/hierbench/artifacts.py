@@ -101,15 +101,19 @@ def write_json_plain(value: Any, target: str | os.PathLike[str]) -> Path:
     return Path(target)
 
 
-def write_json(value: Any, target: str | os.PathLike[str], job: JobContext) -> Path:
+def write_json(
+    value: Any, target: str | os.PathLike[str], job: JobContext, *, facts: dict | None = None
+) -> Path:
     """Write a JSON artifact (sorted keys, indented, trailing newline) with provenance."""
     text = json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    return write_text(text, target, job)
+    return write_text(text, target, job, facts=facts)
 
 
-def write_text(text: str, target: str | os.PathLike[str], job: JobContext) -> Path:
+def write_text(
+    text: str, target: str | os.PathLike[str], job: JobContext, *, facts: dict | None = None
+) -> Path:
     """Write a UTF-8 text artifact (reports, tables) with provenance."""
-    return publish(target, lambda tmp: tmp.write_text(text, encoding="utf-8"), job)
+    return publish(target, lambda tmp: tmp.write_text(text, encoding="utf-8"), job, extra=facts)
 
 
 def copy_file(
@@ -133,19 +137,21 @@ def write_parquet(
     *,
     sort_by: Sequence[str],
     metadata: dict[str, Any] | None = None,
+    facts: dict[str, Any] | None = None,
 ) -> Path:
     """Write a DataFrame as deterministic parquet with provenance.
 
     Rows are sorted by ``sort_by`` (pass ``()`` only when the given order is itself canonical),
     the index is dropped, no timestamps are written, and writer settings are fixed, so equal
-    content gives equal bytes. ``metadata`` is stored as canonical JSON in the schema.
+    content gives equal bytes. ``metadata`` is stored as canonical JSON in the schema;
+    ``facts`` go into the provenance record beside the row count and columns.
     """
     missing = [column for column in sort_by if column not in frame.columns]
     if missing:
         raise KeyError(f"cannot sort {Path(target).name} by missing column(s) {missing}")
     ordered = frame.sort_values(list(sort_by), kind="mergesort") if sort_by else frame
     table = dataframe_to_table(ordered.reset_index(drop=True), metadata)
-    extra = {"rows": table.num_rows, "columns": table.column_names}
+    extra = {**(facts or {}), "rows": table.num_rows, "columns": table.column_names}
     return publish(
         target, lambda tmp: pq.write_table(table, tmp, **PARQUET_WRITE_OPTIONS), job, extra=extra
     )

@@ -15,6 +15,11 @@ from pathlib import Path
 from hierbench import __version__
 from hierbench.codehash import code_hash, module_closure
 from hierbench.config import SCHEMA_PATH, ConfigError, check_inputs_exist, load_config
+from hierbench.provenance import JobContext
+from hierbench.stages.taxonomy import build_cub_taxonomy, build_nabirds_taxonomy
+from hierbench.taxonomy import DEFAULT_FUZZY_MARGIN, DEFAULT_FUZZY_THRESHOLD, TaxonomyError
+
+DEFAULT_ALIASES = Path("resources/cub_aliases.json")
 
 
 def _config_check(args: argparse.Namespace) -> int:
@@ -34,6 +39,83 @@ def _code_hash(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cli_job(command: str, inputs: Sequence[Path], **params: object) -> JobContext:
+    """Provenance context of a command-line run, with the same code hash a rule would get."""
+    return JobContext(
+        rule=f"cli:{command}",
+        params={
+            key: str(value) if isinstance(value, Path) else value for key, value in params.items()
+        },
+        inputs=tuple(str(path) for path in inputs),
+        code=code_hash(["stages.taxonomy"]),
+    )
+
+
+def _taxonomy_cub(args: argparse.Namespace) -> int:
+    """Match a CUB class list to a checklist; write the table and its match report."""
+    report = args.report or args.out.with_name(f"{args.out.stem}_match_report.md")
+    inputs = [args.classes, args.aliases] + (
+        [] if args.checklist == "default" else [args.checklist]
+    )
+    job = _cli_job(
+        "taxonomy cub",
+        inputs,
+        checklist=args.checklist,
+        fuzzy_threshold=args.fuzzy_threshold,
+        fuzzy_margin=args.fuzzy_margin,
+    )
+    table = build_cub_taxonomy(
+        args.classes,
+        args.aliases,
+        args.out,
+        report,
+        job,
+        checklist=args.checklist,
+        fuzzy_threshold=args.fuzzy_threshold,
+        fuzzy_margin=args.fuzzy_margin,
+    )
+    print(
+        f"{len(table)} classes, {table['middle'].nunique()} genera, "
+        f"{table['high'].nunique()} families -> {args.out} (report {report})"
+    )
+    return 0
+
+
+def _taxonomy_nabirds(args: argparse.Namespace) -> int:
+    """Read NABirds' tree into the generic taxonomy table."""
+    job = _cli_job("taxonomy nabirds", [args.classes, args.hierarchy])
+    table = build_nabirds_taxonomy(args.classes, args.hierarchy, args.out, job)
+    print(
+        f"{len(table)} leaves, {table['middle'].nunique()} parents, "
+        f"{table['high'].nunique()} supergroups -> {args.out}"
+    )
+    return 0
+
+
+def _add_taxonomy(commands: argparse._SubParsersAction) -> None:
+    """The `taxonomy cub` and `taxonomy nabirds` subcommands."""
+    taxonomy = commands.add_parser("taxonomy", help="build a taxonomy table")
+    which = taxonomy.add_subparsers(dest="dataset", required=True)
+    cub = which.add_parser("cub", help="match CUB class names to a bird checklist")
+    cub.add_argument("--classes", type=Path, required=True, help="CUB classes.txt")
+    cub.add_argument(
+        "--checklist",
+        default="default",
+        help='"default" (birdnames eBird/Clements 2024) or a checklist CSV with eBird columns',
+    )
+    cub.add_argument("--aliases", type=Path, default=DEFAULT_ALIASES)
+    cub.add_argument("--fuzzy-threshold", type=float, default=DEFAULT_FUZZY_THRESHOLD)
+    cub.add_argument("--fuzzy-margin", type=float, default=DEFAULT_FUZZY_MARGIN)
+    cub.add_argument("--out", type=Path, required=True, help="taxonomy parquet to write")
+    cub.add_argument("--report", type=Path, help="match report (default: beside --out)")
+    cub.set_defaults(handler=_taxonomy_cub)
+    nabirds = which.add_parser("nabirds", help="NABirds Leaf / Parent / Supergroup")
+    nabirds.add_argument("--classes", type=Path, required=True, help="NABirds classes.txt")
+    nabirds.add_argument("--hierarchy", type=Path, required=True, help="NABirds hierarchy.txt")
+    nabirds.add_argument("--out", type=Path, required=True, help="taxonomy parquet to write")
+    nabirds.set_defaults(handler=_taxonomy_nabirds)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `hierbench` command."""
     parser = argparse.ArgumentParser(prog="hierbench", description=__doc__)
@@ -51,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     hashing = commands.add_parser("code-hash", help="source hash of library modules")
     hashing.add_argument("modules", nargs="+")
     hashing.set_defaults(handler=_code_hash)
+    _add_taxonomy(commands)
     return parser
 
 
@@ -59,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (ConfigError, FileNotFoundError, ValueError) as error:
+    except (ConfigError, TaxonomyError, FileNotFoundError, ValueError) as error:
         print(f"hierbench: error: {error}", file=sys.stderr)
         return 2
 
