@@ -26,6 +26,8 @@ wildcard_constraints:
 include: "rules/common.smk"
 include: "rules/inputs.smk"
 include: "rules/taxonomy.smk"
+include: "rules/data.smk"
+include: "rules/splits.smk"
 
 
 rule all:

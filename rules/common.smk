@@ -29,7 +29,7 @@ def shipped_input(wildcards):
 
 def final_outputs():
     """The final targets for the enabled datasets."""
-    targets = [f"{RESULTS}/{dataset}/taxonomy/taxonomy.parquet" for dataset in DATASETS]
+    targets = [f"{RESULTS}/{dataset}/splits/manifest.parquet" for dataset in DATASETS]
     if "nabirds" in DATASETS:
         targets.append(f"{RESULTS}/nabirds/taxonomy/shuffled.parquet")
     return targets
@@ -49,3 +49,24 @@ def cub_checklist_input(wildcards):
     """The checklist CSV as an input when the config names one (the default ships in a package)."""
     spec = cub_taxonomy_config()["checklist"]
     return [] if spec == "default" else [spec]
+
+
+# Folder names of the datasets' own layouts (the demo renders into the same names).
+LAYOUT_FOLDER = {"cub": "CUB_200_2011", "nabirds": "nabirds"}
+
+
+def demo_folder(dataset):
+    """Where the demo of a dataset is rendered."""
+    return f"{RESULTS}/{dataset}/demo/{LAYOUT_FOLDER[dataset]}"
+
+
+def dataset_root(wildcards):
+    """The dataset folder a run reads: the rendered demo, or the real folder from the config."""
+    block = config["datasets"][wildcards.dataset]
+    return demo_folder(wildcards.dataset) if block["source"] == "demo" else block["root"]
+
+
+def split_config(dataset):
+    """The config keys the split stage reads for a dataset (its params, hence its rerun trigger)."""
+    block = config["datasets"][dataset]
+    return {key: block[key] for key in ("splits", "image_pool") if key in block}

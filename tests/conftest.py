@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -10,7 +11,16 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pytest
+
+from hierbench.taxonomy import (
+    load_alias_file,
+    load_default_checklist,
+    match_cub_classes,
+    nabirds_taxonomy,
+    read_cub_classes,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 COPY_IGNORE = shutil.ignore_patterns(
@@ -35,18 +45,24 @@ def repo_copy(tmp_path: Path) -> Path:
     return target
 
 
+TINY = ("--configfile", "configs/tiny.yaml")
+
+
 @pytest.fixture(scope="session")
 def _built_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One copy of the repository after a complete default `snakemake` run (built once)."""
+    """One copy of the repository after a complete run on the tiny config (built once)."""
     target = tmp_path_factory.mktemp("built") / "repo"
     shutil.copytree(REPO, target, ignore=COPY_IGNORE)
-    snakemake(target)
+    snakemake(target, *TINY)
     return target
 
 
 @pytest.fixture
 def built_repo(_built_repo: Path, tmp_path: Path) -> Path:
-    """A private copy of the fully built repository, Snakemake's metadata and mtimes included."""
+    """A private copy of the repository built on the tiny config, Snakemake's metadata included.
+
+    Pass ``*TINY`` to further Snakemake calls on it.
+    """
     target = tmp_path / "repo"
     shutil.copytree(_built_repo, target, symlinks=True)
     return target
@@ -90,3 +106,21 @@ def scheduled_rules(repo: Path, *args: str) -> Counter[str]:
         if match.group(1) != "total":
             counts[match.group(1)] = int(match.group(2))
     return counts
+
+
+@functools.cache
+def cub_taxonomy_table() -> pd.DataFrame:
+    """The real CUB taxonomy (default checklist and shipped aliases), computed once."""
+    return match_cub_classes(
+        read_cub_classes(REPO / "resources/cub_classes.txt"),
+        load_default_checklist(),
+        load_alias_file(REPO / "resources/cub_aliases.json"),
+    )
+
+
+def nabirds_taxonomy_table(
+    classes: Path = REPO / "resources/nabirds_classes.txt",
+    hierarchy: Path = REPO / "resources/nabirds_hierarchy.txt",
+) -> pd.DataFrame:
+    """The NABirds taxonomy read from a tree (the shipped one by default)."""
+    return nabirds_taxonomy(classes, hierarchy)

@@ -22,10 +22,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hierbench.hashing import canonical_json, sha256_file
+from hierbench.hashing import TREE_HASH_IGNORED, canonical_json, sha256_file, sha256_tree
 from hierbench.provenance import JobContext, build_record
 
 PROVENANCE_SUFFIX = ".prov.json"
+FILE_MODE = 0o644  # mkstemp creates 0600 files; artifacts are meant to be read by others
 
 # Fixed writer settings: equal tables give equal bytes for a given pyarrow version.
 PARQUET_WRITE_OPTIONS: dict[str, Any] = {
@@ -59,6 +60,7 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     try:
         yield tmp
         _fsync(tmp)
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -91,6 +93,27 @@ def publish(
         record = build_record(target, sha256_file(tmp), tmp.stat().st_size, job, extra=extra)
         write_json_plain(record, provenance_path(target))
     return target
+
+
+def record_folder(
+    folder: str | os.PathLike[str], job: JobContext, *, facts: dict[str, Any] | None = None
+) -> Path:
+    """Write the provenance record of a folder artifact (its tree hash) beside the folder.
+
+    For folders that their writer already published atomically (the demo datasets); the
+    record's ``bytes`` is the total size of the files in the folder.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"cannot record folder {folder}: it does not exist")
+    size = sum(
+        p.stat().st_size
+        for p in folder.rglob("*")
+        if p.is_file() and p.name not in TREE_HASH_IGNORED
+    )
+    record = build_record(folder, sha256_tree(folder), size, job, extra=facts)
+    write_json_plain(record, provenance_path(folder))
+    return folder
 
 
 def write_json_plain(value: Any, target: str | os.PathLike[str]) -> Path:

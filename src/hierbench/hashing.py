@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 _CHUNK = 1 << 20
+# Marker files Snakemake drops into directory() outputs after a job: not part of the content.
+TREE_HASH_IGNORED = frozenset({".snakemake_timestamp"})
 
 
 def canonical_json(value: Any) -> str:
@@ -33,11 +35,14 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
 
 
 def sha256_tree(path: str | os.PathLike[str]) -> str:
-    """Hex SHA256 of a folder: every file's relative POSIX path and content hash, sorted."""
+    """Hex SHA256 of a folder: every file's relative POSIX path and content hash, sorted.
+
+    Snakemake's ``.snakemake_timestamp`` marker is skipped: it is not part of the content.
+    """
     root = Path(path)
+    files = (p for p in root.rglob("*") if p.is_file() and p.name not in TREE_HASH_IGNORED)
     lines = [
-        f"{file.relative_to(root).as_posix()}\0{sha256_file(file)}\n"
-        for file in sorted(p for p in root.rglob("*") if p.is_file())
+        f"{file.relative_to(root).as_posix()}\0{sha256_file(file)}\n" for file in sorted(files)
     ]
     return sha256_bytes("".join(lines).encode())
 

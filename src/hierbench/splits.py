@@ -1,0 +1,358 @@
+"""Split construction: who trains, who tunes, who is sealed test, and query/gallery draws.
+
+A split set is one long table with a row per (split, role, image): for example
+(``final``, ``train``), (``tuning``, ``query``), (``qg-42``, ``gallery``), (``outer-1``, ``test``).
+Rows whose role belongs to the sealed test set carry ``sealed = True`` and are written only
+into sealed artifacts. Every (split, role) is identified by the SHA256 of its canonical id
+list: the sorted image ids, one per line, each line ending in a newline (UTF-8), so the
+identifier does not depend on how the split is stored.
+
+Sampling is stratified: a total is shared out over groups (leaf classes, or parents) in
+proportion to their size by the largest-remainder method, ties broken by a seeded order,
+then each group's members are drawn by a seeded permutation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from hierbench.relations import LABEL_COLUMNS, valid_query_counts
+
+SPLIT_COLUMNS = ("split", "role", "seed", "sealed", "image_id")
+FRACTION_TOLERANCE = 1e-9
+
+
+class SplitError(ValueError):
+    """A split cannot be made as configured; the message gives the numbers."""
+
+
+# ------------------------------------------------------------------------------ identity
+
+
+def canonical_id_text(image_ids: Iterable[str]) -> str:
+    """The canonical text form of an id list: sorted ids, one per line, newline-terminated."""
+    return "".join(f"{image_id}\n" for image_id in sorted(str(i) for i in image_ids))
+
+
+def split_identity(image_ids: Iterable[str]) -> str:
+    """SHA256 of an id list's canonical text: the split's identifier."""
+    return hashlib.sha256(canonical_id_text(image_ids).encode("utf-8")).hexdigest()
+
+
+# ----------------------------------------------------------------------------- counting
+
+
+def resolve_count(spec: int | float, available: int, what: str) -> int:
+    """A configured count (integer) or fraction (0 < x < 1) of ``available``, checked."""
+    if isinstance(spec, bool) or spec <= 0:
+        raise SplitError(f"{what}: {spec!r} is not a positive count or fraction")
+    count = spec if isinstance(spec, int) else round(spec * available)
+    if isinstance(spec, float) and spec >= 1:
+        raise SplitError(f"{what}: fraction {spec} must be below 1 (give an integer for a count)")
+    if count > available:
+        raise SplitError(f"{what}: asked for {count} but only {available} are available")
+    return int(count)
+
+
+def allocate(
+    weights: pd.Series, total: int, rng: np.random.Generator, capacity: pd.Series | None = None
+) -> pd.Series:
+    """Share ``total`` over groups in proportion to ``weights`` (largest remainder).
+
+    No group gets more than its ``capacity`` (default: unlimited); remainders are handed out
+    largest first, ties in a seeded order.
+    """
+    if capacity is None:
+        capacity = pd.Series(total, index=weights.index)
+    if total > capacity.sum():
+        raise SplitError(f"cannot share out {total} items: only {int(capacity.sum())} available")
+    exact = weights / weights.sum() * total
+    share = np.minimum(np.floor(exact), capacity).astype(int)
+    order = pd.DataFrame(
+        {"remainder": exact - share, "tiebreak": rng.permutation(len(weights))},
+        index=weights.index,
+    ).sort_values(["remainder", "tiebreak"], ascending=[False, True])
+    left = total - int(share.sum())
+    while left > 0:
+        for group in order.index:
+            if left and share[group] < capacity[group]:
+                share[group] += 1
+                left -= 1
+    return share
+
+
+def stratified_pick(
+    frame: pd.DataFrame, by: str, total: int, rng: np.random.Generator, *, keep: int = 0
+) -> pd.Index:
+    """Index labels of ``total`` rows drawn from ``frame``, stratified by column ``by``."""
+    ordered = frame.sort_values(["image_id"])
+    sizes = ordered.groupby(by, sort=True).size()
+    capacity = (sizes - keep).clip(lower=0)
+    if total > capacity.sum():
+        raise SplitError(
+            f"cannot draw {total} of {len(frame)} images while leaving {keep} per {by} group "
+            f"({int(capacity.sum())} can be drawn)"
+        )
+    share = allocate(sizes, total, rng, capacity)
+    picked: list = []
+    for group, members in ordered.groupby(by, sort=True):
+        count = int(share[group])
+        if count:
+            picked.extend(members.index[rng.permutation(len(members))[:count]])
+    return pd.Index(sorted(picked, key=lambda label: frame.at[label, "image_id"]))
+
+
+# --------------------------------------------------------------------------- split sets
+
+
+@dataclass(frozen=True)
+class QueryGallerySpec:
+    """How many queries and gallery images each test perturbation draws, and their seeds."""
+
+    seeds: Sequence[int]
+    queries: int | float
+    gallery: int | float
+
+
+def _rows(
+    split: str, role: str, seed: int | None, sealed: bool, ids: Iterable[str]
+) -> pd.DataFrame:
+    """Rows of one (split, role) in the long split table."""
+    ids = sorted(str(i) for i in ids)
+    return pd.DataFrame(
+        {
+            "split": split,
+            "role": role,
+            "seed": pd.array([seed] * len(ids), dtype="Int64"),
+            "sealed": sealed,
+            "image_id": ids,
+        }
+    )
+
+
+def sealed_query_gallery_rows(test: pd.DataFrame, spec: QueryGallerySpec) -> list[pd.DataFrame]:
+    """One sealed query/gallery draw of the test images per seed, stratified by leaf.
+
+    Queries are shared out over leaf classes leaving at least one image of each class for
+    the gallery where the class has two or more; the gallery is drawn from the rest.
+    """
+    n_test = len(test)
+    queries = resolve_count(spec.queries, n_test, "query_gallery.queries")
+    gallery = resolve_count(spec.gallery, n_test, "query_gallery.gallery")
+    if queries + gallery > n_test:
+        raise SplitError(
+            f"query_gallery: {queries} queries + {gallery} gallery = {queries + gallery} "
+            f"exceeds the {n_test} test images"
+        )
+    rows = []
+    for seed in spec.seeds:
+        rng = np.random.default_rng(seed)
+        keep = 1 if queries <= n_test - test["leaf_code"].nunique() else 0
+        query_index = stratified_pick(test, "leaf_code", queries, rng, keep=keep)
+        rest = test.drop(query_index)
+        gallery_index = stratified_pick(rest, "leaf_code", gallery, rng)
+        rows.append(_rows(f"qg-{seed}", "query", seed, True, test.loc[query_index, "image_id"]))
+        rows.append(_rows(f"qg-{seed}", "gallery", seed, True, rest.loc[gallery_index, "image_id"]))
+    return rows
+
+
+def query_gallery_from(
+    frame: pd.DataFrame, split: str, query_fraction: float, seed: int
+) -> list[pd.DataFrame]:
+    """A dev-side query/gallery division of ``frame`` (tuning validation), stratified by leaf."""
+    rng = np.random.default_rng(seed)
+    total = resolve_count(query_fraction, len(frame), f"{split}.query")
+    keep = 1 if total <= len(frame) - frame["leaf_code"].nunique() else 0
+    query_index = stratified_pick(frame, "leaf_code", total, rng, keep=keep)
+    gallery_ids = frame.drop(query_index)["image_id"]
+    return [
+        _rows(split, "query", seed, False, frame.loc[query_index, "image_id"]),
+        _rows(split, "gallery", seed, False, gallery_ids),
+    ]
+
+
+def group_disjoint_outer(
+    dev: pd.DataFrame, group: str, count: int, seed: int, test_fraction: float
+) -> list[pd.DataFrame]:
+    """``count`` outer splits of the development images, disjoint in ``group`` (e.g. genus).
+
+    Drawn inside the development data so that the sealed test set stays sealed.
+    """
+    groups = np.array(sorted(dev[group].unique()))
+    n_test = resolve_count(test_fraction, len(groups), f"outer.test_fraction of {group} groups")
+    if n_test >= len(groups):
+        raise SplitError(f"outer split: {n_test} test groups leave no {group} group to train on")
+    rows = []
+    for k in range(count):
+        rng = np.random.default_rng(seed + k)
+        held_out = set(groups[rng.permutation(len(groups))[:n_test]])
+        is_test = dev[group].isin(held_out)
+        name = f"outer-{k + 1}"
+        rows.append(_rows(name, "train", seed + k, False, dev.loc[~is_test, "image_id"]))
+        rows.append(_rows(name, "test", seed + k, False, dev.loc[is_test, "image_id"]))
+    return rows
+
+
+def _assemble(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate split rows in canonical order and check no image has two roles in a split."""
+    table = pd.concat(parts, ignore_index=True).sort_values(["split", "role", "image_id"])
+    duplicated = table.duplicated(["split", "image_id"])
+    if duplicated.any():
+        first = table[duplicated].iloc[0]
+        raise SplitError(f"image {first.image_id} has two roles in split {first.split}")
+    return table.reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------- datasets
+
+
+def with_labels(images: pd.DataFrame, taxonomy: pd.DataFrame) -> pd.DataFrame:
+    """Attach leaf/middle/high codes to every image; an unknown class is an error naming it."""
+    labels = taxonomy[["class_id", *LABEL_COLUMNS]]
+    merged = images.merge(labels, on="class_id", how="left", validate="many_to_one")
+    missing = merged.loc[merged["leaf_code"].isna(), "class_id"].unique()
+    if len(missing):
+        raise SplitError(f"images of class id(s) {sorted(missing)[:10]} have no taxonomy row")
+    return merged.astype({column: "int64" for column in LABEL_COLUMNS})
+
+
+def cub_split_table(
+    images: pd.DataFrame,
+    *,
+    seed: int,
+    validation_fraction: float,
+    validation_query_fraction: float,
+    query_gallery: QueryGallerySpec,
+    outer_count: int,
+    outer_seed: int,
+    outer_test_fraction: float,
+) -> pd.DataFrame:
+    """CUB: official train/test, a tuning validation split inside train, test perturbations.
+
+    ``images`` has image_id, is_train and the label codes. Tuning trains on the official train
+    images minus a class-stratified validation share, which it divides into query and gallery.
+    """
+    train, test = images[images["is_train"]], images[~images["is_train"]]
+    if train.empty or test.empty:
+        raise SplitError(
+            f"CUB needs official train and test images (got {len(train)} / {len(test)})"
+        )
+    rng = np.random.default_rng(seed)
+    n_val = resolve_count(validation_fraction, len(train), "splits.validation_fraction")
+    val_index = stratified_pick(train, "leaf_code", n_val, rng, keep=1)
+    validation = train.loc[val_index]
+    parts = [
+        _rows("final", "train", None, False, train["image_id"]),
+        _rows("final", "test", None, True, test["image_id"]),
+        _rows("tuning", "train", seed, False, train.drop(val_index)["image_id"]),
+        *query_gallery_from(validation, "tuning", validation_query_fraction, seed),
+        *sealed_query_gallery_rows(test, query_gallery),
+        *group_disjoint_outer(train, "middle_code", outer_count, outer_seed, outer_test_fraction),
+    ]
+    return _assemble(parts)
+
+
+def parent_counts(spec: dict[str, int | float], n_parents: int) -> dict[str, int]:
+    """Parents per split (train/validation/test) from counts or fractions, checked."""
+    values = [spec[name] for name in ("train", "validation", "test")]
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        if sum(values) != n_parents:
+            raise SplitError(
+                f"splits.parents: train {values[0]} + validation {values[1]} + test {values[2]} "
+                f"= {sum(values)}, but the image pool has {n_parents} parents"
+            )
+        return dict(zip(("train", "validation", "test"), values, strict=True))
+    if any(isinstance(v, int) for v in values) or abs(sum(values) - 1) > FRACTION_TOLERANCE:
+        raise SplitError(
+            f"splits.parents: give three counts or three fractions summing to 1, got {values}"
+        )
+    sizes = pd.Series(values, index=["train", "validation", "test"])
+    counts = allocate(sizes, n_parents, np.random.default_rng(0)).to_dict()
+    if min(counts.values()) < 1:
+        raise SplitError(f"splits.parents: {n_parents} parents cannot be split as {values}")
+    return {name: int(count) for name, count in counts.items()}
+
+
+def sample_pool(images: pd.DataFrame, size: int | None, seed: int) -> pd.DataFrame:
+    """The protocol's image pool: every image, or a seeded sample stratified by leaf."""
+    if size is None:
+        return images
+    if size > len(images):
+        raise SplitError(f"image_pool.size {size} exceeds the {len(images)} images available")
+    return images.loc[stratified_pick(images, "leaf_code", size, np.random.default_rng(seed))]
+
+
+def nabirds_split_table(
+    images: pd.DataFrame,
+    *,
+    seed: int,
+    parents: dict[str, int | float],
+    validation_query_fraction: float,
+    query_gallery: QueryGallerySpec,
+    outer_count: int,
+    outer_seed: int,
+    outer_test_fraction: float,
+) -> pd.DataFrame:
+    """NABirds Parent-disjoint: whole parents to train / validation / test (official flags unused).
+
+    The development data is train + validation; tuning trains on the train parents and scores
+    on the validation parents' images divided into query and gallery.
+    """
+    names = np.array(sorted(images["middle_code"].unique()))
+    counts = parent_counts(parents, len(names))
+    order = names[np.random.default_rng(seed).permutation(len(names))]
+    cut = np.cumsum([counts["train"], counts["validation"]])
+    role_of = {code: "train" for code in order[: cut[0]]}
+    role_of |= {code: "validation" for code in order[cut[0] : cut[1]]}
+    role_of |= {code: "test" for code in order[cut[1] :]}
+    role = images["middle_code"].map(role_of)
+    train, validation, test = (images[role == name] for name in ("train", "validation", "test"))
+    dev = images[role != "test"]
+    parts = [
+        _rows("final", "train", seed, False, dev["image_id"]),
+        _rows("final", "test", seed, True, test["image_id"]),
+        _rows("tuning", "train", seed, False, train["image_id"]),
+        *query_gallery_from(validation, "tuning", validation_query_fraction, seed),
+        *sealed_query_gallery_rows(test, query_gallery),
+        *group_disjoint_outer(dev, "middle_code", outer_count, outer_seed, outer_test_fraction),
+    ]
+    return _assemble(parts)
+
+
+# ----------------------------------------------------------------------------- manifest
+
+
+def split_manifest(table: pd.DataFrame, images: pd.DataFrame) -> pd.DataFrame:
+    """One row per (split, role): seed, count, SHA256, group counts, valid queries per level."""
+    labels = images.set_index("image_id")[list(LABEL_COLUMNS)]
+    rows = []
+    for (split, role), members in table.groupby(["split", "role"], sort=True):
+        codes = labels.loc[members["image_id"]]
+        row = {
+            "split": split,
+            "role": role,
+            "seed": members["seed"].iloc[0],
+            "sealed": bool(members["sealed"].iloc[0]),
+            "count": len(members),
+            "sha256": split_identity(members["image_id"]),
+            **{f"n_{c.removesuffix('_code')}": int(codes[c].nunique()) for c in LABEL_COLUMNS},
+        }
+        if role == "query":
+            gallery_ids = table.loc[
+                (table["split"] == split) & (table["role"] == "gallery"), "image_id"
+            ]
+            valid = valid_query_counts(codes.to_numpy(), labels.loc[gallery_ids].to_numpy())
+            row |= {f"valid_{level}": count for level, count in valid.items()}
+        rows.append(row)
+    manifest = pd.DataFrame(rows)
+    for level in ("leaf", "middle", "high"):
+        column = f"valid_{level}"
+        manifest[column] = pd.array(
+            manifest.get(column, pd.Series([None] * len(manifest))), dtype="Int64"
+        )
+    return manifest

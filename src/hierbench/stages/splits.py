@@ -1,0 +1,77 @@
+"""Splits stage: the dev-side split table and manifest, and the sealed test-side ones."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from hierbench.artifacts import write_parquet
+from hierbench.provenance import JobContext
+from hierbench.splits import (
+    QueryGallerySpec,
+    cub_split_table,
+    nabirds_split_table,
+    sample_pool,
+    split_manifest,
+    with_labels,
+)
+
+log = logging.getLogger(__name__)
+
+SORT_TABLE = ["split", "role", "image_id"]
+SORT_MANIFEST = ["split", "role"]
+
+
+def make_split_table(dataset: str, images: pd.DataFrame, config: dict[str, Any]) -> pd.DataFrame:
+    """The full split table of a dataset from its labelled images and its config block."""
+    splits = config["splits"]
+    qg = splits["query_gallery"]
+    common = {
+        "seed": splits["seed"],
+        "validation_query_fraction": splits["validation_query_fraction"],
+        "query_gallery": QueryGallerySpec(qg["seeds"], qg["queries"], qg["gallery"]),
+        "outer_count": splits["outer"]["count"],
+        "outer_seed": splits["outer"]["seed"],
+        "outer_test_fraction": splits["outer"]["test_fraction"],
+    }
+    if dataset == "cub":
+        return cub_split_table(images, validation_fraction=splits["validation_fraction"], **common)
+    if dataset == "nabirds":
+        pool = config["image_pool"]
+        pooled = sample_pool(images, pool["size"], pool["seed"])
+        return nabirds_split_table(pooled, parents=splits["parents"], **common)
+    raise ValueError(f"no split protocol for dataset {dataset!r}; known: cub, nabirds")
+
+
+def build_splits_and_sealed_test(
+    dataset: str,
+    images: str | Path,
+    taxonomy: str | Path,
+    config: dict[str, Any],
+    outputs: dict[str, str | Path],
+    job: JobContext,
+) -> pd.DataFrame:
+    """Write the dev split table and manifest, and the sealed test-side table and manifest.
+
+    ``outputs`` names ``dev``, ``manifest``, ``sealed`` and ``sealed_manifest`` paths. Rows of
+    the sealed test set go only into the sealed pair.
+    """
+    labelled = with_labels(pd.read_parquet(images), pd.read_parquet(taxonomy))
+    table = make_split_table(dataset, labelled, config)
+    manifest = split_manifest(table, labelled)
+    for sealed, table_key, manifest_key in (
+        (False, "dev", "manifest"),
+        (True, "sealed", "sealed_manifest"),
+    ):
+        part = table[table["sealed"] == sealed]
+        rows = manifest[manifest["sealed"] == sealed]
+        facts = {"splits": {f"{r.split}/{r.role}": r.sha256 for r in rows.itertuples()}}
+        write_parquet(
+            part, outputs[table_key], job, sort_by=SORT_TABLE, metadata={"dataset": dataset}
+        )
+        write_parquet(rows, outputs[manifest_key], job, sort_by=SORT_MANIFEST, facts=facts)
+    log.info("%s splits:\n%s", dataset, manifest.to_string(index=False))
+    return manifest

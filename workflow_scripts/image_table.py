@@ -1,0 +1,7 @@
+"""Read a dataset folder (demo or real) into its checked image table."""
+
+from hierbench.jobs import start_job
+from hierbench.stages.images import build_image_table
+
+job = start_job(snakemake)
+build_image_table(snakemake.wildcards.dataset, snakemake.input[0], snakemake.output[0], job)
