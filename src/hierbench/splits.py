@@ -356,3 +356,21 @@ def split_manifest(table: pd.DataFrame, images: pd.DataFrame) -> pd.DataFrame:
             manifest.get(column, pd.Series([None] * len(manifest))), dtype="Int64"
         )
     return manifest
+
+
+def role_ids(table: pd.DataFrame, split: str, role: str) -> list[str]:
+    """Sorted image ids of one (split, role); an absent role is an error listing those present."""
+    ids = table.loc[(table["split"] == split) & (table["role"] == role), "image_id"]
+    if ids.empty:
+        present = sorted(set(zip(table["split"], table["role"], strict=True)))
+        raise SplitError(f"split {split!r} has no role {role!r}; present: {present}")
+    return sorted(ids.astype(str))
+
+
+def rows_for_ids(image_ids: pd.Series, wanted: list[str], what: str) -> np.ndarray:
+    """Positions of ``wanted`` ids in ``image_ids``; ids not present are an error naming them."""
+    positions = pd.Index(image_ids.astype(str)).get_indexer(wanted)
+    missing = [wanted[i] for i in np.flatnonzero(positions < 0)]
+    if missing:
+        raise SplitError(f"{what}: {len(missing)} image id(s) have no row, first {missing[:3]}")
+    return positions

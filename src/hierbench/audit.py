@@ -1,0 +1,128 @@
+"""Fairness audit of the factorial: the cells of a seed differ only in geometry and objective.
+
+Checks, per dataset: equal trainable-parameter counts (205,600 for 768-D features); identical
+initial-weight hash and identical per-epoch batch-order hashes across the cells of each seed;
+equal update counts (epochs x full batches); each checkpoint, reloaded into a fresh head,
+reproduces the trained model's outputs exactly; hyperbolic embeddings inside the ball.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+import pandas as pd
+
+AUDIT_COLUMNS = ("check", "scope", "passed", "detail")
+
+
+class AuditError(RuntimeError):
+    """A fairness check failed; the message names the cells and what differs."""
+
+
+def projector_parameters(in_dim: int, hidden_dim: int, embedding_dim: int) -> int:
+    """Trainable parameters of Linear -> BatchNorm -> ReLU -> Dropout -> Linear."""
+    return (
+        in_dim * hidden_dim
+        + hidden_dim
+        + 2 * hidden_dim
+        + hidden_dim * embedding_dim
+        + embedding_dim
+    )
+
+
+def _row(check: str, scope: str, passed: bool, detail: str) -> dict[str, Any]:
+    return {"check": check, "scope": scope, "passed": bool(passed), "detail": detail}
+
+
+def _same(records: list[dict[str, Any]], key: str) -> tuple[bool, str]:
+    """Whether every record has the same value of ``key``, and which cells differ if not."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for record in records:
+        groups[repr(record[key])].append(record["cell"])
+    if len(groups) == 1:
+        return True, f"{len(records)} cells agree"
+    parts = [f"{sorted(cells)}" for cells in groups.values()]
+    return False, f"{key} differs between cell groups " + " vs ".join(parts)
+
+
+def check_records(
+    records: list[dict[str, Any]], *, epochs: int, batch_size: int
+) -> list[dict[str, Any]]:
+    """The checks that need only the cells' training records."""
+    rows = []
+    first = records[0]
+    spec = first["spec"]
+    expected = projector_parameters(first["feature_dim"], spec["hidden_dim"], spec["embedding_dim"])
+    counts = {r["cell"]: r["parameters"] for r in records}
+    wrong = {cell: n for cell, n in counts.items() if n != expected}
+    rows.append(
+        _row(
+            "parameter_count",
+            "all cells",
+            not wrong,
+            f"expected {expected}" + (f"; differ: {wrong}" if wrong else ""),
+        )
+    )
+    by_seed: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        by_seed[record["spec"]["seed"]].append(record)
+    for seed, group in sorted(by_seed.items()):
+        for key, check in (
+            ("initial_weight_hash", "initial_weights"),
+            ("batch_order_hashes", "batch_order"),
+        ):
+            passed, detail = _same(group, key)
+            rows.append(_row(check, f"seed {seed}", passed, detail))
+    expected_updates = {r["cell"]: epochs * (r["train_examples"] // batch_size) for r in records}
+    bad = {r["cell"]: r["updates"] for r in records if r["updates"] != expected_updates[r["cell"]]}
+    passed, detail = _same(records, "updates")
+    rows.append(
+        _row(
+            "update_count",
+            "all cells",
+            passed and not bad,
+            f"{first['updates']} updates ({first['updates_per_epoch']} per epoch)"
+            + (f"; expected {expected_updates}, got {bad}" if bad else "")
+            + ("" if passed else f"; {detail}"),
+        )
+    )
+    for record in records:
+        diff = record["reload_max_abs_diff"]
+        rows.append(_row("reload_in_training", record["cell"], diff == 0.0, f"max abs diff {diff}"))
+    return rows
+
+
+def check_reload(cell: str, recorded_sha256: str, recomputed_sha256: str) -> dict[str, Any]:
+    """A checkpoint reloaded by the audit reproduces the outputs recorded at training time."""
+    same = recorded_sha256 == recomputed_sha256
+    detail = (
+        "outputs identical"
+        if same
+        else f"recorded {recorded_sha256[:12]} != reloaded {recomputed_sha256[:12]}"
+    )
+    return _row("reload_in_audit", cell, same, detail)
+
+
+def check_inside_ball(cell: str, max_norm: float, curvature: float) -> dict[str, Any]:
+    """The largest hyperbolic embedding norm is strictly inside the ball of radius 1/sqrt(c)."""
+    radius = 1 / math.sqrt(curvature)
+    return _row(
+        "inside_ball", cell, max_norm < radius, f"max norm {max_norm:.6f} < radius {radius:.6f}"
+    )
+
+
+def audit_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The audit's rows as a table, in a stable order."""
+    return pd.DataFrame(rows, columns=list(AUDIT_COLUMNS)).sort_values(
+        ["check", "scope"], kind="mergesort"
+    )
+
+
+def raise_on_failure(table: pd.DataFrame, dataset: str) -> None:
+    """Fail with every failed check, naming the cells and what differs."""
+    failed = table[~table["passed"]]
+    if len(failed):
+        lines = [f"{r.check} [{r.scope}]: {r.detail}" for r in failed.itertuples()]
+        raise AuditError(f"{dataset}: fairness audit failed:\n  " + "\n  ".join(lines))

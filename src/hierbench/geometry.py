@@ -1,0 +1,210 @@
+"""The trainable projector and the two geometries (Euclidean sphere, Poincaré ball) built on it.
+
+Every cell of the factorial trains the same ``Projector``; the geometry only post-processes its
+output and defines the distance. A geometry adds no parameters, buffers or state-dict entries
+and draws no random numbers, so heads built after the same ``torch.manual_seed`` start from
+identical weights whatever their geometry.
+
+Distances pass through ``sanitise_and_clip`` before use: every non-finite value (NaN, +inf and
+-inf alike) becomes the upper clip value, i.e. a numerical failure is treated as "as far as
+possible", never as close, and the result is then clamped to [0, upper].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from numbers import Real
+
+import geoopt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+TRAIN_DISTANCE_CLIP = 20.0
+TEST_DISTANCE_CLIP = 1e6
+MIN_TANGENT_NORM = 1e-6
+PAIRS_PER_CHUNK = 262_144  # pairwise distances are built in row chunks of at most this many pairs
+GEOMETRIES: tuple[str, ...] = ("E", "H")
+
+
+class Projector(nn.Module):
+    """Linear → BatchNorm → ReLU → Dropout → Linear: the one trainable head of every cell."""
+
+    def __init__(
+        self, in_dim: int, hidden_dim: int = 256, out_dim: int = 32, dropout: float = 0.1
+    ) -> None:
+        super().__init__()
+        for name, value in (("in_dim", in_dim), ("hidden_dim", hidden_dim), ("out_dim", out_dim)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"Projector {name} must be a positive integer, got {value!r}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"Projector dropout must be in [0, 1), got {dropout!r}")
+        self.hidden = nn.Linear(in_dim, hidden_dim)
+        self.norm = nn.BatchNorm1d(hidden_dim)
+        self.activation = nn.ReLU()
+        self.dropout = nn.Dropout(dropout)
+        self.output = nn.Linear(hidden_dim, out_dim)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """Project (batch, in_dim) features to (batch, out_dim)."""
+        hidden = self.dropout(self.activation(self.norm(self.hidden(features))))
+        return self.output(hidden)
+
+
+def count_trainable_parameters(module: nn.Module) -> int:
+    """Number of scalar parameters that the optimiser updates (requires_grad)."""
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+
+def _check_matrix(name: str, tensor: torch.Tensor) -> None:
+    """Raise unless ``tensor`` is a 2-D floating-point matrix of embeddings."""
+    if not isinstance(tensor, torch.Tensor) or tensor.ndim != 2:
+        shape = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+        raise ValueError(f"{name} must be a 2-D (n, dim) tensor, got {shape}")
+    if not tensor.is_floating_point():
+        raise ValueError(f"{name} must be floating point, got {tensor.dtype}")
+
+
+def _pairwise(
+    a: torch.Tensor, b: torch.Tensor, pair_distance: Callable[..., torch.Tensor]
+) -> torch.Tensor:
+    """(n_a, n_b) matrix of ``pair_distance`` over broadcast pairs, built in bounded row chunks."""
+    _check_matrix("a", a)
+    _check_matrix("b", b)
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"embedding dims differ: a has {a.shape[1]}, b has {b.shape[1]}")
+    rows = max(1, PAIRS_PER_CHUNK // max(1, b.shape[0]))
+    chunks = [
+        pair_distance(a[i : i + rows, None, :], b[None, :, :]) for i in range(0, len(a), rows)
+    ]
+    if not chunks:
+        return a.new_zeros((0, b.shape[0]))
+    return torch.cat(chunks, dim=0)
+
+
+def _euclidean_pair(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """‖x − y‖ with a zero, finite-gradient value where x == y (sqrt is not differentiable at 0)."""
+    squared = (x - y).pow(2).sum(dim=-1)
+    positive = squared > 0
+    return torch.where(positive, torch.where(positive, squared, 1.0).sqrt(), 0.0)
+
+
+def euclidean_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Pairwise Euclidean distances (n_a, n_b); self-distances are exactly 0 with finite grads."""
+    return _pairwise(a, b, _euclidean_pair)
+
+
+def poincare_radius(curvature: float) -> float:
+    """Radius 1/√c of the Poincaré ball of curvature −c."""
+    _check_positive("curvature", curvature)
+    return 1.0 / math.sqrt(curvature)
+
+
+def max_norm(embeddings: torch.Tensor) -> float:
+    """Largest L2 norm of the rows, for the "hyperbolic embeddings inside the ball" audit."""
+    _check_matrix("embeddings", embeddings)
+    if len(embeddings) == 0:
+        raise ValueError("max_norm needs at least one embedding, got an empty matrix")
+    return float(embeddings.detach().norm(dim=1).max())
+
+
+def sanitise_and_clip(distances: torch.Tensor, upper: float) -> torch.Tensor:
+    """Replace every non-finite distance (NaN, ±inf) by ``upper``, then clamp to [0, upper]."""
+    _check_positive("upper", upper)
+    finite = torch.isfinite(distances)
+    return torch.where(finite, distances, float(upper)).clamp(0.0, float(upper))
+
+
+def _check_positive(name: str, value: float) -> None:
+    """Raise unless ``value`` is a finite real number > 0."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+
+
+class EuclideanHead(nn.Module):
+    """Projector output L2-normalised onto the unit sphere; Euclidean distance (≅ cosine rank)."""
+
+    geometry = "E"
+
+    def __init__(self, projector: Projector) -> None:
+        super().__init__()
+        self.projector = projector
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """Unit-norm embeddings of (batch, in_dim) features."""
+        return F.normalize(self.projector(features), p=2.0, dim=1)
+
+    def distance(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """Pairwise Euclidean distances between embeddings, shape (n_a, n_b)."""
+        return euclidean_distance(a, b)
+
+
+class PoincareHead(nn.Module):
+    """Projector output as a radius-bounded tangent vector mapped into a fixed Poincaré ball.
+
+    The curvature is a plain float, not a parameter or buffer: the ``geoopt.PoincareBall`` used
+    for the maps is kept outside the module tree (built per device, curvature in float64), so the
+    head has exactly the projector's parameters and state-dict keys.
+    """
+
+    geometry = "H"
+
+    def __init__(self, projector: Projector, curvature: float, radius: float) -> None:
+        super().__init__()
+        _check_positive("curvature", curvature)
+        _check_positive("radius", radius)
+        self.projector = projector
+        self.curvature = float(curvature)
+        self.radius = float(radius)
+        self._balls: dict[torch.device, geoopt.PoincareBall] = {}
+
+    def extra_repr(self) -> str:
+        """Curvature and tangent radius in the module's printout."""
+        return f"curvature={self.curvature}, radius={self.radius}"
+
+    def ball(self, device: torch.device | str = "cpu") -> geoopt.PoincareBall:
+        """The fixed-curvature geoopt ball on ``device`` (not a submodule: adds no state)."""
+        device = torch.device(device)
+        if device not in self._balls:
+            curvature = torch.tensor(self.curvature, dtype=torch.float64)
+            self._balls[device] = geoopt.PoincareBall(c=curvature, learnable=False).to(device)
+        return self._balls[device]
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """Ball points z = projx(expmap0(t')), t' = r·tanh(n)·t/n, n = max(‖t‖, 1e-6)."""
+        tangent = self.projector(features)
+        norm = tangent.norm(dim=1, keepdim=True).clamp_min(MIN_TANGENT_NORM)
+        bounded = self.radius * torch.tanh(norm) * tangent / norm
+        ball = self.ball(tangent.device)
+        return ball.projx(ball.expmap0(bounded))
+
+    def distance(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """Pairwise geodesic distances of the ball, shape (n_a, n_b)."""
+        ball = self.ball(a.device)
+        return _pairwise(a, b, ball.dist)
+
+
+def build_head(
+    geometry: str,
+    in_dim: int,
+    *,
+    hidden_dim: int,
+    embedding_dim: int,
+    dropout: float,
+    curvature: float | None = None,
+    radius: float | None = None,
+) -> EuclideanHead | PoincareHead:
+    """A fresh head: the projector is built first (all RNG use), the geometry wraps it."""
+    if geometry not in GEOMETRIES:
+        raise ValueError(f"geometry must be one of {GEOMETRIES}, got {geometry!r}")
+    if geometry == "E" and (curvature is not None or radius is not None):
+        raise ValueError("curvature and radius apply only to geometry 'H'; pass None for 'E'")
+    if geometry == "H" and (curvature is None or radius is None):
+        raise ValueError(f"geometry 'H' needs curvature and radius, got {curvature!r}, {radius!r}")
+    projector = Projector(in_dim, hidden_dim, embedding_dim, dropout)
+    if geometry == "E":
+        return EuclideanHead(projector)
+    return PoincareHead(projector, curvature, radius)

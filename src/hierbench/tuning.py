@@ -1,0 +1,59 @@
+"""Temperature selection for Taxonomy-SupCon, from validation scores only.
+
+For each geometry independently, the candidate with the highest validation score (the mean of
+strict middle and strict high query-micro mAP) wins; exact ties go to the smaller temperature.
+A temperature pinned in the config (``datasets.<dataset>.tau.<geometry>``) overrides tuning.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+SELECTION_COLUMNS = ("geometry", "tau", "score", "map_leaf", "map_middle", "map_high", "selected")
+
+
+class TuningError(ValueError):
+    """Temperature selection is impossible (no finite score) or the selection file is unusable."""
+
+
+def select_temperatures(scores: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """Every candidate with its score and a ``selected`` flag: one winner per geometry."""
+    frame = pd.DataFrame(list(scores))
+    if frame.empty:
+        raise TuningError("no tuning scores to select from")
+    frame = frame.sort_values(["geometry", "tau"], kind="mergesort").reset_index(drop=True)
+    frame["selected"] = False
+    for geometry, group in frame.groupby("geometry", sort=True):
+        finite = group[group["score"].map(lambda s: math.isfinite(s))]
+        if finite.empty:
+            raise TuningError(f"geometry {geometry}: no candidate has a finite validation score")
+        best = finite["score"].max()
+        winner = finite[finite["score"] == best]["tau"].min()
+        frame.loc[(frame["geometry"] == geometry) & (frame["tau"] == winner), "selected"] = True
+    return frame[list(SELECTION_COLUMNS)]
+
+
+def selected_tau(
+    dataset: str, geometry: str, config: dict[str, Any], selection: str | Path | None
+) -> float:
+    """The temperature a final S cell uses: pinned in the config, else the tuning winner."""
+    pinned = config["datasets"][dataset]["tau"][geometry]
+    if pinned is not None:
+        return float(pinned)
+    if selection is None:
+        raise TuningError(
+            f"{dataset} {geometry}: datasets.{dataset}.tau.{geometry} is not pinned and no "
+            "tuning selection was given"
+        )
+    frame = pd.read_parquet(selection)
+    chosen = frame[(frame["geometry"] == geometry) & frame["selected"]]
+    if len(chosen) != 1:
+        raise TuningError(
+            f"{selection}: expected one selected tau for {geometry}, found {len(chosen)}"
+        )
+    return float(chosen["tau"].iloc[0])

@@ -1,0 +1,233 @@
+"""Projector, geometry heads, distances and clipping against independent references."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from hierbench.geometry import (
+    TEST_DISTANCE_CLIP,
+    TRAIN_DISTANCE_CLIP,
+    EuclideanHead,
+    PoincareHead,
+    Projector,
+    build_head,
+    count_trainable_parameters,
+    euclidean_distance,
+    max_norm,
+    poincare_radius,
+    sanitise_and_clip,
+)
+
+SETTINGS = {"hidden_dim": 256, "embedding_dim": 32, "dropout": 0.1}
+OPERATING_POINTS = [(2.0, 0.4), (0.1, 0.4), (1e-6, 0.4), (0.1, 0.8)]
+
+
+def _head(geometry: str, in_dim: int = 768, seed: int = 42, **overrides):
+    """A head built right after seeding the global RNG, as the training stage does."""
+    torch.manual_seed(seed)
+    hyperbolic = {"curvature": 2.0, "radius": 0.4} if geometry == "H" else {}
+    return build_head(geometry, in_dim, **{**SETTINGS, **hyperbolic, **overrides})
+
+
+def _mobius_add(x: np.ndarray, y: np.ndarray, c: float) -> np.ndarray:
+    """Möbius addition x ⊕_c y on the Poincaré ball (closed form)."""
+    xy, x2, y2 = x @ y, x @ x, y @ y
+    return ((1 + 2 * c * xy + c * y2) * x + (1 - c * x2) * y) / (1 + 2 * c * xy + c**2 * x2 * y2)
+
+
+def _poincare_closed_form(x: np.ndarray, y: np.ndarray, c: float) -> float:
+    """d_c(x, y) = (2/√c)·artanh(√c·‖(−x) ⊕_c y‖)."""
+    return 2 / math.sqrt(c) * math.atanh(math.sqrt(c) * np.linalg.norm(_mobius_add(-x, y, c)))
+
+
+def _points_in_ball(rng: np.random.Generator, n: int, dim: int, c: float) -> np.ndarray:
+    """Random points strictly inside the ball of curvature −c (norm up to 0.9 radius)."""
+    directions = rng.normal(size=(n, dim))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    return directions * rng.uniform(0, 0.9, size=(n, 1)) / math.sqrt(c)
+
+
+def test_projector_has_205600_parameters_for_768_dims():
+    assert 768 * 256 + 256 + 2 * 256 + 256 * 32 + 32 == 205_600
+    assert count_trainable_parameters(Projector(768)) == 205_600
+
+
+@pytest.mark.parametrize("geometry", ["E", "H"])
+def test_heads_have_exactly_the_projector_parameters(geometry):
+    head = _head(geometry)
+    assert count_trainable_parameters(head) == 205_600
+    assert sum(p.numel() for p in head.parameters()) == 205_600
+    assert all(name.startswith("projector.") for name in head.state_dict())
+
+
+def test_e_and_h_start_from_identical_weights_and_rng_state():
+    euclidean = _head("E")
+    after_e = torch.rand(4)
+    hyperbolic = _head("H")
+    after_h = torch.rand(4)
+    e_state, h_state = euclidean.state_dict(), hyperbolic.state_dict()
+    assert list(e_state) == list(h_state)
+    for key in e_state:
+        assert torch.equal(e_state[key], h_state[key]), key
+    assert torch.equal(after_e, after_h)
+
+
+def test_different_seeds_give_different_weights():
+    a, b = _head("E", seed=1).state_dict(), _head("E", seed=2).state_dict()
+    assert not torch.equal(a["projector.hidden.weight"], b["projector.hidden.weight"])
+
+
+def test_checkpoint_of_h_loads_into_fresh_e_and_back():
+    hyperbolic = _head("H", seed=3)
+    euclidean = _head("E", seed=4)
+    euclidean.load_state_dict(hyperbolic.state_dict(), strict=True)
+    hyperbolic.load_state_dict(euclidean.state_dict(), strict=True)
+
+
+def test_build_head_rejects_inconsistent_settings():
+    with pytest.raises(ValueError, match="geometry must be one of"):
+        build_head("L", 8, **SETTINGS)
+    with pytest.raises(ValueError, match="apply only to geometry 'H'"):
+        build_head("E", 8, **SETTINGS, curvature=1.0, radius=0.4)
+    with pytest.raises(ValueError, match="needs curvature and radius"):
+        build_head("H", 8, **SETTINGS, curvature=1.0)
+    with pytest.raises(ValueError, match="curvature must be > 0"):
+        build_head("H", 8, **SETTINGS, curvature=0.0, radius=0.4)
+    with pytest.raises(ValueError, match="dropout"):
+        build_head("E", 8, **{**SETTINGS, "dropout": 1.0})
+    with pytest.raises(ValueError, match="hidden_dim"):
+        build_head("E", 8, **{**SETTINGS, "hidden_dim": 0})
+
+
+def test_euclidean_head_outputs_unit_vectors():
+    head = _head("E", in_dim=16).eval()
+    z = head(torch.randn(10, 16))
+    assert z.shape == (10, 32)
+    torch.testing.assert_close(z.norm(dim=1), torch.ones(10))
+
+
+def test_euclidean_distance_matches_numpy():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(7, 5)), rng.normal(size=(9, 5))
+    expected = np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(-1))
+    got = EuclideanHead(Projector(3)).distance(torch.from_numpy(a), torch.from_numpy(b))
+    np.testing.assert_allclose(got.numpy(), expected, rtol=0, atol=1e-12)
+
+
+def test_pairwise_distances_are_chunked_consistently(monkeypatch):
+    rng = np.random.default_rng(1)
+    a, b = torch.from_numpy(rng.normal(size=(11, 4))), torch.from_numpy(rng.normal(size=(6, 4)))
+    whole = euclidean_distance(a, b)
+    monkeypatch.setattr("hierbench.geometry.PAIRS_PER_CHUNK", 13)
+    torch.testing.assert_close(euclidean_distance(a, b), whole, rtol=0, atol=0)
+    head = PoincareHead(Projector(3), 1.0, 0.4)
+    small = 0.1 * a
+    chunked = head.distance(small, small)
+    monkeypatch.setattr("hierbench.geometry.PAIRS_PER_CHUNK", 10**6)
+    torch.testing.assert_close(head.distance(small, small), chunked, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("curvature", [2.0, 0.1, 1.0])
+def test_poincare_distance_matches_closed_form(curvature):
+    rng = np.random.default_rng(2)
+    a, b = _points_in_ball(rng, 6, 5, curvature), _points_in_ball(rng, 8, 5, curvature)
+    expected = np.array([[_poincare_closed_form(x, y, curvature) for y in b] for x in a])
+    head = PoincareHead(Projector(3), curvature, 0.4)
+    got = head.distance(torch.from_numpy(a), torch.from_numpy(b))
+    assert got.dtype == torch.float64
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize(("curvature", "radius"), OPERATING_POINTS)
+def test_poincare_head_matches_the_tangent_recipe(curvature, radius):
+    head = PoincareHead(Projector(16), curvature, radius).double().eval()
+    x = torch.randn(9, 16, dtype=torch.float64)
+    t = head.projector(x).detach().numpy()
+    norm = np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-6)
+    scaled = radius * np.tanh(norm) * t / norm
+    u = np.linalg.norm(scaled, axis=1, keepdims=True)
+    sqrt_c = math.sqrt(curvature)
+    expected = np.tanh(sqrt_c * u) * scaled / (sqrt_c * u)  # expmap0, far from the boundary
+    np.testing.assert_allclose(head(x).detach().numpy(), expected, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(("curvature", "radius"), [*OPERATING_POINTS, (2.0, 50.0), (1.0, 1e3)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_poincare_outputs_stay_inside_the_ball_for_huge_projector_outputs(curvature, radius, dtype):
+    head = PoincareHead(Projector(16), curvature, radius).to(dtype).eval()
+    with torch.no_grad():
+        head.projector.output.weight.mul_(1e6)
+    z = head(1e3 * torch.randn(20, 16, dtype=dtype))
+    assert torch.isfinite(z).all()
+    assert max_norm(z) < poincare_radius(curvature)
+    distances = head.distance(z, z)
+    assert torch.isfinite(distances).all()
+
+
+def test_poincare_curvature_is_a_fixed_float_outside_the_state():
+    head = PoincareHead(Projector(4), 0.1, 0.4)
+    assert head.curvature == 0.1
+    assert "isp_c" not in str(list(head.state_dict()))
+    assert float(head.ball().c) == pytest.approx(0.1, rel=1e-12, abs=0)
+    assert not any(p.requires_grad for p in head.ball().parameters())
+
+
+@pytest.mark.parametrize("geometry", ["E", "H"])
+def test_self_distance_is_zero_with_finite_gradients(geometry):
+    head = _head(geometry, in_dim=16).double()
+    x = torch.randn(12, 16, dtype=torch.float64, requires_grad=True)
+    z = head(x)
+    distances = head.distance(z, z)
+    torch.testing.assert_close(distances.diagonal(), torch.zeros(12, dtype=torch.float64))
+    distances.sum().backward()
+    assert torch.isfinite(x.grad).all()
+    assert x.grad.abs().sum() > 0
+
+
+def test_euclidean_diagonal_gradient_is_finite_for_identical_rows():
+    z = torch.ones(3, 4, dtype=torch.float64, requires_grad=True)
+    euclidean_distance(z, z).sum().backward()
+    assert torch.isfinite(z.grad).all()
+
+
+def test_sanitise_and_clip_replaces_non_finite_by_upper_and_clamps():
+    raw = torch.tensor([-1.0, 0.0, 5.0, 25.0, float("nan"), float("inf"), float("-inf")])
+    got = sanitise_and_clip(raw, TRAIN_DISTANCE_CLIP)
+    expected = torch.tensor([0.0, 0.0, 5.0, 20.0, 20.0, 20.0, 20.0])
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    big = torch.tensor([3e6, 10.0, float("nan")])
+    torch.testing.assert_close(
+        sanitise_and_clip(big, TEST_DISTANCE_CLIP), torch.tensor([1e6, 10.0, 1e6]), rtol=0, atol=0
+    )
+
+
+def test_sanitise_and_clip_passes_gradients_only_inside_the_range():
+    raw = torch.tensor([1.0, 30.0, -2.0], requires_grad=True)
+    sanitise_and_clip(raw, 20.0).sum().backward()
+    torch.testing.assert_close(raw.grad, torch.tensor([1.0, 0.0, 0.0]))
+
+
+def test_sanitise_and_clip_rejects_a_bad_upper():
+    with pytest.raises(ValueError, match="upper"):
+        sanitise_and_clip(torch.zeros(2), float("nan"))
+    with pytest.raises(ValueError, match="upper"):
+        sanitise_and_clip(torch.zeros(2), 0.0)
+
+
+def test_radius_and_max_norm():
+    assert poincare_radius(2.0) == pytest.approx(0.70710678, rel=1e-8)
+    assert poincare_radius(0.1) == pytest.approx(3.16227766, rel=1e-8)
+    assert max_norm(torch.tensor([[3.0, 4.0], [0.0, 1.0]])) == pytest.approx(5.0)
+    with pytest.raises(ValueError, match="curvature"):
+        poincare_radius(-1.0)
+    with pytest.raises(ValueError, match="empty"):
+        max_norm(torch.zeros(0, 3))
+
+
+def test_distance_rejects_mismatched_dims():
+    with pytest.raises(ValueError, match="embedding dims differ"):
+        euclidean_distance(torch.zeros(2, 3), torch.zeros(2, 4))
