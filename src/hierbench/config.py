@@ -132,7 +132,7 @@ def missing_inputs(config: dict[str, Any], base: Path = Path()) -> list[str]:
                 f"{DATASET_FOLDER_HINT[name]} there or change the key"
             )
     weights = config["backbone"]["weights"]
-    if not weights.startswith(PACKAGE_WEIGHTS_PREFIX) and not (base / weights).is_file():
+    if not weights.startswith(PACKAGE_WEIGHTS_PREFIX) and not (base / weights).exists():
         problems.append(
             f"backbone.weights: file '{weights}' does not exist; place the "
             f"{config['backbone']['name']} weights there (timm safetensors or the original .pth)"

@@ -56,10 +56,18 @@ def job_context(smk: Any) -> JobContext:
     )
 
 
+def limit_threads(threads: int) -> None:
+    """Cap torch (when loaded) at the job's threads, so parallel jobs do not oversubscribe."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(max(1, int(threads)))
+
+
 def start_job(smk: Any) -> JobContext:
-    """Send the job's stderr to its log file, log what runs, and return its provenance context."""
+    """Send the job's stderr to its log file, cap its threads, and return its provenance context."""
     if smk.log:
         send_stderr_to_log(smk.log[0])
+    limit_threads(getattr(smk, "threads", 1))
     job = job_context(smk)
     logging.getLogger("hierbench").info(
         "rule %s wildcards %s code %s", job.rule, job.wildcards, job.code[:12]

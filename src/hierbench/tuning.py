@@ -26,10 +26,12 @@ def select_temperatures(scores: Iterable[dict[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(list(scores))
     if frame.empty:
         raise TuningError("no tuning scores to select from")
+    # Missing values arrive as JSON null: make every score column float (NaN).
+    frame = frame.astype({c: float for c in SELECTION_COLUMNS[2:6] if c in frame})
     frame = frame.sort_values(["geometry", "tau"], kind="mergesort").reset_index(drop=True)
     frame["selected"] = False
     for geometry, group in frame.groupby("geometry", sort=True):
-        finite = group[group["score"].map(lambda s: math.isfinite(s))]
+        finite = group[group["score"].map(math.isfinite)]
         if finite.empty:
             raise TuningError(f"geometry {geometry}: no candidate has a finite validation score")
         best = finite["score"].max()

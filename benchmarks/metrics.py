@@ -1,0 +1,197 @@
+"""Speed check of the retrieval metrics at CUB size against a plain per-query reference.
+
+Run: ``.venv/bin/python benchmarks/metrics.py [--geometry euclidean|poincare] [--repeats N]
+[--cores N] [--reference auto|scikit-learn|numpy]``. It builds CUB-like tree labels (200 leaves,
+124 middles, 37 highs), 870 query and 4,924 gallery items with class-structured 32-D embeddings,
+and in one run times :func:`hierbench.metrics.evaluate` (best of ``--repeats``) and a plain loop
+over queries that computes one distance row, ranks it and scores each level: scikit-learn's
+``average_precision_score`` (auto: when installed), else a NumPy AP per query. Both must agree
+(AP within 1e-9, equal validity and Recall@K). Limits: evaluate at most 0.5 s, and at least 50x
+faster than the scikit-learn reference (5x against the much faster NumPy reference). The
+process runs on ``--cores`` CPUs with as many evaluate threads and, unless
+``OPENBLAS_NUM_THREADS`` is exported, one BLAS thread. Exit status 0 when all hold, 1 when a
+speed limit is missed, 2 when the results disagree.
+"""
+
+from __future__ import annotations
+
+import os
+
+# One BLAS thread unless the caller exports another count: evaluate parallelises with its own
+# threads, and idle OpenBLAS threads spin on the cores they would need (set before NumPy loads).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from hierbench.metrics import evaluate, worker_count
+
+N_QUERIES, N_GALLERY, DIM = 870, 4924, 32
+N_LEAVES, N_MIDDLES, N_HIGHS = 200, 124, 37
+KS = (1, 5, 10, 20)
+CURVATURE = 0.1
+LIMIT_S = 0.5
+MIN_SPEEDUP = {"scikit-learn": 50.0, "numpy": 5.0}
+AP_TOLERANCE = 1e-9
+
+
+def cub_like_labels(rng: np.random.Generator) -> np.ndarray:
+    """(leaf, middle, high) labels of 5,794 items on a random tree shaped like CUB's."""
+    high_of_middle = rng.permutation(
+        np.concatenate([np.arange(N_HIGHS), rng.integers(0, N_HIGHS, N_MIDDLES - N_HIGHS)])
+    )
+    middle_of_leaf = rng.permutation(
+        np.concatenate([np.arange(N_MIDDLES), rng.integers(0, N_MIDDLES, N_LEAVES - N_MIDDLES)])
+    )
+    leaves = rng.permutation(np.resize(np.arange(N_LEAVES), N_QUERIES + N_GALLERY))
+    middles = middle_of_leaf[leaves]
+    return np.stack([leaves, middles, high_of_middle[middles]], axis=1)
+
+
+def embeddings(rng: np.random.Generator, labels: np.ndarray, geometry: str) -> np.ndarray:
+    """Class-structured embeddings: high, middle and leaf offsets plus noise (in the ball)."""
+    parts = [
+        rng.normal(scale=scale, size=(count, DIM))[labels[:, level]]
+        for level, (scale, count) in enumerate([(0.5, N_LEAVES), (0.7, N_MIDDLES), (1.0, N_HIGHS)])
+    ]
+    points = sum(parts) + rng.normal(scale=0.6, size=(len(labels), DIM))
+    if geometry == "euclidean":
+        return points
+    norms = np.linalg.norm(points, axis=1, keepdims=True)
+    return points / norms * np.tanh(norms / 4.0) * 0.95 / np.sqrt(CURVATURE)
+
+
+def reference_distances(query: np.ndarray, gallery: np.ndarray, geometry: str) -> np.ndarray:
+    """One query's distances, from coordinate differences or the written-out Möbius sum."""
+    if geometry == "euclidean":
+        return np.sqrt(((gallery - query) ** 2).sum(axis=1))
+    c, u = CURVATURE, -query
+    uv, uu, vv = gallery @ u, u @ u, (gallery**2).sum(axis=1)
+    numerator = (1 + 2 * c * uv + c * vv)[:, None] * u + (1 - c * uu) * gallery
+    norm = np.linalg.norm(numerator, axis=1) / (1 + 2 * c * uv + c * c * uu * vv)
+    return 2 / np.sqrt(c) * np.arctanh(np.sqrt(c) * norm)
+
+
+def numpy_ap(relevant: np.ndarray, dist: np.ndarray, order: np.ndarray) -> float:
+    """AP of one query at one level from its stable ranking."""
+    positions = np.flatnonzero(relevant[order]) + 1
+    return float(np.mean(np.arange(1, len(positions) + 1) / positions))
+
+
+def reference_ap(choice: str) -> tuple[str, Callable[[np.ndarray, np.ndarray, np.ndarray], float]]:
+    """scikit-learn's average_precision_score if chosen or installed, else the NumPy AP."""
+    if choice == "numpy":
+        return "numpy", numpy_ap
+    try:
+        from sklearn.metrics import average_precision_score
+    except ImportError:
+        if choice == "scikit-learn":
+            raise SystemExit("--reference scikit-learn needs scikit-learn installed") from None
+        return "numpy", numpy_ap
+    return "scikit-learn", lambda relevant, dist, order: average_precision_score(relevant, -dist)
+
+
+def reference(
+    queries: np.ndarray,
+    gallery: np.ndarray,
+    query_labels: np.ndarray,
+    gallery_labels: np.ndarray,
+    geometry: str,
+    ap_function: Callable[[np.ndarray, np.ndarray, np.ndarray], float],
+) -> tuple[np.ndarray, np.ndarray]:
+    """AP (queries, levels) and Recall@K (queries, levels, ks) from a loop over queries."""
+    ap = np.full((len(queries), 3), np.nan)
+    hits = np.full((len(queries), 3, len(KS)), np.nan)
+    for q in range(len(queries)):
+        dist = reference_distances(queries[q], gallery, geometry)
+        order = np.argsort(dist, kind="stable")
+        same = gallery_labels == query_labels[q]
+        relevant_by_level = [same[:, 0], same[:, 1] & ~same[:, 0], same[:, 2] & ~same[:, 1]]
+        for level, relevant in enumerate(relevant_by_level):
+            if relevant.any():
+                ap[q, level] = ap_function(relevant, dist, order)
+                ranked = relevant[order]
+                hits[q, level] = [float(ranked[:k].any()) for k in KS]
+    return ap, hits
+
+
+def limit_cores(cores: int) -> int:
+    """Run this process on at most ``cores`` CPUs; the number it may use afterwards."""
+    available = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, available[:cores])
+    os.environ["OMP_NUM_THREADS"] = str(min(cores, len(available)))
+    return len(os.sched_getaffinity(0))
+
+
+def main() -> int:
+    """Time both implementations once on the same data and check the limits."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--geometry", choices=("euclidean", "poincare"), default="euclidean")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--reference", choices=("auto", "scikit-learn", "numpy"), default="auto")
+    args = parser.parse_args()
+    cores = limit_cores(args.cores)
+    rng = np.random.default_rng(20260818)
+    labels = cub_like_labels(rng)
+    points = embeddings(rng, labels, args.geometry)
+    queries, gallery = points[:N_QUERIES], points[N_QUERIES:]
+    query_labels, gallery_labels = labels[:N_QUERIES], labels[N_QUERIES:]
+    curvature = CURVATURE if args.geometry == "poincare" else None
+
+    seconds = []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        frame = evaluate(
+            queries,
+            gallery,
+            query_labels,
+            gallery_labels,
+            geometry=args.geometry,
+            curvature=curvature,
+            ks=KS,
+        )
+        seconds.append(time.perf_counter() - start)
+    name, ap_function = reference_ap(args.reference)
+    start = time.perf_counter()
+    ref_ap, ref_hits = reference(
+        queries, gallery, query_labels, gallery_labels, args.geometry, ap_function
+    )
+    reference_s = time.perf_counter() - start
+
+    ap = frame["ap"].to_numpy().reshape(-1, 3)
+    hits = frame[[f"r@{k}" for k in KS]].to_numpy().reshape(-1, 3, len(KS))
+    same_valid = np.array_equal(np.isnan(ap), np.isnan(ref_ap))
+    ap_error = float(np.nanmax(np.abs(ap - ref_ap))) if same_valid else float("inf")
+    agree = same_valid and ap_error <= AP_TOLERANCE and np.array_equal(hits, ref_hits, True)
+    best = min(seconds)
+    speedup = reference_s / best
+    valid = (~np.isnan(ap)).sum(axis=0)
+    print(
+        f"{args.geometry}: {N_QUERIES} queries x {N_GALLERY} gallery, {DIM}-D, levels "
+        f"{N_LEAVES}/{N_MIDDLES}/{N_HIGHS}, valid queries leaf/middle/high "
+        f"{valid[0]}/{valid[1]}/{valid[2]}; {cores} core(s), {worker_count()} evaluate thread(s), "
+        f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}"
+    )
+    print(
+        f"evaluate: best {best:.3f} s of {args.repeats} (median "
+        f"{statistics.median(seconds):.3f} s); {name} reference: {reference_s:.2f} s; "
+        f"speed-up {speedup:.1f}x (limits {LIMIT_S} s, {MIN_SPEEDUP[name]:.0f}x)"
+    )
+    print(f"agreement: max |AP difference| {ap_error:.2e}, recalls and validity equal: {agree}")
+    if not agree:
+        print("FAILED: evaluate and the reference disagree", file=sys.stderr)
+        return 2
+    if best > LIMIT_S or speedup < MIN_SPEEDUP[name]:
+        print("FAILED: speed limit missed", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+# Stage: features. Frozen backbone features, computed once per image. The sealed test images
+# get an artifact of their own, which no training or tuning rule takes as input.
+
+
+rule features_dev:
+    input:
+        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+        images=f"{RESULTS}/{{dataset}}/data/images.parquet",
+        taxonomy=f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
+        root=dataset_root,
+        weights=backbone_weights_input,
+    output:
+        f"{RESULTS}/{{dataset}}/features/dev.parquet",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/features/dev.parquet"),
+    benchmark:
+        benchmark_for(f"{RESULTS}/{{dataset}}/features/dev.parquet")
+    threads: workflow.cores
+    params:
+        code=code("stages.features"),
+        backbone=config["backbone"],
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/features.py"
+
+
+rule features_sealed_test:
+    input:
+        splits=f"{RESULTS}/{{dataset}}/splits/sealed/test.parquet",
+        images=f"{RESULTS}/{{dataset}}/data/images.parquet",
+        taxonomy=f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
+        root=dataset_root,
+        weights=backbone_weights_input,
+    output:
+        f"{RESULTS}/{{dataset}}/features/sealed/test.parquet",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/features/sealed/test.parquet"),
+    benchmark:
+        benchmark_for(f"{RESULTS}/{{dataset}}/features/sealed/test.parquet")
+    threads: workflow.cores
+    params:
+        code=code("stages.features"),
+        backbone=config["backbone"],
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/features.py"

@@ -1,0 +1,79 @@
+# Stage: training. Temperature tuning on validation only, the Geometry x Loss factorial (one job
+# per dataset, geometry, loss and seed), and the fairness audit. Inputs are development-side only.
+
+
+rule tune:
+    input:
+        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
+        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+    output:
+        f"{RESULTS}/{{dataset}}/tuning/{{geometry}}/tau-{{tau}}/score.json",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/tuning/{{geometry}}/tau-{{tau}}/score.json"),
+    benchmark:
+        benchmark_for(f"{RESULTS}/{{dataset}}/tuning/{{geometry}}/tau-{{tau}}/score.json")
+    params:
+        code=code("stages.training"),
+        config=lambda wildcards: model_config(wildcards.dataset),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/tune.py"
+
+
+rule tuning_selection:
+    input:
+        tuning_scores,
+    output:
+        f"{RESULTS}/{{dataset}}/tuning/selection.parquet",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/tuning/selection.parquet"),
+    params:
+        code=code("stages.tuning"),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/tuning_selection.py"
+
+
+rule train_cell:
+    input:
+        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
+        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+        selection=selection_input,
+    output:
+        model=f"{RESULTS}/{{dataset}}/cells/{{geometry}}{{loss}}-{{seed}}/model.safetensors",
+        log=f"{RESULTS}/{{dataset}}/cells/{{geometry}}{{loss}}-{{seed}}/train_log.parquet",
+        record=f"{RESULTS}/{{dataset}}/cells/{{geometry}}{{loss}}-{{seed}}/record.json",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/cells/{{geometry}}{{loss}}-{{seed}}/model.safetensors"),
+    benchmark:
+        benchmark_for(f"{RESULTS}/{{dataset}}/cells/{{geometry}}{{loss}}-{{seed}}/model.safetensors")
+    params:
+        code=code("stages.training"),
+        config=lambda wildcards: model_config(wildcards.dataset),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/train_cell.py"
+
+
+rule fairness_audit:
+    input:
+        records=lambda wildcards: cell_outputs(wildcards.dataset, "record.json"),
+        models=lambda wildcards: cell_outputs(wildcards.dataset, "model.safetensors"),
+        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
+        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+    output:
+        f"{RESULTS}/{{dataset}}/audit/fairness.parquet",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/audit/fairness.parquet"),
+    benchmark:
+        benchmark_for(f"{RESULTS}/{{dataset}}/audit/fairness.parquet")
+    params:
+        code=code("stages.audit"),
+        config=lambda wildcards: model_config(wildcards.dataset),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/fairness_audit.py"

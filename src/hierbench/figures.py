@@ -1,0 +1,114 @@
+"""Figures of the study (matplotlib's object API, no pyplot state), PNG and PDF, deterministic.
+
+- effects: each simple effect of the factorial on mean hierarchy mAP, one point per seed, with
+  the mean ± SD over seeds;
+- mAP by level: leaf, middle and high mAP for each arm and the frozen baseline (how the
+  arms redistribute retrieval quality across levels);
+- hyperbolic norms: for the Poincaré cells, the norm of group prototypes at each taxonomy
+  level (prototype = the group's mean tangent vector mapped back onto the ball).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from hierbench.artifacts import publish
+from hierbench.provenance import JobContext
+
+EFFECT_ORDER = ("geom_R", "geom_S", "loss_E", "loss_H", "int")
+ARM_ORDER = ("frozen", "E_R", "H_R", "E_S", "H_S")
+LEVEL_ORDER = ("leaf", "middle", "high")
+# No creation dates or software strings inside the files: equal figures give equal bytes.
+SAVE_METADATA = {
+    "png": {"Software": None},
+    "pdf": {"Creator": None, "Producer": None, "CreationDate": None},
+}
+
+
+def save_figure(figure: Figure, target: str | Path, job: JobContext) -> Path:
+    """Write one figure (format from the suffix) atomically, with provenance."""
+    kind = Path(target).suffix.lstrip(".")
+    publish(
+        target,
+        lambda tmp: figure.savefig(tmp, format=kind, dpi=150, metadata=SAVE_METADATA[kind]),
+        job,
+    )
+    return Path(target)
+
+
+def effects_figure(effects: pd.DataFrame, title: str) -> Figure:
+    """Per-seed points and mean ± SD of each simple effect (one metric and level)."""
+    figure = Figure(figsize=(6, 3.5))
+    axis = figure.subplots()
+    for position, effect in enumerate(EFFECT_ORDER):
+        values = effects.loc[effects["effect"] == effect, "value"].to_numpy(float)
+        if len(values) == 0:
+            continue
+        axis.scatter(np.full(len(values), position), values, color="0.5", s=18, zorder=3)
+        sd = values.std(ddof=1) if len(values) > 1 else 0.0
+        axis.errorbar(position + 0.18, values.mean(), yerr=sd, fmt="o", color="C0", capsize=4)
+    axis.axhline(0, color="0.3", linewidth=0.8)
+    axis.set_xticks(range(len(EFFECT_ORDER)), EFFECT_ORDER)
+    axis.set_ylabel("difference in mean hierarchy mAP")
+    axis.set_title(title)
+    figure.tight_layout()
+    return figure
+
+
+def map_by_level_figure(arms: pd.DataFrame, title: str) -> Figure:
+    """Grouped bars of mAP per level for each arm, with the SD over seeds as error bars."""
+    figure = Figure(figsize=(6.5, 3.5))
+    axis = figure.subplots()
+    present = [arm for arm in ARM_ORDER if arm in set(arms["arm"])]
+    width = 0.8 / max(len(present), 1)
+    for index, arm in enumerate(present):
+        rows = arms[arms["arm"] == arm].set_index("level").reindex(list(LEVEL_ORDER))
+        positions = np.arange(len(LEVEL_ORDER)) + (index - (len(present) - 1) / 2) * width
+        axis.bar(positions, rows["mean"], width, yerr=rows["sd"].fillna(0), label=arm, capsize=2)
+    axis.set_xticks(range(len(LEVEL_ORDER)), LEVEL_ORDER)
+    axis.set_ylabel("mAP (query-micro)")
+    axis.set_title(title)
+    axis.legend(ncol=len(present), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12))
+    figure.tight_layout()
+    return figure
+
+
+def norms_figure(norms: pd.DataFrame, title: str) -> Figure:
+    """Prototype norms per taxonomy level for each Poincaré cell (strip plot with means)."""
+    figure = Figure(figsize=(6, 3.5))
+    axis = figure.subplots()
+    cells = sorted(norms["cell"].unique())
+    for index, level in enumerate(LEVEL_ORDER):
+        for offset, cell in enumerate(cells):
+            values = norms.loc[(norms["level"] == level) & (norms["cell"] == cell), "norm"]
+            x = index + (offset - (len(cells) - 1) / 2) * 0.8 / max(len(cells), 1)
+            jitter = np.linspace(-0.03, 0.03, len(values)) if len(values) > 1 else np.zeros(1)
+            axis.scatter(x + jitter[: len(values)], values, s=6, alpha=0.5, color=f"C{offset}")
+            axis.plot([x - 0.05, x + 0.05], [values.mean()] * 2, color="k", linewidth=1.5)
+    axis.set_xticks(range(len(LEVEL_ORDER)), LEVEL_ORDER)
+    axis.set_ylabel("prototype norm in the ball")
+    axis.set_title(title)
+    handles = [Line2D([], [], marker="o", linestyle="", color=f"C{i}") for i in range(len(cells))]
+    axis.legend(handles, cells, fontsize=7, ncol=3)
+    figure.tight_layout()
+    return figure
+
+
+def prototype_norms(embeddings: np.ndarray, labels: np.ndarray, ball: Any) -> pd.DataFrame:
+    """Norm of each group's prototype at each level: expmap0 of the mean log-map0 vector."""
+    import torch
+
+    tangent = ball.logmap0(torch.as_tensor(embeddings, dtype=torch.float64)).numpy()
+    rows = []
+    for index, level in enumerate(LEVEL_ORDER):
+        for group in np.unique(labels[:, index]):
+            mean = tangent[labels[:, index] == group].mean(axis=0)
+            point = ball.expmap0(torch.as_tensor(mean[None, :], dtype=torch.float64))
+            rows.append({"level": level, "group": int(group), "norm": float(point.norm())})
+    return pd.DataFrame(rows)

@@ -1,0 +1,60 @@
+"""Fairness-audit stage: check every final cell of a dataset before the test may be read."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hierbench.artifacts import write_parquet
+from hierbench.audit import (
+    audit_table,
+    check_inside_ball,
+    check_records,
+    check_reload,
+    raise_on_failure,
+)
+from hierbench.provenance import JobContext
+from hierbench.stages.training import VERIFICATION_ROWS, _role_data
+from hierbench.training import CellSpec, embed, load_checkpoint, verification_digest
+
+log = logging.getLogger(__name__)
+
+
+def spec_from_record(record: dict[str, Any]) -> CellSpec:
+    """Rebuild a cell's spec from its training record."""
+    spec = dict(record["spec"])
+    spec["supcon_weights"] = tuple(spec["supcon_weights"])
+    return CellSpec(**spec)
+
+
+def audit_cells(
+    dataset: str,
+    records: list[str | Path],
+    checkpoints: list[str | Path],
+    features: str | Path,
+    splits: str | Path,
+    config: dict[str, Any],
+    out_table: str | Path,
+    job: JobContext,
+) -> None:
+    """Run the fairness audit; write audit/fairness.parquet only if every check passes."""
+    loaded = [json.loads(Path(p).read_text(encoding="utf-8")) for p in records]
+    training = config["training"]
+    rows = check_records(loaded, epochs=training["epochs"], batch_size=training["batch_size"])
+    x, _ = _role_data(features, splits, "final", "train")
+    for record, checkpoint in zip(loaded, checkpoints, strict=True):
+        spec = spec_from_record(record)
+        model = load_checkpoint(checkpoint, spec, x.shape[1])
+        digest = verification_digest(embed(model, x[:VERIFICATION_ROWS]))
+        rows.append(check_reload(spec.cell, record["verification_sha256"], digest))
+        if spec.geometry == "H":
+            norms = np.linalg.norm(embed(model, x), axis=1)
+            rows.append(check_inside_ball(spec.cell, float(norms.max()), spec.curvature))
+    table = audit_table(rows)
+    log.info("%s fairness audit:\n%s", dataset, table.to_string(index=False))
+    raise_on_failure(table, dataset)
+    write_parquet(table, out_table, job, sort_by=["check", "scope"], metadata={"dataset": dataset})

@@ -1,0 +1,176 @@
+"""Sealed evaluation stage: the Final lock, then strict retrieval metrics on the test draws.
+
+Every function here that reads test data says so in its name, and verifies the lock first.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hierbench.artifacts import write_json, write_parquet
+from hierbench.featurestore import read_feature_matrix
+from hierbench.lock import build_lock, verify_against_lock
+from hierbench.metrics import evaluate, group_macro, query_micro
+from hierbench.provenance import JobContext
+from hierbench.splits import role_ids, rows_for_ids
+from hierbench.stages.audit import spec_from_record
+from hierbench.training import embed, load_checkpoint
+
+log = logging.getLogger(__name__)
+
+GEOMETRY_NAMES = {"E": "euclidean", "H": "poincare"}
+AGGREGATIONS = {"query_micro": query_micro, "group_macro": group_macro}
+FROZEN = "frozen"
+
+
+def write_final_lock(
+    dataset: str,
+    config: dict[str, Any],
+    artifacts: dict[str, list[str | Path]],
+    out_lock: str | Path,
+    job: JobContext,
+) -> dict[str, Any]:
+    """Write the Final lock of a dataset (its inputs exist only once training and audit passed)."""
+    lock = build_lock(dataset, config, artifacts)
+    write_json(lock, out_lock, job)
+    log.info("%s Final lock: %d checkpoints", dataset, len(lock["artifacts"]["checkpoints"]))
+    return lock
+
+
+def _note_test_access(access_log: str | Path, what: str) -> None:
+    """Append when and by whom the sealed test data was read (the first line is the first read)."""
+    path = Path(access_log)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(f"{now} {what}\n")
+
+
+def _score_draws(
+    embeddings: np.ndarray,
+    labels: np.ndarray,
+    frame_ids: pd.Series,
+    sealed_table: pd.DataFrame,
+    qg_seeds: list[int],
+    metric: dict[str, Any],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-query rows and summaries of every query/gallery draw."""
+    per_query, summaries = [], []
+    for qg_seed in qg_seeds:
+        split = f"qg-{qg_seed}"
+        queries = rows_for_ids(frame_ids, role_ids(sealed_table, split, "query"), f"{split}/query")
+        gallery = rows_for_ids(
+            frame_ids, role_ids(sealed_table, split, "gallery"), f"{split}/gallery"
+        )
+        frame = evaluate(
+            embeddings[queries], embeddings[gallery], labels[queries], labels[gallery], **metric
+        )
+        for name, aggregate in AGGREGATIONS.items():
+            summary = (
+                aggregate(frame) if name == "query_micro" else aggregate(frame, labels[queries])
+            )
+            summaries.append(summary.assign(qg_seed=qg_seed, aggregation=name))
+        frame.insert(0, "image_id", frame_ids.to_numpy()[queries][frame["query"].to_numpy()])
+        per_query.append(frame.assign(qg_seed=qg_seed))
+    return pd.concat(per_query, ignore_index=True), pd.concat(summaries, ignore_index=True)
+
+
+def _write_scores(
+    per_query: pd.DataFrame,
+    summary: pd.DataFrame,
+    identity: dict[str, Any],
+    outputs: dict[str, str | Path],
+    job: JobContext,
+) -> None:
+    """Write the per-query and summary parquets, labelled with the arm's identity."""
+    per_query = per_query.assign(**identity)
+    summary = summary.assign(**identity)
+    write_parquet(per_query, outputs["per_query"], job, sort_by=["qg_seed", "query", "level"])
+    write_parquet(summary, outputs["summary"], job, sort_by=["qg_seed", "aggregation", "level"])
+
+
+def evaluate_cell_on_sealed_test(
+    dataset: str,
+    record: str | Path,
+    checkpoint: str | Path,
+    lock: str | Path,
+    sealed_features: str | Path,
+    sealed_splits: str | Path,
+    config: dict[str, Any],
+    outputs: dict[str, str | Path],
+    job: JobContext,
+    *,
+    access_log: str | Path,
+) -> pd.DataFrame:
+    """Verify the lock, then score one final cell on every sealed query/gallery draw."""
+    verify_against_lock(lock, [checkpoint, sealed_features, sealed_splits])
+    spec = spec_from_record(json.loads(Path(record).read_text(encoding="utf-8")))
+    _note_test_access(access_log, f"{dataset} {spec.cell} ({job.rule})")
+    frame, matrix = read_feature_matrix(sealed_features)
+    labels = frame[["leaf_code", "middle_code", "high_code"]].to_numpy(np.int64)
+    model = load_checkpoint(checkpoint, spec, matrix.shape[1])
+    metric = {
+        "geometry": GEOMETRY_NAMES[spec.geometry],
+        "curvature": spec.curvature,
+        "ks": tuple(config["evaluation"]["recall_ks"]),
+        "chunk_size": config["evaluation"]["query_chunk"],
+        "distance_clip": config["training"]["distance_clip_test"],
+    }
+    qg_seeds = config["datasets"][dataset]["splits"]["query_gallery"]["seeds"]
+    per_query, summary = _score_draws(
+        embed(model, matrix),
+        labels,
+        frame["image_id"],
+        pd.read_parquet(sealed_splits),
+        qg_seeds,
+        metric,
+    )
+    identity = {
+        "dataset": dataset,
+        "arm": f"{spec.geometry}_{spec.loss}",
+        "geometry": spec.geometry,
+        "loss": spec.loss,
+        "seed": spec.seed,
+    }
+    _write_scores(per_query, summary, identity, outputs, job)
+    return summary.assign(**identity)
+
+
+def evaluate_frozen_on_sealed_test(
+    dataset: str,
+    lock: str | Path,
+    sealed_features: str | Path,
+    sealed_splits: str | Path,
+    config: dict[str, Any],
+    outputs: dict[str, str | Path],
+    job: JobContext,
+    *,
+    access_log: str | Path,
+) -> pd.DataFrame:
+    """The frozen-feature baseline: L2-normalised raw features, Euclidean, the same engine."""
+    verify_against_lock(lock, [sealed_features, sealed_splits])
+    _note_test_access(access_log, f"{dataset} {FROZEN} ({job.rule})")
+    frame, matrix = read_feature_matrix(sealed_features)
+    labels = frame[["leaf_code", "middle_code", "high_code"]].to_numpy(np.int64)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    normalised = matrix / np.maximum(norms, 1e-12)
+    metric = {
+        "geometry": "euclidean",
+        "ks": tuple(config["evaluation"]["recall_ks"]),
+        "chunk_size": config["evaluation"]["query_chunk"],
+        "distance_clip": config["training"]["distance_clip_test"],
+    }
+    qg_seeds = config["datasets"][dataset]["splits"]["query_gallery"]["seeds"]
+    per_query, summary = _score_draws(
+        normalised, labels, frame["image_id"], pd.read_parquet(sealed_splits), qg_seeds, metric
+    )
+    identity = {"dataset": dataset, "arm": FROZEN, "geometry": FROZEN, "loss": FROZEN, "seed": -1}
+    _write_scores(per_query, summary, identity, outputs, job)
+    return summary.assign(**identity)

@@ -1,0 +1,79 @@
+"""Figures stage: effects, mAP by level, and hyperbolic prototype norms for one dataset."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from hierbench.effects import add_arm
+from hierbench.featurestore import read_feature_matrix
+from hierbench.figures import (
+    effects_figure,
+    map_by_level_figure,
+    norms_figure,
+    prototype_norms,
+    save_figure,
+)
+from hierbench.provenance import JobContext
+from hierbench.stages.audit import spec_from_record
+from hierbench.training import embed, load_checkpoint
+
+log = logging.getLogger(__name__)
+
+LEVEL = "mean_hierarchy"
+METRIC = "map"
+
+
+def _arm(frame: pd.DataFrame) -> pd.Series:
+    """The arm label of each row (E_R ... or frozen)."""
+    return frame["geometry"].where(
+        frame["geometry"] == "frozen", frame["geometry"] + "_" + frame["loss"]
+    )
+
+
+def hyperbolic_norms(
+    records: list[str | Path], checkpoints: list[str | Path], features: str | Path
+) -> pd.DataFrame:
+    """Prototype norms per level for every Poincaré cell, on the development features."""
+    frame, matrix = read_feature_matrix(features)
+    labels = frame[["leaf_code", "middle_code", "high_code"]].to_numpy(np.int64)
+    parts = []
+    for record_path, checkpoint in zip(records, checkpoints, strict=True):
+        spec = spec_from_record(json.loads(Path(record_path).read_text(encoding="utf-8")))
+        if spec.geometry != "H":
+            continue
+        model = load_checkpoint(checkpoint, spec, matrix.shape[1])
+        norms = prototype_norms(embed(model, matrix), labels, model.ball())
+        parts.append(norms.assign(cell=spec.cell))
+    return pd.concat(parts, ignore_index=True)
+
+
+def build_figures(
+    dataset: str,
+    arms_summary: str | Path,
+    effects_by_seed: str | Path,
+    records: list[str | Path],
+    checkpoints: list[str | Path],
+    features: str | Path,
+    outputs: dict[str, list[str]],
+    job: JobContext,
+) -> None:
+    """Write the three figures of a dataset, each as PNG and PDF."""
+    effects = pd.read_parquet(effects_by_seed)
+    chosen = effects[(effects["level"] == LEVEL) & (effects["metric"] == METRIC)]
+    arms = pd.read_parquet(arms_summary)
+    arms = add_arm(arms[arms["metric"] == METRIC])
+    norms = hyperbolic_norms(records, checkpoints, features)
+    figures = {
+        "effects": effects_figure(chosen, f"{dataset}: simple effects (mean hierarchy mAP)"),
+        "map_by_level": map_by_level_figure(arms, f"{dataset}: mAP by level"),
+        "hyperbolic_norms": norms_figure(norms, f"{dataset}: prototype norms, Poincaré cells"),
+    }
+    for name, figure in figures.items():
+        for target in outputs[name]:
+            save_figure(figure, target, job)
+    log.info("%s figures written", dataset)

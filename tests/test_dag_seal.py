@@ -1,0 +1,67 @@
+"""The seal in the DAG: nothing that trains, tunes or audits ever takes a sealed artifact in."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from conftest import TINY, snakemake
+
+# The only jobs upstream of the lock that may read sealed artifacts: the split stage writes
+# them, the sealed feature extraction embeds the test images, and the lock only hashes them.
+SEALED_PRODUCERS = {"features_sealed_test", "final_lock"}
+JOB_HEADER = re.compile(r"^(?:local)?rule (\w+):$")
+
+
+def _jobs(dry_run: str) -> list[dict]:
+    """Jobs of a `snakemake -n` listing: rule, inputs and outputs."""
+    jobs, current = [], None
+    for line in dry_run.splitlines():
+        header = JOB_HEADER.match(line.strip())
+        if header:
+            current = {"rule": header.group(1), "input": [], "output": []}
+            jobs.append(current)
+        elif current is not None:
+            for key in ("input", "output"):
+                prefix = f"{key}: "
+                if line.strip().startswith(prefix):
+                    current[key] = [p.strip() for p in line.strip()[len(prefix) :].split(",")]
+    return jobs
+
+
+def _upstream(jobs: list[dict], targets: set[str]) -> list[dict]:
+    """Jobs whose outputs the target jobs need, transitively."""
+    producer = {path: job for job in jobs for path in job["output"]}
+    seen, pending = [], [job for job in jobs if job["rule"] in targets]
+    while pending:
+        job = pending.pop()
+        if any(job is s for s in seen):
+            continue
+        seen.append(job)
+        pending.extend(producer[p] for p in job["input"] if p in producer)
+    return seen
+
+
+def test_no_rule_upstream_of_the_lock_reads_a_sealed_artifact(repo_copy: Path):
+    listing = snakemake(repo_copy, "-n", "-F", *TINY).stdout
+    jobs = _jobs(listing)
+    assert {"train_cell", "tune", "fairness_audit", "final_lock", "evaluate_cell"} <= {
+        job["rule"] for job in jobs
+    }
+    upstream = _upstream(jobs, {"final_lock"})
+    assert {job["rule"] for job in upstream} >= {"train_cell", "tune", "fairness_audit", "splits"}
+    offenders = {
+        job["rule"]
+        for job in upstream
+        if job["rule"] not in SEALED_PRODUCERS and any("/sealed/" in p for p in job["input"])
+    }
+    assert offenders == set()
+    sealed_readers = {job["rule"] for job in jobs if any("/sealed/" in p for p in job["input"])}
+    assert sealed_readers == SEALED_PRODUCERS | {"evaluate_cell", "evaluate_frozen"}
+
+
+def test_every_evaluation_waits_for_the_lock(repo_copy: Path):
+    jobs = _jobs(snakemake(repo_copy, "-n", "-F", *TINY).stdout)
+    for job in jobs:
+        if job["rule"].startswith("evaluate"):
+            assert any(p.endswith("lock/final_lock.json") for p in job["input"]), job

@@ -1,0 +1,185 @@
+"""Features, training, the Final lock and sealed evaluation in a complete tiny run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import TINY, snakemake
+
+from hierbench.artifacts import read_parquet_metadata, read_provenance
+from hierbench.featurestore import read_feature_matrix
+from hierbench.lock import LockError
+from hierbench.provenance import JobContext
+from hierbench.splits import split_identity
+from hierbench.stages.evaluation import evaluate_cell_on_sealed_test
+
+DATASETS = ("cub", "nabirds")
+CELLS = [f"{g}{o}-{s}" for g in "EH" for o in "RS" for s in (42, 2024, 3407)]
+
+
+def test_sealed_features_hold_exactly_the_test_images(built_repo: Path):
+    for dataset in DATASETS:
+        base = built_repo / f"results/{dataset}"
+        dev, dev_matrix = read_feature_matrix(base / "features/dev.parquet")
+        test, test_matrix = read_feature_matrix(base / "features/sealed/test.parquet")
+        sealed = pd.read_parquet(base / "splits/sealed/test.parquet")
+        test_ids = set(sealed.loc[sealed["split"] == "final", "image_id"])
+        assert set(test["image_id"]) == test_ids
+        assert not set(dev["image_id"]) & test_ids
+        assert set(dev["image_id"]) == set(pd.read_parquet(base / "splits/dev.parquet")["image_id"])
+        assert dev_matrix.dtype == np.float32 and dev_matrix.shape[1] == 1280
+        assert test_matrix.shape == (len(test_ids), 1280)
+        metadata = read_parquet_metadata(base / "features/dev.parquet")
+        assert metadata["feature_dim"] == 1280 and metadata["image_size"] == 64
+        assert len(metadata["weights_sha256"]) == 64
+
+
+def test_every_cell_trained_with_a_record_and_the_audit_passed(built_repo: Path):
+    for dataset in DATASETS:
+        base = built_repo / f"results/{dataset}"
+        train = pd.read_parquet(base / "splits/dev.parquet")
+        n_train = ((train["split"] == "final") & (train["role"] == "train")).sum()
+        for cell in CELLS:
+            record = json.loads((base / f"cells/{cell}/record.json").read_text())
+            assert record["train_examples"] == n_train
+            assert record["updates"] == 2 * (n_train // 16)
+            assert record["reload_max_abs_diff"] == 0.0
+            assert read_provenance(base / f"cells/{cell}/model.safetensors")["rule"] == "train_cell"
+        audit = pd.read_parquet(base / "audit/fairness.parquet")
+        assert audit["passed"].all() and len(audit) >= 30
+        selection = pd.read_parquet(base / "tuning/selection.parquet")
+        assert selection.groupby("geometry")["selected"].sum().to_dict() == {"E": 1, "H": 1}
+
+
+def test_every_arm_is_scored_on_the_same_locked_draws(built_repo: Path):
+    for dataset in DATASETS:
+        base = built_repo / f"results/{dataset}"
+        sealed = pd.read_parquet(base / "splits/sealed/test.parquet")
+        draws = {
+            seed: split_identity(
+                sealed.loc[
+                    (sealed["split"] == f"qg-{seed}") & (sealed["role"] == "query"), "image_id"
+                ]
+            )
+            for seed in (42, 2024, 3407)
+        }
+        for arm in [*CELLS, "frozen"]:
+            per_query = pd.read_parquet(base / f"eval/{arm}.parquet")
+            for seed, identity in draws.items():
+                ids = per_query.loc[per_query["qg_seed"] == seed, "image_id"].unique()
+                assert split_identity(ids) == identity, (dataset, arm, seed)
+            assert {
+                "dataset",
+                "geometry",
+                "loss",
+                "seed",
+                "qg_seed",
+                "query",
+                "level",
+                "valid",
+                "ap",
+                "r@1",
+                "r@20",
+            } <= set(per_query.columns)
+        lock = json.loads((base / "lock/final_lock.json").read_text())
+        assert set(lock["artifacts"]["checkpoints"]) == {
+            f"results/{dataset}/cells/{c}/model.safetensors" for c in CELLS
+        }
+
+
+def test_test_data_reads_are_logged_after_the_lock(built_repo: Path):
+    lines = (built_repo / "logs/cub/lock/test_access.log").read_text().splitlines()
+    assert len(lines) == len(CELLS) + 1
+    lock = json.loads((built_repo / "results/cub/lock/final_lock.json").read_text())
+    assert min(line.split()[0] for line in lines) >= lock["training_finished_at"]
+
+
+def _evaluate(repo: Path, lock: Path, tmp_path: Path) -> None:
+    base = repo / "results/cub"
+    config = {
+        "evaluation": {"recall_ks": [1, 5], "query_chunk": 64},
+        "training": {"distance_clip_test": 1e6},
+        "datasets": {"cub": {"splits": {"query_gallery": {"seeds": [42]}}}},
+    }
+    evaluate_cell_on_sealed_test(
+        "cub",
+        base / "cells/HS-42/record.json",
+        base / "cells/HS-42/model.safetensors",
+        lock,
+        base / "features/sealed/test.parquet",
+        base / "splits/sealed/test.parquet",
+        config,
+        {"per_query": tmp_path / "q.parquet", "summary": tmp_path / "s.parquet"},
+        JobContext(rule="unit"),
+        access_log=tmp_path / "access.log",
+    )
+
+
+def test_evaluation_without_a_lock_refuses_and_reads_nothing(built_repo: Path, tmp_path: Path):
+    with pytest.raises(LockError, match="no Final lock"):
+        _evaluate(built_repo, tmp_path / "missing_lock.json", tmp_path)
+    assert not (tmp_path / "access.log").exists() and not (tmp_path / "q.parquet").exists()
+
+
+def test_evaluation_refuses_a_checkpoint_changed_after_the_lock(
+    built_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkey = built_repo / "results/cub/cells/HS-42/model.safetensors"
+    data = bytearray(monkey.read_bytes())
+    data[-1] ^= 0xFF
+    monkey.write_bytes(bytes(data))
+    monkeypatch.chdir(built_repo)
+    with pytest.raises(LockError, match=r"HS-42/model\.safetensors changed after the Final lock"):
+        _evaluate(Path("."), Path("results/cub/lock/final_lock.json"), tmp_path)
+    result = snakemake(
+        built_repo,
+        "results/cub/eval/HS-42.parquet",
+        "-f",
+        "--allowed-rules",
+        "evaluate_cell",
+        *TINY,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "changed after the Final lock" in result.stdout
+
+
+def test_tables_and_figures_of_the_study(built_repo: Path):
+    for dataset in DATASETS:
+        base = built_repo / f"results/{dataset}"
+        summary = (base / "tables/summary.md").read_text()
+        for arm in ("frozen", "E_R", "H_R", "E_S", "H_S"):
+            assert f"| {dataset} | {arm} |" in summary
+        effects = pd.read_parquet(base / "tables/effects_summary.parquet")
+        assert set(effects["effect"]) == {"geom_R", "geom_S", "loss_E", "loss_H", "int"}
+        # Tiny NABirds has no test supergroup with two parents: no valid high-level query.
+        complete = effects[effects["level"].isin(["leaf", "middle"]) | (dataset == "cub")]
+        assert (complete["n"] == 3).all()
+        assert (base / "tables/group_macro/arms_summary.md").is_file()
+        for name in ("effects", "map_by_level", "hyperbolic_norms"):
+            assert (base / f"figures/{name}.png").stat().st_size > 1000
+            assert (base / f"figures/{name}.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_cli_reaggregates_the_pipeline_per_seed_table(built_repo: Path, tmp_path: Path):
+    from hierbench.cli import main
+
+    per_seed = built_repo / "results/cub/tables/per_seed.parquet"
+    csv = tmp_path / "per_seed.csv"
+    pd.read_parquet(per_seed).to_csv(csv, index=False)
+    assert main(["effects", "--per-seed", str(csv), "--out", str(tmp_path / "out")]) == 0
+    mine = pd.read_parquet(tmp_path / "out/effects_summary.parquet")
+    pipeline = pd.read_parquet(built_repo / "results/cub/tables/effects_summary.parquet")
+    pd.testing.assert_frame_equal(mine, pipeline)
+
+
+def test_html_report_is_built_with_tables_and_figures(built_repo: Path):
+    snakemake(built_repo, "--report", "report.html", *TINY)
+    html = (built_repo / "report.html").read_text(encoding="utf-8", errors="replace")
+    assert len(html) > 100_000
+    for name in ("summary.md", "effects.png", "map_by_level.png", "hyperbolic_norms.png"):
+        assert name in html

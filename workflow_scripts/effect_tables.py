@@ -1,0 +1,7 @@
+"""Aggregate a dataset's evaluation summaries into the effect tables."""
+
+from hierbench.jobs import start_job
+from hierbench.stages.tables import build_tables
+
+job = start_job(snakemake)
+build_tables(snakemake.wildcards.dataset, list(snakemake.input), snakemake.params.out_dir, job)

@@ -1,0 +1,23 @@
+"""Score a final cell, or the frozen-feature baseline, on the sealed test draws."""
+
+from hierbench.jobs import start_job
+from hierbench.stages.evaluation import evaluate_cell_on_sealed_test, evaluate_frozen_on_sealed_test
+
+job = start_job(snakemake)
+common = {
+    "config": snakemake.params.config,
+    "outputs": dict(snakemake.output.items()),
+    "job": job,
+    "access_log": snakemake.params.access_log,
+}
+sealed = (snakemake.input.lock, snakemake.input.sealed_features, snakemake.input.sealed_splits)
+if snakemake.rule == "evaluate_frozen":
+    evaluate_frozen_on_sealed_test(snakemake.wildcards.dataset, *sealed, **common)
+else:
+    evaluate_cell_on_sealed_test(
+        snakemake.wildcards.dataset,
+        snakemake.input.record,
+        snakemake.input.model,
+        *sealed,
+        **common,
+    )

@@ -1,0 +1,18 @@
+"""Train one final factorial cell."""
+
+from hierbench.jobs import start_job
+from hierbench.stages.training import train_final_cell
+
+job = start_job(snakemake)
+train_final_cell(
+    snakemake.wildcards.dataset,
+    snakemake.wildcards.geometry,
+    snakemake.wildcards.loss,
+    int(snakemake.wildcards.seed),
+    snakemake.input.features,
+    snakemake.input.splits,
+    snakemake.params.config,
+    dict(snakemake.output.items()),
+    job,
+    selection=snakemake.input.selection[0] if snakemake.input.selection else None,
+)
