@@ -110,9 +110,8 @@ def batch_order(n: int, batch_size: int, generator: torch.Generator) -> torch.Te
     return permutation[: (n // batch_size) * batch_size].view(-1, batch_size)
 
 
-def build_cell_model(spec: CellSpec, in_dim: int) -> torch.nn.Module:
-    """Reset the RNG to the training seed, then build the head: identical weights per seed."""
-    torch.manual_seed(spec.seed)
+def head_for(spec: CellSpec, in_dim: int) -> torch.nn.Module:
+    """A head of the spec's architecture and geometry (weights from the current RNG state)."""
     return build_head(
         spec.geometry,
         in_dim,
@@ -122,6 +121,12 @@ def build_cell_model(spec: CellSpec, in_dim: int) -> torch.nn.Module:
         curvature=spec.curvature,
         radius=spec.radius,
     )
+
+
+def build_cell_model(spec: CellSpec, in_dim: int) -> torch.nn.Module:
+    """Reset the RNG to the training seed, then build the head: identical weights per seed."""
+    torch.manual_seed(spec.seed)
+    return head_for(spec, in_dim)
 
 
 def batch_loss(
@@ -231,15 +236,7 @@ def save_checkpoint(
 
 def load_checkpoint(path: str | Path, spec: CellSpec, in_dim: int) -> torch.nn.Module:
     """A fresh head of the spec's architecture with the checkpoint's weights, in eval mode."""
-    model = build_head(
-        spec.geometry,
-        in_dim,
-        hidden_dim=spec.hidden_dim,
-        embedding_dim=spec.embedding_dim,
-        dropout=spec.dropout,
-        curvature=spec.curvature,
-        radius=spec.radius,
-    )
+    model = head_for(spec, in_dim)
     model.load_state_dict(load_file(str(path)), strict=True)
     return model.eval()
 

@@ -18,7 +18,7 @@ from hierbench.audit import (
     raise_on_failure,
 )
 from hierbench.provenance import JobContext
-from hierbench.stages.training import VERIFICATION_ROWS, _role_data
+from hierbench.stages.training import VERIFICATION_ROWS, role_data
 from hierbench.training import CellSpec, embed, load_checkpoint, verification_digest
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ def audit_cells(
     loaded = [json.loads(Path(p).read_text(encoding="utf-8")) for p in records]
     training = config["training"]
     rows = check_records(loaded, epochs=training["epochs"], batch_size=training["batch_size"])
-    x, _ = _role_data(features, splits, "final", "train")
+    x, _ = role_data(features, splits, "final", "train")
     for record, checkpoint in zip(loaded, checkpoints, strict=True):
         spec = spec_from_record(record)
         model = load_checkpoint(checkpoint, spec, x.shape[1])

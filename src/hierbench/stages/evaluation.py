@@ -82,6 +82,24 @@ def _score_draws(
     return pd.concat(per_query, ignore_index=True), pd.concat(summaries, ignore_index=True)
 
 
+def _metric_settings(
+    config: dict[str, Any], geometry: str, curvature: float | None
+) -> dict[str, Any]:
+    """The metric engine's settings from the evaluation config."""
+    return {
+        "geometry": geometry,
+        "curvature": curvature,
+        "ks": tuple(config["evaluation"]["recall_ks"]),
+        "chunk_size": config["evaluation"]["query_chunk"],
+        "distance_clip": config["training"]["distance_clip_test"],
+    }
+
+
+def _qg_seeds(config: dict[str, Any], dataset: str) -> list[int]:
+    """The seeds of the sealed query/gallery draws of a dataset."""
+    return config["datasets"][dataset]["splits"]["query_gallery"]["seeds"]
+
+
 def _write_scores(
     per_query: pd.DataFrame,
     summary: pd.DataFrame,
@@ -116,14 +134,8 @@ def evaluate_cell_on_sealed_test(
     frame, matrix = read_feature_matrix(sealed_features)
     labels = frame[["leaf_code", "middle_code", "high_code"]].to_numpy(np.int64)
     model = load_checkpoint(checkpoint, spec, matrix.shape[1])
-    metric = {
-        "geometry": GEOMETRY_NAMES[spec.geometry],
-        "curvature": spec.curvature,
-        "ks": tuple(config["evaluation"]["recall_ks"]),
-        "chunk_size": config["evaluation"]["query_chunk"],
-        "distance_clip": config["training"]["distance_clip_test"],
-    }
-    qg_seeds = config["datasets"][dataset]["splits"]["query_gallery"]["seeds"]
+    metric = _metric_settings(config, GEOMETRY_NAMES[spec.geometry], spec.curvature)
+    qg_seeds = _qg_seeds(config, dataset)
     per_query, summary = _score_draws(
         embed(model, matrix),
         labels,
@@ -161,13 +173,8 @@ def evaluate_frozen_on_sealed_test(
     labels = frame[["leaf_code", "middle_code", "high_code"]].to_numpy(np.int64)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     normalised = matrix / np.maximum(norms, 1e-12)
-    metric = {
-        "geometry": "euclidean",
-        "ks": tuple(config["evaluation"]["recall_ks"]),
-        "chunk_size": config["evaluation"]["query_chunk"],
-        "distance_clip": config["training"]["distance_clip_test"],
-    }
-    qg_seeds = config["datasets"][dataset]["splits"]["query_gallery"]["seeds"]
+    metric = _metric_settings(config, "euclidean", None)
+    qg_seeds = _qg_seeds(config, dataset)
     per_query, summary = _score_draws(
         normalised, labels, frame["image_id"], pd.read_parquet(sealed_splits), qg_seeds, metric
     )

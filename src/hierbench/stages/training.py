@@ -35,7 +35,7 @@ VERIFICATION_ROWS = 256
 GEOMETRY_NAMES = {"E": "euclidean", "H": "poincare"}
 
 
-def _role_data(
+def role_data(
     features: str | Path, splits: str | Path, split: str, role: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """Feature matrix and label codes of one development (split, role)."""
@@ -74,7 +74,7 @@ def train_final_cell(
     """Train one final cell on ``final/train`` and write checkpoint, log and record."""
     tau = selected_tau(dataset, geometry, config, selection) if loss == "S" else None
     spec = cell_spec(dataset, geometry, loss, seed, config, tau=tau)
-    x, y = _role_data(features, splits, "final", "train")
+    x, y = role_data(features, splits, "final", "train")
     result = train_cell(x, y, spec)
     model_path = save_checkpoint(result.model, outputs["model"], job, spec)
     record = {
@@ -106,8 +106,8 @@ def validation_score(
     model: Any, spec: CellSpec, features: str | Path, splits: str | Path, ks: list[int]
 ) -> dict[str, float]:
     """Query-micro mAP per level on the tuning query/gallery, and their hierarchy mean."""
-    query_x, query_y = _role_data(features, splits, "tuning", "query")
-    gallery_x, gallery_y = _role_data(features, splits, "tuning", "gallery")
+    query_x, query_y = role_data(features, splits, "tuning", "query")
+    gallery_x, gallery_y = role_data(features, splits, "tuning", "gallery")
     frame = evaluate(
         embed(model, query_x),
         embed(model, gallery_x),
@@ -140,7 +140,7 @@ def tune_temperature(
     spec = cell_spec(
         dataset, geometry, "S", tuning["seed"], config, tau=tau, epochs=tuning["epochs"]
     )
-    x, y = _role_data(features, splits, "tuning", "train")
+    x, y = role_data(features, splits, "tuning", "train")
     result = train_cell(x, y, spec)
     scores = validation_score(
         result.model, spec, features, splits, config["evaluation"]["recall_ks"]
