@@ -142,6 +142,14 @@ def test_split_config_change_reruns_the_splits_and_what_follows(built_repo: Path
     assert _scheduled(built_repo) == after_cub_splits
 
 
+def test_training_hyperparameter_change_reruns_training_and_what_follows(built_repo: Path):
+    config = built_repo / "configs/tiny.yaml"
+    text = config.read_text()
+    assert "  batch_size: 16\n" in text
+    config.write_text(text.replace("  batch_size: 16\n", "  batch_size: 16\n  lr: 1.0e-4\n"))
+    assert _scheduled(built_repo) == TRAINING
+
+
 def test_broken_shipped_file_fails_naming_file_and_line(repo_copy: Path):
     classes = repo_copy / "resources/cub_classes.txt"
     lines = classes.read_text().splitlines()

@@ -57,8 +57,17 @@ def package_version(name: str) -> str | None:
         return None
 
 
+def torch_record() -> dict[str, Any] | None:
+    """Torch's device and thread count, when the job loaded torch (None otherwise)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    return {"device": device, "threads": torch.get_num_threads()}
+
+
 @functools.lru_cache(maxsize=1)
-def software_record() -> dict[str, Any]:
+def _static_software() -> dict[str, Any]:
     """Python, platform and the exact versions of the packages the pipeline depends on."""
     return {
         "python": platform.python_version(),
@@ -66,6 +75,11 @@ def software_record() -> dict[str, Any]:
         "platform": f"{platform.system()}-{platform.machine()}",
         "packages": {name: package_version(name) for name in RECORDED_PACKAGES},
     }
+
+
+def software_record() -> dict[str, Any]:
+    """What software made an artifact: versions, platform, and torch's device and threads."""
+    return {**_static_software(), "torch_runtime": torch_record()}
 
 
 @functools.lru_cache(maxsize=4096)
