@@ -63,7 +63,7 @@ def built_repo(_built_repo: Path, tmp_path: Path) -> Path:
 
     Pass ``*TINY`` to further Snakemake calls on it.
     """
-    target = tmp_path / "repo"
+    target = tmp_path / "built"
     shutil.copytree(_built_repo, target, symlinks=True)
     return target
 
