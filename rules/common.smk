@@ -2,6 +2,7 @@
 
 from hierbench.codehash import code_hash
 from hierbench.config import enabled_datasets
+from hierbench.hashing import source_fingerprint
 from hierbench.taxonomy import checklist_fingerprint
 
 DATASETS = enabled_datasets(config)
@@ -209,3 +210,16 @@ def hyperbolic_cells(dataset, name):
         for loss in LOSSES
         for seed in config["training"]["seeds"]
     ]
+
+
+def source_identity(*paths):
+    """Content fingerprint of source inputs (a params value: edits rerun, touches do not)."""
+    return source_fingerprint([path for path in paths if path])
+
+
+def real_sources(wildcards):
+    """The source inputs of the feature and image-table rules: a real dataset folder (a demo
+    folder is a rule's output) and a backbone weights file."""
+    block = config["datasets"][wildcards.dataset]
+    root = block["root"] if block["source"] == "folder" else None
+    return source_identity(root, *backbone_weights_input(wildcards))

@@ -56,6 +56,7 @@ rule image_table:
         benchmark_for(f"{RESULTS}/{{dataset}}/data/images.parquet")
     params:
         code=code("stages.images"),
+        source=real_sources,
     conda:
         "../environment.yml"
     script:

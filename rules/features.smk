@@ -18,6 +18,7 @@ rule features_dev:
     threads: workflow.cores
     params:
         code=code("stages.features"),
+        source=real_sources,
         backbone=config["backbone"],
     conda:
         "../environment.yml"
@@ -41,6 +42,7 @@ rule features_sealed_test:
     threads: workflow.cores
     params:
         code=code("stages.features"),
+        source=real_sources,
         backbone=config["backbone"],
     conda:
         "../environment.yml"

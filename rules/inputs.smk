@@ -11,6 +11,7 @@ rule stage_input:
         log_for(f"{RESULTS}/{{dataset}}/inputs/{{name}}.txt"),
     params:
         code=code("inputs"),
+        source=lambda wildcards: source_identity(shipped_input(wildcards)),
     conda:
         "../environment.yml"
     script:

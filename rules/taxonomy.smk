@@ -17,6 +17,9 @@ rule taxonomy_cub:
         benchmark_for(f"{RESULTS}/cub/taxonomy/taxonomy.parquet")
     params:
         code=code("stages.taxonomy"),
+        source=lambda wildcards: source_identity(
+            cub_taxonomy_config()["aliases"], "schemas/aliases.schema.json", *cub_checklist_input(wildcards)
+        ),
         checklist=cub_taxonomy_config()["checklist"],
         checklist_sha256=lambda wildcards: checklist_fingerprint(cub_taxonomy_config()["checklist"]),
         checklist_columns=cub_taxonomy_config()["checklist_columns"],

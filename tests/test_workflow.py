@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from conftest import TINY, scheduled_rules, snakemake
@@ -148,6 +149,21 @@ def test_training_hyperparameter_change_reruns_training_and_what_follows(built_r
     assert "  batch_size: 16\n" in text
     config.write_text(text.replace("  batch_size: 16\n", "  batch_size: 16\n  lr: 1.0e-4\n"))
     assert _scheduled(built_repo) == TRAINING
+
+
+def test_touching_inputs_without_changing_them_reruns_nothing(built_repo: Path):
+    for path in ("resources/cub_aliases.json", "resources/cub_classes.txt", "configs/tiny.yaml"):
+        os.utime(built_repo / path)
+    for path in (built_repo / "results/cub/splits").glob("*.parquet"):
+        os.utime(path)
+    assert _scheduled(built_repo) == {}
+
+
+def test_editing_a_shipped_class_list_reruns_its_stage(built_repo: Path):
+    hierarchy = built_repo / "resources/nabirds_hierarchy.txt"
+    hierarchy.write_text(hierarchy.read_text() + "\n")
+    scheduled = _scheduled(built_repo)
+    assert scheduled["stage_input"] == 1 and scheduled["taxonomy_nabirds"] == 1
 
 
 def test_broken_shipped_file_fails_naming_file_and_line(repo_copy: Path):

@@ -55,3 +55,30 @@ def sha256_path(path: str | os.PathLike[str]) -> str:
     if not target.is_file():
         raise FileNotFoundError(f"cannot hash {target}: no such file or folder")
     return sha256_file(target)
+
+
+def source_fingerprint(paths: list[str | os.PathLike[str]]) -> str:
+    """A cheap content identity of source inputs (files and folders no rule produces).
+
+    A Snakemake parameter, so that a changed source reruns its rules while a file that is only
+    touched does not. Files are hashed by content. A folder contributes the content of its
+    top-level files (a dataset's metadata tables) and the relative path and size of every file
+    below them (images are not read: a same-size edit of an image is not detected). A missing
+    path contributes the word "absent".
+    """
+    parts = []
+    for path in sorted(Path(p) for p in paths):
+        if path.is_file():
+            parts.append(f"{path.as_posix()}\0{sha256_file(path)}")
+        elif path.is_dir():
+            for file in sorted(p for p in path.rglob("*") if p.is_file()):
+                relative = file.relative_to(path).as_posix()
+                if file.name in TREE_HASH_IGNORED:
+                    continue
+                if file.parent == path:
+                    parts.append(f"{relative}\0{sha256_file(file)}")
+                else:
+                    parts.append(f"{relative}\0{file.stat().st_size}")
+        else:
+            parts.append(f"{path.as_posix()}\0absent")
+    return sha256_bytes("\n".join(parts).encode())
