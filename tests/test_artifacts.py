@@ -90,6 +90,9 @@ def test_record_matches_the_artifact(tmp_path: Path):
     assert record["inputs"] == {source.as_posix(): sha256_file(source)}
     assert record["rule"] == "copy" and record["code"] == "abc"
     assert record["software"]["packages"]["pandas"] == pd.__version__
+    environment = record["software"]["environment"]
+    assert environment["geoopt"] == "0.5.1" and environment["pyarrow"] == "26.0.1"
+    assert len(environment) > 50 and list(environment) == sorted(environment)
     assert provenance_path(target).name == "copied.txt.prov.json"
 
 

@@ -66,14 +66,21 @@ def torch_record() -> dict[str, Any] | None:
     return {"device": device, "threads": torch.get_num_threads()}
 
 
+def installed_distributions() -> dict[str, str]:
+    """Every installed distribution with its exact version (the whole environment), sorted."""
+    found = {dist.metadata["Name"]: dist.version for dist in metadata.distributions()}
+    return dict(sorted((name.lower(), version) for name, version in found.items() if name))
+
+
 @functools.lru_cache(maxsize=1)
 def _static_software() -> dict[str, Any]:
-    """Python, platform and the exact versions of the packages the pipeline depends on."""
+    """Python, platform, the key packages and every installed distribution, with versions."""
     return {
         "python": platform.python_version(),
         "implementation": sys.implementation.name,
         "platform": f"{platform.system()}-{platform.machine()}",
         "packages": {name: package_version(name) for name in RECORDED_PACKAGES},
+        "environment": installed_distributions(),
     }
 
 
