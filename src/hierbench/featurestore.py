@@ -114,3 +114,11 @@ def read_feature_matrix(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, np.
     matrix = values.reshape(table.num_rows, kind.list_size)  # concatenate made a writable copy
     frame = table.drop_columns([FEATURE_COLUMN]).to_pandas()
     return frame, matrix
+
+
+def read_labelled_features(
+    path: str | os.PathLike[str],
+) -> tuple[pd.Series, np.ndarray, np.ndarray]:
+    """Image ids, (n, 3) int64 label codes (leaf, middle, high) and the float32 matrix."""
+    frame, matrix = read_feature_matrix(path)
+    return frame["image_id"].astype(str), frame[list(LABEL_COLUMNS)].to_numpy(np.int64), matrix

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from hierbench.artifacts import write_json, write_parquet
-from hierbench.featurestore import read_feature_matrix
+from hierbench.featurestore import read_labelled_features
 from hierbench.lock import build_lock, verify_against_lock
 from hierbench.metrics import evaluate, group_macro, query_micro
 from hierbench.provenance import JobContext
@@ -131,15 +131,14 @@ def evaluate_cell_on_sealed_test(
     verify_against_lock(lock, [checkpoint, sealed_features, sealed_splits])
     spec = spec_from_record(json.loads(Path(record).read_text(encoding="utf-8")))
     _note_test_access(access_log, f"{dataset} {spec.cell} ({job.rule})")
-    frame, matrix = read_feature_matrix(sealed_features)
-    labels = frame[["leaf_code", "middle_code", "high_code"]].to_numpy(np.int64)
+    ids, labels, matrix = read_labelled_features(sealed_features)
     model = load_checkpoint(checkpoint, spec, matrix.shape[1])
     metric = _metric_settings(config, GEOMETRY_NAMES[spec.geometry], spec.curvature)
     qg_seeds = _qg_seeds(config, dataset)
     per_query, summary = _score_draws(
         embed(model, matrix),
         labels,
-        frame["image_id"],
+        ids,
         pd.read_parquet(sealed_splits),
         qg_seeds,
         metric,
@@ -169,14 +168,13 @@ def evaluate_frozen_on_sealed_test(
     """The frozen-feature baseline: L2-normalised raw features, Euclidean, the same engine."""
     verify_against_lock(lock, [sealed_features, sealed_splits])
     _note_test_access(access_log, f"{dataset} {FROZEN} ({job.rule})")
-    frame, matrix = read_feature_matrix(sealed_features)
-    labels = frame[["leaf_code", "middle_code", "high_code"]].to_numpy(np.int64)
+    ids, labels, matrix = read_labelled_features(sealed_features)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     normalised = matrix / np.maximum(norms, 1e-12)
     metric = _metric_settings(config, "euclidean", None)
     qg_seeds = _qg_seeds(config, dataset)
     per_query, summary = _score_draws(
-        normalised, labels, frame["image_id"], pd.read_parquet(sealed_splits), qg_seeds, metric
+        normalised, labels, ids, pd.read_parquet(sealed_splits), qg_seeds, metric
     )
     identity = {"dataset": dataset, "arm": FROZEN, "geometry": FROZEN, "loss": FROZEN, "seed": -1}
     _write_scores(per_query, summary, identity, outputs, job)

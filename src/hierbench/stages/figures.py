@@ -6,11 +6,10 @@ import json
 import logging
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from hierbench.effects import add_arm
-from hierbench.featurestore import read_feature_matrix
+from hierbench.featurestore import read_labelled_features
 from hierbench.figures import (
     effects_figure,
     map_by_level_figure,
@@ -39,8 +38,7 @@ def hyperbolic_norms(
     records: list[str | Path], checkpoints: list[str | Path], features: str | Path
 ) -> pd.DataFrame:
     """Prototype norms per level for every Poincaré cell, on the development features."""
-    frame, matrix = read_feature_matrix(features)
-    labels = frame[["leaf_code", "middle_code", "high_code"]].to_numpy(np.int64)
+    _, labels, matrix = read_labelled_features(features)
     parts = []
     for record_path, checkpoint in zip(records, checkpoints, strict=True):
         spec = spec_from_record(json.loads(Path(record_path).read_text(encoding="utf-8")))

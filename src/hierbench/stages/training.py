@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from hierbench.artifacts import write_json, write_parquet
-from hierbench.featurestore import read_feature_matrix
+from hierbench.featurestore import read_labelled_features
 from hierbench.metrics import evaluate, query_micro
 from hierbench.provenance import JobContext
 from hierbench.splits import role_ids, rows_for_ids
@@ -35,15 +35,24 @@ VERIFICATION_ROWS = 256
 GEOMETRY_NAMES = {"E": "euclidean", "H": "poincare"}
 
 
+def role_arrays(
+    features: str | Path, splits: str | Path, roles: list[tuple[str, str]]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Feature matrix and label codes of each development (split, role), reading files once."""
+    ids, labels, matrix = read_labelled_features(features)
+    table = pd.read_parquet(splits)
+    arrays = []
+    for split, role in roles:
+        rows = rows_for_ids(ids, role_ids(table, split, role), f"{split}/{role}")
+        arrays.append((matrix[rows], labels[rows]))
+    return arrays
+
+
 def role_data(
     features: str | Path, splits: str | Path, split: str, role: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """Feature matrix and label codes of one development (split, role)."""
-    frame, matrix = read_feature_matrix(features)
-    table = pd.read_parquet(splits)
-    rows = rows_for_ids(frame["image_id"], role_ids(table, split, role), f"{split}/{role}")
-    labels = frame[["leaf_code", "middle_code", "high_code"]].to_numpy(np.int64)
-    return matrix[rows], labels[rows]
+    return role_arrays(features, splits, [(split, role)])[0]
 
 
 def _verify_reload(model: Any, path: Path, spec: CellSpec, features: np.ndarray) -> dict[str, Any]:
@@ -106,8 +115,9 @@ def validation_score(
     model: Any, spec: CellSpec, features: str | Path, splits: str | Path, ks: list[int]
 ) -> dict[str, float]:
     """Query-micro mAP per level on the tuning query/gallery, and their hierarchy mean."""
-    query_x, query_y = role_data(features, splits, "tuning", "query")
-    gallery_x, gallery_y = role_data(features, splits, "tuning", "gallery")
+    (query_x, query_y), (gallery_x, gallery_y) = role_arrays(
+        features, splits, [("tuning", "query"), ("tuning", "gallery")]
+    )
     frame = evaluate(
         embed(model, query_x),
         embed(model, gallery_x),
