@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import geoopt
 import numpy as np
 import pytest
 import torch
@@ -18,6 +19,7 @@ from hierbench.geometry import (
     count_trainable_parameters,
     euclidean_distance,
     max_norm,
+    poincare_distance,
     poincare_radius,
     sanitise_and_clip,
 )
@@ -118,17 +120,48 @@ def test_euclidean_distance_matches_numpy():
     np.testing.assert_allclose(got.numpy(), expected, rtol=0, atol=1e-12)
 
 
-def test_pairwise_distances_are_chunked_consistently(monkeypatch):
+@pytest.mark.parametrize("curvature", [2.0, 0.1])
+def test_poincare_distance_matches_geoopt_inside_the_ball(curvature):
     rng = np.random.default_rng(1)
-    a, b = torch.from_numpy(rng.normal(size=(11, 4))), torch.from_numpy(rng.normal(size=(6, 4)))
-    whole = euclidean_distance(a, b)
-    monkeypatch.setattr("hierbench.geometry.PAIRS_PER_CHUNK", 13)
-    torch.testing.assert_close(euclidean_distance(a, b), whole, rtol=0, atol=0)
-    head = PoincareHead(Projector(3), 1.0, 0.4)
-    small = 0.1 * a
-    chunked = head.distance(small, small)
-    monkeypatch.setattr("hierbench.geometry.PAIRS_PER_CHUNK", 10**6)
-    torch.testing.assert_close(head.distance(small, small), chunked, rtol=0, atol=0)
+    a, b = _points_in_ball(rng, 7, 5, curvature), _points_in_ball(rng, 9, 5, curvature)
+    ball = geoopt.PoincareBall(c=torch.tensor(curvature, dtype=torch.float64))
+    a_t, b_t = torch.from_numpy(a), torch.from_numpy(b)
+    expected = ball.dist(a_t[:, None, :], b_t[None, :, :])
+    got = poincare_distance(a_t, b_t, curvature)
+    torch.testing.assert_close(got, expected, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("geometry", ["E", "H"])
+def test_duplicate_rows_are_exactly_zero_apart_and_near_duplicates_are_resolved(geometry):
+    """Gram-product distances: bitwise duplicates give 0 (zero gradient), 1e-4 gaps survive."""
+    head = _head(geometry, in_dim=4)
+    base = torch.tensor([[0.3, -0.2, 0.1], [0.05, 0.1, -0.3]], dtype=torch.float64)
+    near = base[:1] + torch.tensor([[1e-4, 0.0, 0.0]], dtype=torch.float64)
+    z = torch.cat([base, base[:1], near]).requires_grad_(True)
+    distances = head.distance(z, z)
+    assert distances[0, 2] == 0 and distances[2, 0] == 0
+    expected_gap = _reference_distance(geometry, base[0], near[0])
+    assert distances[0, 3].item() == pytest.approx(expected_gap, rel=1e-6)
+    distances[0, 2].backward()
+    assert torch.equal(z.grad, torch.zeros_like(z))
+
+
+@pytest.mark.parametrize("geometry", ["E", "H"])
+def test_float32_distances_agree_with_a_float64_reference(geometry):
+    head = _head(geometry, in_dim=16).eval()
+    with torch.no_grad():
+        z = head(torch.randn(64, 16))
+        got = head.distance(z, z)
+        reference = head.distance(z.double(), z.double())
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got.double(), reference, rtol=1e-6, atol=1e-7)
+
+
+def _reference_distance(geometry: str, x: torch.Tensor, y: torch.Tensor) -> float:
+    """Distance of two points by the textbook formulas (difference vector, Möbius addition)."""
+    if geometry == "E":
+        return float((x - y).norm())
+    return _poincare_closed_form(x.numpy(), y.numpy(), 2.0)  # the curvature _head uses
 
 
 @pytest.mark.parametrize("curvature", [2.0, 0.1, 1.0])
@@ -231,3 +264,44 @@ def test_radius_and_max_norm():
 def test_distance_rejects_mismatched_dims():
     with pytest.raises(ValueError, match="embedding dims differ"):
         euclidean_distance(torch.zeros(2, 3), torch.zeros(2, 4))
+
+
+@pytest.mark.parametrize("curvature", [None, 2.0, 0.1])
+def test_distance_gradients_match_finite_differences(curvature):
+    """The hand-derived backward against torch.autograd.gradcheck, for (a, b) and for (z, z)."""
+    rng = np.random.default_rng(3)
+    c = curvature or 1.0
+    a = torch.from_numpy(_points_in_ball(rng, 5, 4, c)).requires_grad_(True)
+    b = torch.from_numpy(_points_in_ball(rng, 6, 4, c)).requires_grad_(True)
+
+    def distance(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if curvature is None:
+            return euclidean_distance(x, y)
+        return poincare_distance(x, y, curvature)
+
+    assert torch.autograd.gradcheck(distance, (a, b), eps=1e-6, atol=1e-7, rtol=1e-5)
+    # the self matrix has exact zeros on the diagonal, where the gradient is defined as 0
+    z = a.detach().clone().requires_grad_(True)
+    weights = torch.from_numpy(rng.uniform(size=(5, 5)))
+    (distance(z, z) * weights).sum().backward()
+    off_diagonal = ~torch.eye(5, dtype=torch.bool)
+
+    def off_diagonal_sum(x: torch.Tensor) -> torch.Tensor:
+        return (distance(x, x) * weights)[off_diagonal].sum()
+
+    assert torch.autograd.gradcheck(off_diagonal_sum, (a,), eps=1e-6, atol=1e-7, rtol=1e-5)
+    a.grad = None
+    off_diagonal_sum(a).backward()
+    torch.testing.assert_close(z.grad, a.grad, rtol=1e-12, atol=1e-15)
+
+
+def test_points_beyond_the_ball_get_clipped_distances_and_finite_zero_gradients():
+    inside = torch.tensor([[0.1, 0.0], [0.0, 0.2]], dtype=torch.float64)
+    outside = torch.tensor([[3.0, 0.0], [0.0, 1.0]], dtype=torch.float64)  # beyond, on the ball
+    z = torch.cat([inside, outside]).requires_grad_(True)
+    distances = sanitise_and_clip(poincare_distance(z, z, 1.0), TRAIN_DISTANCE_CLIP)
+    assert torch.isfinite(distances).all()
+    assert (distances[2:, :] == TRAIN_DISTANCE_CLIP).sum() >= 3
+    distances.sum().backward()
+    assert torch.isfinite(z.grad).all()
+    assert z.grad[:2].abs().sum() > 0

@@ -5,6 +5,12 @@ output and defines the distance. A geometry adds no parameters, buffers or state
 and draws no random numbers, so heads built after the same ``torch.manual_seed`` start from
 identical weights whatever their geometry.
 
+Pairwise distances are built from one Gram product in float64, ‖x − y‖² = ‖x‖² + ‖y‖² − 2⟨x, y⟩,
+so a (B, B) matrix costs one small matrix multiply and O(B²) elementwise work (no (B, B, dim)
+intermediate); the result is cast back to the input dtype. Squared distances at the float64
+rounding level of that formula (≤ 1e-14·(‖x‖² + ‖y‖²)) are exactly 0 with a zero gradient, so
+identical embeddings are at distance 0 and never produce an infinite square-root gradient.
+
 Distances pass through ``sanitise_and_clip`` before use: every non-finite value (NaN, +inf and
 -inf alike) becomes the upper clip value, i.e. a numerical failure is treated as "as far as
 possible", never as close, and the result is then clamped to [0, upper].
@@ -13,8 +19,8 @@ possible", never as close, and the result is then clamped to [0, upper].
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from numbers import Real
+from typing import Any
 
 import geoopt
 import torch
@@ -24,7 +30,7 @@ from torch import nn
 TRAIN_DISTANCE_CLIP = 20.0
 TEST_DISTANCE_CLIP = 1e6
 MIN_TANGENT_NORM = 1e-6
-PAIRS_PER_CHUNK = 262_144  # pairwise distances are built in row chunks of at most this many pairs
+SQUARED_ROUNDING = 1e-14  # relative float64 rounding level of the Gram squared distance
 GEOMETRIES: tuple[str, ...] = ("E", "H")
 
 
@@ -66,33 +72,91 @@ def _check_matrix(name: str, tensor: torch.Tensor) -> None:
         raise ValueError(f"{name} must be floating point, got {tensor.dtype}")
 
 
-def _pairwise(
-    a: torch.Tensor, b: torch.Tensor, pair_distance: Callable[..., torch.Tensor]
-) -> torch.Tensor:
-    """(n_a, n_b) matrix of ``pair_distance`` over broadcast pairs, built in bounded row chunks."""
+def _check_pair(a: torch.Tensor, b: torch.Tensor) -> None:
+    """Raise unless a and b are embedding matrices of the same dimension."""
     _check_matrix("a", a)
     _check_matrix("b", b)
     if a.shape[1] != b.shape[1]:
         raise ValueError(f"embedding dims differ: a has {a.shape[1]}, b has {b.shape[1]}")
-    rows = max(1, PAIRS_PER_CHUNK // max(1, b.shape[0]))
-    chunks = [
-        pair_distance(a[i : i + rows, None, :], b[None, :, :]) for i in range(0, len(a), rows)
-    ]
-    if not chunks:
-        return a.new_zeros((0, b.shape[0]))
-    return torch.cat(chunks, dim=0)
 
 
-def _euclidean_pair(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """‖x − y‖ with a zero, finite-gradient value where x == y (sqrt is not differentiable at 0)."""
-    squared = (x - y).pow(2).sum(dim=-1)
-    positive = squared > 0
-    return torch.where(positive, torch.where(positive, squared, 1.0).sqrt(), 0.0)
+def _finite_or_zero(slope: torch.Tensor) -> torch.Tensor:
+    """A derivative with every non-finite entry set to 0 (distance held constant there)."""
+    return slope.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)
+
+
+class _PairwiseDistance(torch.autograd.Function):
+    """Pairwise distances (Euclidean, or Poincaré for a curvature) with a derived backward.
+
+    Forward: ‖x − y‖² from one float64 Gram product; d = √sq (Euclidean) or
+    d = (2/√c)·artanh(√(sq / (sq + κ))), κ = (1 − c‖x‖²)(1 − c‖y‖²)/c (Poincaré). The
+    derivatives ∂d/∂sq and ∂d/∂κ are formed in the forward pass; where one is not finite
+    (identical points, points on or beyond the boundary) it is 0, i.e. the distance is held
+    constant there. The backward is then two GEMMs and a few (n_a, n_b) products, instead of
+    the dozens of small operations autograd would record.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, a: torch.Tensor, b: torch.Tensor, curvature: float | None
+    ) -> torch.Tensor:
+        a64, b64 = a.detach().to(torch.float64), b.detach().to(torch.float64)
+        a_sq, b_sq = (a64 * a64).sum(dim=1), (b64 * b64).sum(dim=1)
+        norms = a_sq[:, None] + b_sq[None, :]
+        squared = torch.addmm(norms, a64, b64.T, alpha=-2.0)
+        squared.masked_fill_(squared <= SQUARED_ROUNDING * norms, 0.0)
+        root = squared.sqrt_()
+        if curvature is None:
+            distance, slope_sq = root, _finite_or_zero(0.5 / root)
+            ctx.save_for_backward(a64, b64, slope_sq)
+        else:
+            c = float(curvature)
+            a_factor, b_factor = 1.0 - c * a_sq, 1.0 - c * b_sq
+            kappa = torch.outer(a_factor / c, b_factor)
+            total_root = (root * root + kappa).sqrt_()
+            distance = torch.atanh(root / total_root).mul_(2.0 / math.sqrt(c))
+            slope_sq = _finite_or_zero(1.0 / (math.sqrt(c) * root * total_root))
+            slope_kappa = _finite_or_zero(-root / (math.sqrt(c) * kappa * total_root))
+            ctx.save_for_backward(a64, b64, slope_sq, slope_kappa, a_factor, b_factor)
+        ctx.dtypes = (a.dtype, b.dtype)
+        return distance.to(torch.promote_types(a.dtype, b.dtype))
+
+    @staticmethod
+    def backward(  # type: ignore[override]
+        ctx: Any, grad: torch.Tensor
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None, None]:
+        a64, b64, slope_sq, *hyperbolic = ctx.saved_tensors
+        grad_sq = grad.to(torch.float64) * slope_sq  # ∂L/∂sq; sq = ‖x‖² + ‖y‖² − 2⟨x, y⟩
+        row, col = grad_sq.sum(dim=1), grad_sq.sum(dim=0)
+        if hyperbolic:  # κ_ij = (1 − c‖x_i‖²)(1 − c‖y_j‖²)/c: ∂κ/∂‖x_i‖² = −(1 − c‖y_j‖²)
+            slope_kappa, a_factor, b_factor = hyperbolic
+            grad_kappa = grad.to(torch.float64) * slope_kappa
+            row = row - grad_kappa @ b_factor
+            col = col - grad_kappa.T @ a_factor
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0]:
+            grad_a = (2.0 * (a64 * row[:, None] - grad_sq @ b64)).to(ctx.dtypes[0])
+        if ctx.needs_input_grad[1]:
+            grad_b = (2.0 * (b64 * col[:, None] - grad_sq.T @ a64)).to(ctx.dtypes[1])
+        return grad_a, grad_b, None
 
 
 def euclidean_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Pairwise Euclidean distances (n_a, n_b); self-distances are exactly 0 with finite grads."""
-    return _pairwise(a, b, _euclidean_pair)
+    """Pairwise Euclidean distances (n_a, n_b); identical rows are exactly 0 with zero grads."""
+    _check_pair(a, b)
+    return _PairwiseDistance.apply(a, b, None)
+
+
+def poincare_distance(a: torch.Tensor, b: torch.Tensor, curvature: float) -> torch.Tensor:
+    """Pairwise geodesic distances (2/√c)·artanh(√c·‖(−x)⊕_c y‖) of the Poincaré ball.
+
+    Uses c·‖(−x)⊕_c y‖² = ‖x − y‖² / (‖x − y‖² + (1 − c‖x‖²)(1 − c‖y‖²)/c) (the identity
+    ``metrics`` uses too). Inside the ball this is geoopt's ``PoincareBall.dist`` without its
+    clamping; on or outside the boundary it is inf or NaN, for ``sanitise_and_clip`` to handle.
+    """
+    _check_positive("curvature", curvature)
+    _check_pair(a, b)
+    return _PairwiseDistance.apply(a, b, float(curvature))
 
 
 def poincare_radius(curvature: float) -> float:
@@ -183,8 +247,7 @@ class PoincareHead(nn.Module):
 
     def distance(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Pairwise geodesic distances of the ball, shape (n_a, n_b)."""
-        ball = self.ball(a.device)
-        return _pairwise(a, b, ball.dist)
+        return poincare_distance(a, b, self.curvature)
 
 
 def build_head(

@@ -1,8 +1,10 @@
 """The two training objectives of the factorial: relation regression (R) and Taxonomy-SupCon (S).
 
 Both take the batch's (B, B) distance matrix from the head (already sanitised and clipped) and
-the (B, 3) integer labels (leaf, middle, high). Relations come from ``relations.relation_matrix``
-so losses, metrics and split checks share one definition of c / m / h / o.
+the (B, 3) integer labels (leaf, middle, high). Relations come from
+``relations.strict_relation_masks`` so losses, metrics and split checks share one definition of
+c / m / h / o. Everything stays on the distances' device as whole-matrix tensor operations (no
+boolean indexing, no host round trip) because these run once per update.
 
 - R: SmoothL1 (beta = 1.0, torch's default) between each pair's distance and its relation's
   target, averaged over all B(B−1) ordered non-self pairs (i ≠ j, both orders).
@@ -18,11 +20,10 @@ import math
 from collections.abc import Mapping, Sequence
 from numbers import Real
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hierbench.relations import RELATION_CODES, relation_matrix
+from hierbench.relations import RELATION_CODES, strict_relation_masks
 
 DEFAULT_REGRESSION_TARGETS: dict[str, float] = {"c": 0.2, "m": 0.5, "h": 0.8, "o": 1.0}
 SMOOTH_L1_BETA = 1.0
@@ -55,10 +56,21 @@ def _check_batch(distances: torch.Tensor, labels: torch.Tensor) -> None:
         raise ValueError("distances contain NaN or inf; pass them through sanitise_and_clip first")
 
 
-def _relations(labels: torch.Tensor) -> np.ndarray:
-    """(B, B) relation codes of a label tensor (0 c, 1 m, 2 h, 3 o)."""
-    codes = labels.detach().cpu().numpy()
-    return relation_matrix(codes, codes)
+def _positive_masks(labels: torch.Tensor) -> torch.Tensor:
+    """(3, B, B) strict positive masks for levels c, m, h; the diagonal (self) is False."""
+    columns = labels.T.contiguous()  # (3, B): per-level comparisons on contiguous memory
+    same = columns[:, :, None] == columns[:, None, :]
+    masks = torch.stack(strict_relation_masks(same[0], same[1], same[2]))
+    masks.diagonal(dim1=1, dim2=2).fill_(False)
+    return masks
+
+
+def _relation_targets(labels: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
+    """(B, B) regression target of every pair: ``vector`` indexed by the pair's relation code."""
+    masks = _positive_masks(labels).to(vector.dtype)  # disjoint c, m, h; o where all are 0
+    other = vector[RELATION_CODES["o"]]
+    steps = torch.stack([vector[RELATION_CODES[level]] for level in SUPCON_LEVELS]) - other
+    return torch.tensordot(steps, masks, dims=1) + other
 
 
 def _off_diagonal(size: int, device: torch.device) -> torch.Tensor:
@@ -90,10 +102,12 @@ def regression_loss(
     """SmoothL1 (beta 1) of distance vs relation target, mean over ordered pairs i ≠ j."""
     _check_batch(distances, labels)
     vector = _target_vector(targets).to(device=distances.device, dtype=distances.dtype)
-    relation = torch.from_numpy(_relations(labels).astype(np.int64)).to(distances.device)
-    mask = _off_diagonal(len(labels), distances.device)
-    target = vector[relation]
-    return F.smooth_l1_loss(distances[mask], target[mask], reduction="mean", beta=SMOOTH_L1_BETA)
+    target = _relation_targets(labels, vector)
+    per_pair = F.smooth_l1_loss(distances, target, reduction="none", beta=SMOOTH_L1_BETA)
+    size = len(labels)
+    return per_pair.masked_fill(~_off_diagonal(size, distances.device), 0.0).sum() / (
+        size * (size - 1)
+    )
 
 
 def _check_supcon_settings(tau: float, weights: Sequence[float]) -> tuple[float, float, float]:
@@ -128,28 +142,21 @@ def taxonomy_supcon_loss(
     """
     _check_batch(distances, labels)
     level_weights = _check_supcon_settings(tau, weights)
-    relation = _relations(labels)
     size, device = len(labels), distances.device
-    off_diagonal = _off_diagonal(size, device)
-    logits = (-distances / tau).masked_fill(~off_diagonal, float("-inf"))
+    logits = (-distances / tau).masked_fill(~_off_diagonal(size, device), float("-inf"))
     log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
-    total, weight_sum, per_level = distances.new_zeros(()), 0.0, {}
-    for index, level in enumerate(SUPCON_LEVELS):
-        positives_np = relation == RELATION_CODES[level]
-        np.fill_diagonal(positives_np, False)
-        counts_np = positives_np.sum(axis=1)
-        weight = level_weights[index]
-        if weight == 0 or not counts_np.any():
-            per_level[f"loss_{level}"] = None
-            continue
-        positives = torch.from_numpy(positives_np).to(device)
-        anchors = torch.from_numpy(counts_np > 0).to(device)
-        counts = torch.from_numpy(counts_np).to(device=device, dtype=distances.dtype)
-        per_anchor = torch.where(positives, log_prob, 0.0).sum(dim=1)[anchors] / counts[anchors]
-        value = -per_anchor.mean()
-        per_level[f"loss_{level}"] = float(value.detach())
-        total = total + weight * value
-        weight_sum += weight
+    positives = _positive_masks(labels)  # (3, B, B)
+    counts = positives.sum(dim=2)  # (3, B) positives per anchor
+    anchors = (counts > 0).sum(dim=1)  # (3,) anchors per level
+    per_anchor = torch.where(positives, log_prob, 0.0).sum(dim=2) / counts.clamp_min(1)
+    level_values = -per_anchor.sum(dim=1) / anchors.clamp_min(1)  # 0 at levels without anchors
+    active = [w > 0 and n > 0 for w, n in zip(level_weights, anchors.tolist(), strict=True)]
+    weight_sum = sum(w for w, on in zip(level_weights, active, strict=True) if on)
+    values = level_values.detach().tolist()
+    per_level: dict[str, float | None] = {
+        f"loss_{level}": value if on else None
+        for level, value, on in zip(SUPCON_LEVELS, values, active, strict=True)
+    }
     if weight_sum == 0:
         active = [
             f"{LEVEL_NAMES[level]} ({level})"
@@ -161,4 +168,9 @@ def taxonomy_supcon_loss(
             f"({', '.join(active)}; weights {level_weights}); use larger batches or a sampler "
             "that guarantees positives"
         )
-    return total / weight_sum, per_level
+    weights = torch.tensor(
+        [w if on else 0.0 for w, on in zip(level_weights, active, strict=True)],
+        dtype=distances.dtype,
+        device=device,
+    )
+    return (weights * level_values).sum() / weight_sum, per_level

@@ -8,12 +8,23 @@ leaf → c, middle → m, high → h. Losses, metrics and split checks all use t
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
 LEVELS: tuple[str, ...] = ("leaf", "middle", "high")
 LABEL_COLUMNS: tuple[str, ...] = ("leaf_code", "middle_code", "high_code")
 RELATION_CODES = {"c": 0, "m": 1, "h": 2, "o": 3}
+
+
+def strict_relation_masks(same_leaf: Any, same_middle: Any, same_high: Any) -> tuple[Any, Any, Any]:
+    """The (c, m, h) relation masks from per-level "same label" masks (NumPy or torch booleans).
+
+    c = same leaf; m = same middle, different leaf; h = same high, different middle and leaf.
+    Everything else is o. This is the one definition every caller builds on.
+    """
+    return same_leaf, same_middle & ~same_leaf, same_high & ~same_middle & ~same_leaf
 
 
 def relation_matrix(labels_a: np.ndarray, labels_b: np.ndarray) -> np.ndarray:
@@ -23,9 +34,8 @@ def relation_matrix(labels_a: np.ndarray, labels_b: np.ndarray) -> np.ndarray:
     """
     same = [labels_a[:, None, level] == labels_b[None, :, level] for level in range(3)]
     relation = np.full(same[0].shape, RELATION_CODES["o"], dtype=np.int8)
-    relation[same[2]] = RELATION_CODES["h"]
-    relation[same[1]] = RELATION_CODES["m"]
-    relation[same[0]] = RELATION_CODES["c"]
+    for name, mask in zip(("c", "m", "h"), strict_relation_masks(*same), strict=True):
+        relation[mask] = RELATION_CODES[name]
     return relation
 
 

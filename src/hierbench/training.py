@@ -158,7 +158,9 @@ def train_cell(
     y = torch.as_tensor(labels, dtype=torch.long)
     model = build_cell_model(spec, x.shape[1])
     initial = state_hash(model)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=spec.weight_decay)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=spec.lr, weight_decay=spec.weight_decay, fused=True
+    )
     generator = torch.Generator().manual_seed(spec.seed)
     rows, order_hashes, updates = [], [], 0
     for epoch in range(1, spec.epochs + 1):
