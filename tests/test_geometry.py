@@ -20,6 +20,7 @@ from hierbench.geometry import (
     euclidean_distance,
     max_norm,
     poincare_distance,
+    poincare_map,
     poincare_radius,
     sanitise_and_clip,
 )
@@ -204,9 +205,38 @@ def test_poincare_outputs_stay_inside_the_ball_for_huge_projector_outputs(curvat
 def test_poincare_curvature_is_a_fixed_float_outside_the_state():
     head = PoincareHead(Projector(4), 0.1, 0.4)
     assert head.curvature == 0.1
-    assert "isp_c" not in str(list(head.state_dict()))
-    assert float(head.ball().c) == pytest.approx(0.1, rel=1e-12, abs=0)
-    assert not any(p.requires_grad for p in head.ball().parameters())
+    assert list(head.state_dict()) == list(head.projector.state_dict(prefix="projector."))
+    assert not any(name.endswith("c") for name, _ in head.named_parameters())
+
+
+def _geoopt_map(tangent: torch.Tensor, curvature: float, radius: float) -> torch.Tensor:
+    """The SPEC's recipe with geoopt itself: projx(expmap0(t')) on PoincareBall(c)."""
+    ball = geoopt.PoincareBall(c=torch.tensor(curvature, dtype=torch.float64), learnable=False)
+    norm = tangent.norm(dim=1, keepdim=True).clamp_min(1e-6)
+    return ball.projx(ball.expmap0(radius * torch.tanh(norm) * tangent / norm))
+
+
+@pytest.mark.parametrize(("curvature", "radius"), [*OPERATING_POINTS, (2.0, 50.0), (1.0, 1e3)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("scale", [1e-9, 1e-3, 1.0, 1e4])
+def test_poincare_map_equals_geoopt_projx_expmap0(curvature, radius, dtype, scale):
+    """Tiny, ordinary and huge tangents, with and without the projx cap at work."""
+    tangent = scale * torch.randn(50, 8, dtype=dtype, generator=torch.Generator().manual_seed(0))
+    tangent[0] = 0.0
+    got = poincare_map(tangent, curvature, radius)
+    expected = _geoopt_map(tangent, curvature, radius)
+    assert got.dtype == dtype
+    tolerance = 1e-6 if dtype == torch.float32 else 1e-13
+    torch.testing.assert_close(got, expected, rtol=tolerance, atol=tolerance * 1e-6)
+
+
+def test_poincare_map_gradients_match_geoopt():
+    tangent = torch.randn(20, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    weights = torch.randn(20, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    ours, reference = tangent.clone().requires_grad_(True), tangent.clone().requires_grad_(True)
+    (poincare_map(ours, 2.0, 0.4) * weights).sum().backward()
+    (_geoopt_map(reference, 2.0, 0.4) * weights).sum().backward()
+    torch.testing.assert_close(ours.grad, reference.grad, rtol=1e-10, atol=1e-14)
 
 
 @pytest.mark.parametrize("geometry", ["E", "H"])

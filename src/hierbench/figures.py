@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -100,10 +99,15 @@ def norms_figure(norms: pd.DataFrame, title: str) -> Figure:
     return figure
 
 
-def prototype_norms(embeddings: np.ndarray, labels: np.ndarray, ball: Any) -> pd.DataFrame:
-    """Norm of each group's prototype at each level: expmap0 of the mean log-map0 vector."""
+def prototype_norms(embeddings: np.ndarray, labels: np.ndarray, curvature: float) -> pd.DataFrame:
+    """Norm of each group's prototype at each level: expmap0 of the mean log-map0 vector.
+
+    The maps are geoopt's, on ``PoincareBall(c)`` with the curvature held in float64.
+    """
+    import geoopt
     import torch
 
+    ball = geoopt.PoincareBall(c=torch.tensor(float(curvature), dtype=torch.float64))
     tangent = ball.logmap0(torch.as_tensor(embeddings, dtype=torch.float64)).numpy()
     rows = []
     for index, level in enumerate(LEVEL_ORDER):

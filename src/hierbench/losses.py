@@ -65,12 +65,14 @@ def _positive_masks(labels: torch.Tensor) -> torch.Tensor:
     return masks
 
 
-def _relation_targets(labels: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
-    """(B, B) regression target of every pair: ``vector`` indexed by the pair's relation code."""
-    masks = _positive_masks(labels).to(vector.dtype)  # disjoint c, m, h; o where all are 0
-    other = vector[RELATION_CODES["o"]]
-    steps = torch.stack([vector[RELATION_CODES[level]] for level in SUPCON_LEVELS]) - other
-    return torch.tensordot(steps, masks, dims=1) + other
+def _relation_targets(
+    labels: torch.Tensor, targets: Mapping[str, float], dtype: torch.dtype
+) -> torch.Tensor:
+    """(B, B) regression target of every pair, from its (disjoint) c / m / h / o relation."""
+    masks = _positive_masks(labels).to(dtype)  # o where all three masks are 0
+    other = targets["o"]
+    steps = [targets[level] - other for level in SUPCON_LEVELS]
+    return torch.tensordot(torch.tensor(steps, dtype=dtype, device=labels.device), masks, 1) + other
 
 
 def _off_diagonal(size: int, device: torch.device) -> torch.Tensor:
@@ -78,20 +80,17 @@ def _off_diagonal(size: int, device: torch.device) -> torch.Tensor:
     return ~torch.eye(size, dtype=torch.bool, device=device)
 
 
-def _target_vector(targets: Mapping[str, float]) -> torch.Tensor:
-    """The targets as a float64 vector indexed by relation code, after validation."""
+def _checked_targets(targets: Mapping[str, float]) -> dict[str, float]:
+    """The regression targets as floats keyed c, m, h, o, after validation."""
     if not isinstance(targets, Mapping) or set(targets) != set(RELATION_CODES):
         keys = sorted(targets) if isinstance(targets, Mapping) else type(targets).__name__
         raise ValueError(f"regression targets need exactly the keys c, m, h, o; got {keys}")
-    vector = torch.zeros(len(RELATION_CODES), dtype=torch.float64)
-    for relation, code in RELATION_CODES.items():
-        value = targets[relation]
+    for relation, value in targets.items():
         if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
             raise ValueError(
                 f"regression target {relation!r} must be a finite number, got {value!r}"
             )
-        vector[code] = float(value)
-    return vector
+    return {relation: float(value) for relation, value in targets.items()}
 
 
 def regression_loss(
@@ -101,8 +100,7 @@ def regression_loss(
 ) -> torch.Tensor:
     """SmoothL1 (beta 1) of distance vs relation target, mean over ordered pairs i ≠ j."""
     _check_batch(distances, labels)
-    vector = _target_vector(targets).to(device=distances.device, dtype=distances.dtype)
-    target = _relation_targets(labels, vector)
+    target = _relation_targets(labels, _checked_targets(targets), distances.dtype)
     per_pair = F.smooth_l1_loss(distances, target, reduction="none", beta=SMOOTH_L1_BETA)
     size = len(labels)
     return per_pair.masked_fill(~_off_diagonal(size, distances.device), 0.0).sum() / (

@@ -45,7 +45,7 @@ def hyperbolic_norms(
         if spec.geometry != "H":
             continue
         model = load_checkpoint(checkpoint, spec, matrix.shape[1])
-        norms = prototype_norms(embed(model, matrix), labels, model.ball())
+        norms = prototype_norms(embed(model, matrix), labels, spec.curvature)
         parts.append(norms.assign(cell=spec.cell))
     return pd.concat(parts, ignore_index=True)
 
