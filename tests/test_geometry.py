@@ -335,3 +335,11 @@ def test_points_beyond_the_ball_get_clipped_distances_and_finite_zero_gradients(
     distances.sum().backward()
     assert torch.isfinite(z.grad).all()
     assert z.grad[:2].abs().sum() > 0
+
+
+@pytest.mark.parametrize(
+    ("curvature", "radius", "name"), [(0.0, 0.4, "curvature"), (2.0, -1.0, "radius")]
+)
+def test_poincare_map_rejects_a_bad_curvature_or_radius(curvature, radius, name):
+    with pytest.raises(ValueError, match=name):
+        poincare_map(torch.zeros(2, 3), curvature, radius)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from hierbench.relations import relation_matrix, strict_positive_counts, valid_query_counts
+from hierbench.relations import (
+    RELATION_CODES,
+    strict_positive_counts,
+    strict_relation_masks,
+    valid_query_counts,
+)
 
 
 def _tree_labels(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -25,7 +30,16 @@ def _relation(a: np.ndarray, b: np.ndarray) -> int:
     return 3
 
 
-def test_relation_matrix_matches_a_loop():
+def relation_matrix(labels_a: np.ndarray, labels_b: np.ndarray) -> np.ndarray:
+    """Relation codes (0 c, 1 m, 2 h, 3 o) of every pair, from ``strict_relation_masks``."""
+    same = [labels_a[:, None, level] == labels_b[None, :, level] for level in range(3)]
+    relation = np.full(same[0].shape, RELATION_CODES["o"], dtype=np.int8)
+    for name, mask in zip(("c", "m", "h"), strict_relation_masks(*same), strict=True):
+        relation[mask] = RELATION_CODES[name]
+    return relation
+
+
+def test_strict_relation_masks_match_a_loop():
     rng = np.random.default_rng(0)
     a, b = _tree_labels(rng, 30), _tree_labels(rng, 25)
     expected = np.array([[_relation(x, y) for y in b] for x in a])

@@ -110,6 +110,14 @@ def test_non_finite_loss_names_dataset_cell_seed_epoch_and_step():
         train_cell(x, y, _spec())
 
 
+def test_training_runs_deterministic_kernels_without_nan_filling_allocations():
+    import torch
+
+    train_cell(*_data(), _spec(epochs=1))
+    assert torch.are_deterministic_algorithms_enabled()
+    assert torch.utils.deterministic.fill_uninitialized_memory is False
+
+
 def test_batch_order_drops_the_last_incomplete_batch():
     import torch
 

@@ -240,6 +240,8 @@ def poincare_map(tangent: torch.Tensor, curvature: float, radius: float) -> torc
     tanh(clamp(√c·max(ρ, 1e-15), ±15))/√c, projx caps the norm at (1 − eps)/√c. About twenty
     small operations instead of geoopt's many (the tests check agreement with geoopt itself).
     """
+    _check_positive("curvature", curvature)
+    _check_positive("radius", radius)
     sqrt_c = math.sqrt(curvature)
     norm = tangent.norm(dim=1, keepdim=True)
     bounded = radius * torch.tanh(norm.clamp_min(MIN_TANGENT_NORM))  # ‖t'‖ for ‖t‖ ≥ 1e-6

@@ -2,9 +2,9 @@
 
 Both take the batch's (B, B) distance matrix from the head (already sanitised and clipped) and
 the (B, 3) integer labels (leaf, middle, high). Relations come from
-``relations.strict_relation_masks`` so losses, metrics and split checks share one definition of
-c / m / h / o. Everything stays on the distances' device as whole-matrix tensor operations (no
-boolean indexing, no host round trip) because these run once per update.
+``relations.strict_relation_masks``, the project's one definition of c / m / h / o. Everything
+is whole-matrix tensor work on the distances' device, without boolean indexing, because it runs
+once per update; SupCon reads its per-level values back once per call for the training log.
 
 - R: SmoothL1 (beta = 1.0, torch's default) between each pair's distance and its relation's
   target, averaged over all B(B−1) ordered non-self pairs (i ≠ j, both orders).

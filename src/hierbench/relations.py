@@ -27,18 +27,6 @@ def strict_relation_masks(same_leaf: Any, same_middle: Any, same_high: Any) -> t
     return same_leaf, same_middle & ~same_leaf, same_high & ~same_middle & ~same_leaf
 
 
-def relation_matrix(labels_a: np.ndarray, labels_b: np.ndarray) -> np.ndarray:
-    """Relation codes (0 c, 1 m, 2 h, 3 o) between every row of ``labels_a`` and ``labels_b``.
-
-    Labels are integer arrays of shape (n, 3), columns leaf, middle, high.
-    """
-    same = [labels_a[:, None, level] == labels_b[None, :, level] for level in range(3)]
-    relation = np.full(same[0].shape, RELATION_CODES["o"], dtype=np.int8)
-    for name, mask in zip(("c", "m", "h"), strict_relation_masks(*same), strict=True):
-        relation[mask] = RELATION_CODES[name]
-    return relation
-
-
 def strict_positive_counts(query_labels: np.ndarray, gallery_labels: np.ndarray) -> np.ndarray:
     """Number of strict positives in the gallery per query and level, shape (n_queries, 3).
 
