@@ -22,8 +22,9 @@ from statistics import median
 import numpy as np
 import torch
 
+from hierbench.cells import CellSpec
 from hierbench.geometry import Projector
-from hierbench.training import CellSpec, train_cell, use_deterministic_torch
+from hierbench.training import train_cell, use_deterministic_torch
 
 N, DIM, BATCH, HIDDEN, OUT = 5994, 768, 128, 256, 32
 SEEDS = (42, 2024, 3407)

@@ -13,7 +13,7 @@ rule tune:
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/tuning/{{geometry}}/tau-{{tau}}/score.json")
     params:
-        code=code("stages.training"),
+        code=code("stages.tuning"),
         config=lambda wildcards: model_config(wildcards.dataset),
     conda:
         "../environment.yml"

@@ -24,9 +24,9 @@ from hierbench.effects import (
     render_csv,
     render_latex,
     render_markdown,
-    write_effects,
 )
 from hierbench.provenance import JobContext
+from hierbench.stages.tables import write_effects
 
 JOB = JobContext(rule="effects", wildcards={"dataset": "toy"}, code="c0de")
 SEEDS = (1, 2, 3)

@@ -9,12 +9,13 @@ import numpy as np
 import pandas as pd
 import torch
 
+from hierbench.artifacts import publish
 from hierbench.figures import (
     effects_figure,
+    figure_writer,
     map_by_level_figure,
     norms_figure,
     prototype_norms,
-    save_figure,
 )
 from hierbench.hashing import sha256_file
 from hierbench.provenance import JobContext
@@ -52,7 +53,8 @@ def test_figures_are_written_in_both_formats_and_are_reproducible(tmp_path: Path
             ("levels", map_by_level_figure(_arms(), "levels")),
         ):
             for suffix in ("png", "pdf"):
-                paths.append(save_figure(figure, tmp_path / run / f"{name}.{suffix}", JOB))
+                target = tmp_path / run / f"{name}.{suffix}"
+                paths.append(publish(target, figure_writer(figure, suffix), JOB))
         hashes.append([sha256_file(p) for p in paths])
         assert all(p.stat().st_size > 1000 for p in paths)
     assert hashes[0] == hashes[1]

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from hierbench.artifacts import publish
 from hierbench.audit import (
     AuditError,
     audit_table,
@@ -16,17 +17,10 @@ from hierbench.audit import (
     projector_parameters,
     raise_on_failure,
 )
+from hierbench.cells import CellSpec, checkpoint_writer, embed, load_checkpoint
 from hierbench.hashing import sha256_file
 from hierbench.provenance import JobContext
-from hierbench.training import (
-    CellSpec,
-    NonFiniteLossError,
-    batch_order,
-    embed,
-    load_checkpoint,
-    save_checkpoint,
-    train_cell,
-)
+from hierbench.training import NonFiniteLossError, batch_order, train_cell
 from hierbench.tuning import TuningError, select_temperatures, selected_tau
 
 JOB = JobContext(rule="unit")
@@ -77,11 +71,8 @@ def test_same_seed_gives_the_same_checkpoint_bytes(tmp_path):
     paths = []
     for run in ("a", "b"):
         result = train_cell(x, y, _spec("H", "S"))
-        paths.append(
-            save_checkpoint(
-                result.model, tmp_path / run / "model.safetensors", JOB, _spec("H", "S")
-            )
-        )
+        target = tmp_path / run / "model.safetensors"
+        paths.append(publish(target, checkpoint_writer(result.model, _spec("H", "S")), JOB))
     assert sha256_file(paths[0]) == sha256_file(paths[1])
 
 
@@ -89,7 +80,7 @@ def test_reloaded_checkpoint_reproduces_outputs_exactly(tmp_path):
     x, y = _data()
     spec = _spec("H", "R")
     result = train_cell(x, y, spec)
-    path = save_checkpoint(result.model, tmp_path / "m.safetensors", JOB, spec)
+    path = publish(tmp_path / "m.safetensors", checkpoint_writer(result.model, spec), JOB)
     reloaded = load_checkpoint(path, spec, x.shape[1])
     assert np.array_equal(embed(result.model, x), embed(reloaded, x))
 

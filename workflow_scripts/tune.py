@@ -1,7 +1,7 @@
 """One temperature-tuning run, scored on the validation query/gallery."""
 
 from hierbench.jobs import start_job
-from hierbench.stages.training import tune_temperature
+from hierbench.stages.tuning import tune_temperature
 
 job = start_job(snakemake)
 tune_temperature(

@@ -16,9 +16,10 @@ from hierbench import __version__
 from hierbench.artifacts import write_parquet
 from hierbench.codehash import code_hash, module_closure
 from hierbench.config import SCHEMA_PATH, ConfigError, check_inputs_exist, load_config
-from hierbench.effects import EffectsError, read_per_seed, write_effects
+from hierbench.effects import EffectsError, read_per_seed
 from hierbench.manifest import MANIFEST_NAME, manifest_table, report_json, report_lines, verify
 from hierbench.provenance import JobContext
+from hierbench.stages.tables import write_effects
 from hierbench.stages.taxonomy import build_cub_taxonomy, build_nabirds_taxonomy
 from hierbench.taxonomy import DEFAULT_FUZZY_MARGIN, DEFAULT_FUZZY_THRESHOLD, TaxonomyError
 

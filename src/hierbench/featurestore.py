@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from hierbench.artifacts import METADATA_KEY, PARQUET_WRITE_OPTIONS, publish
 from hierbench.hashing import canonical_json
 from hierbench.provenance import JobContext
+from hierbench.splits import role_ids, rows_for_ids
 
 LABEL_COLUMNS = ("leaf_code", "middle_code", "high_code")
 FEATURE_COLUMN = "feature"
@@ -122,3 +123,23 @@ def read_labelled_features(
     """Image ids, (n, 3) int64 label codes (leaf, middle, high) and the float32 matrix."""
     frame, matrix = read_feature_matrix(path)
     return frame["image_id"].astype(str), frame[list(LABEL_COLUMNS)].to_numpy(np.int64), matrix
+
+
+def role_arrays(
+    features: str | Path, splits: str | Path, roles: list[tuple[str, str]]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Feature matrix and label codes of each development (split, role), reading files once."""
+    ids, labels, matrix = read_labelled_features(features)
+    table = pd.read_parquet(splits)
+    arrays = []
+    for split, role in roles:
+        rows = rows_for_ids(ids, role_ids(table, split, role), f"{split}/{role}")
+        arrays.append((matrix[rows], labels[rows]))
+    return arrays
+
+
+def role_data(
+    features: str | Path, splits: str | Path, split: str, role: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Feature matrix and label codes of one development (split, role)."""
+    return role_arrays(features, splits, [(split, role)])[0]

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -17,12 +18,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from hierbench.artifacts import publish
-from hierbench.provenance import JobContext
+from hierbench.protocol import ARM_ORDER, EFFECT_ORDER
+from hierbench.protocol import LEVELS as LEVEL_ORDER
 
-EFFECT_ORDER = ("geom_R", "geom_S", "loss_E", "loss_H", "int")
-ARM_ORDER = ("frozen", "E_R", "H_R", "E_S", "H_S")
-LEVEL_ORDER = ("leaf", "middle", "high")
 # No creation dates or software strings inside the files: equal figures give equal bytes.
 SAVE_METADATA = {
     "png": {"Software": None},
@@ -30,15 +28,11 @@ SAVE_METADATA = {
 }
 
 
-def save_figure(figure: Figure, target: str | Path, job: JobContext) -> Path:
-    """Write one figure (format from the suffix) atomically, with provenance."""
-    kind = Path(target).suffix.lstrip(".")
-    publish(
-        target,
-        lambda tmp: figure.savefig(tmp, format=kind, dpi=150, metadata=SAVE_METADATA[kind]),
-        job,
-    )
-    return Path(target)
+def figure_writer(figure: Figure, kind: str) -> Callable[[Path], None]:
+    """A writer of one figure as ``kind`` (png or pdf) without dates, for publishing."""
+    if kind not in SAVE_METADATA:
+        raise ValueError(f"figure format must be one of {sorted(SAVE_METADATA)}, got {kind!r}")
+    return lambda path: figure.savefig(path, format=kind, dpi=150, metadata=SAVE_METADATA[kind])
 
 
 def effects_figure(effects: pd.DataFrame, title: str) -> Figure:

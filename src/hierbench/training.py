@@ -1,4 +1,4 @@
-"""The trainer of one factorial cell: seeding, batch order, the update loop, checkpoints.
+"""The trainer of one factorial cell: seeding, batch order, the update loop.
 
 Within a training seed every cell starts from identical weights and sees identical batches:
 the global RNG is reset to the seed immediately before the head is built (the geometry adds no
@@ -11,24 +11,20 @@ the fairness audit can prove it.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
-from safetensors.torch import load_file, save_file
 
-from hierbench.artifacts import publish
-from hierbench.geometry import TRAIN_DISTANCE_CLIP, build_head, sanitise_and_clip
-from hierbench.losses import regression_loss, taxonomy_supcon_loss
-from hierbench.provenance import JobContext
+from hierbench.cells import CellSpec, head_for
+from hierbench.geometry import sanitise_and_clip
+from hierbench.losses import OBJECTIVES
 
 log = logging.getLogger(__name__)
 
@@ -37,48 +33,6 @@ LOG_COLUMNS = ("epoch", "updates", "loss", "loss_c", "loss_m", "loss_h", "grad_n
 
 class NonFiniteLossError(RuntimeError):
     """A loss became NaN or infinite; the message names dataset, cell, seed, epoch and step."""
-
-
-@dataclass(frozen=True)
-class CellSpec:
-    """Everything that defines one training run (a factorial cell or a tuning run)."""
-
-    dataset: str
-    geometry: str  # "E" Euclidean or "H" Poincare
-    loss: str  # "R" regression or "S" Taxonomy-SupCon
-    seed: int
-    epochs: int
-    batch_size: int
-    lr: float
-    weight_decay: float
-    grad_clip: float
-    hidden_dim: int
-    embedding_dim: int
-    dropout: float
-    curvature: float | None = None
-    radius: float | None = None
-    tau: float | None = None
-    regression_targets: dict[str, float] = field(
-        default_factory=lambda: {"c": 0.2, "m": 0.5, "h": 0.8, "o": 1.0}
-    )
-    supcon_weights: tuple[float, float, float] = (1.0, 1.0, 1.0)
-    distance_clip: float = TRAIN_DISTANCE_CLIP
-
-    @property
-    def cell(self) -> str:
-        """The cell's name, e.g. ``HS-2024``."""
-        return f"{self.geometry}{self.loss}-{self.seed}"
-
-    def check(self) -> None:
-        """Refuse specs that cannot be trained, naming the cell and the field."""
-        if self.geometry not in ("E", "H") or self.loss not in ("R", "S"):
-            raise ValueError(f"{self.dataset} {self.cell}: geometry must be E|H and loss R|S")
-        if self.geometry == "H" and (self.curvature is None or self.radius is None):
-            raise ValueError(
-                f"{self.dataset} {self.cell}: a Poincare cell needs curvature and radius"
-            )
-        if self.loss == "S" and self.tau is None:
-            raise ValueError(f"{self.dataset} {self.cell}: a Taxonomy-SupCon cell needs tau")
 
 
 @dataclass
@@ -111,19 +65,6 @@ def batch_order(n: int, batch_size: int, generator: torch.Generator) -> torch.Te
     return permutation[: (n // batch_size) * batch_size].view(-1, batch_size)
 
 
-def head_for(spec: CellSpec, in_dim: int) -> torch.nn.Module:
-    """A head of the spec's architecture and geometry (weights from the current RNG state)."""
-    return build_head(
-        spec.geometry,
-        in_dim,
-        hidden_dim=spec.hidden_dim,
-        embedding_dim=spec.embedding_dim,
-        dropout=spec.dropout,
-        curvature=spec.curvature,
-        radius=spec.radius,
-    )
-
-
 def build_cell_model(spec: CellSpec, in_dim: int) -> torch.nn.Module:
     """Reset the RNG to the training seed, then build the head: identical weights per seed."""
     torch.manual_seed(spec.seed)
@@ -136,9 +77,7 @@ def batch_loss(
     """The cell's objective on one batch, with per-level values for the log."""
     embeddings = model(features)
     distances = sanitise_and_clip(model.distance(embeddings, embeddings), spec.distance_clip)
-    if spec.loss == "R":
-        return regression_loss(distances, labels, spec.regression_targets), {}
-    return taxonomy_supcon_loss(distances, labels, spec.tau, spec.supcon_weights)
+    return OBJECTIVES[spec.loss](distances, labels, spec)
 
 
 def use_deterministic_torch() -> None:
@@ -246,69 +185,3 @@ def _log_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
             frame[column] = np.nan
     extra = sorted(c for c in frame.columns if c not in LOG_COLUMNS)
     return frame[list(LOG_COLUMNS) + extra]
-
-
-@torch.inference_mode()
-def embed(model: torch.nn.Module, features: np.ndarray, batch_size: int = 4096) -> np.ndarray:
-    """Embeddings of ``features`` in eval mode, float32, in input order."""
-    model.eval()
-    x = torch.as_tensor(features, dtype=torch.float32)
-    parts = [model(x[i : i + batch_size]) for i in range(0, len(x), batch_size)]
-    return torch.cat(parts).numpy() if parts else np.zeros((0, 0), dtype=np.float32)
-
-
-def save_checkpoint(
-    model: torch.nn.Module, target: str | Path, job: JobContext, spec: CellSpec
-) -> Path:
-    """Write the model's state dict as safetensors (with the spec as metadata) and a record."""
-    tensors = {name: t.detach().cpu().contiguous() for name, t in model.state_dict().items()}
-    metadata = {"spec": json.dumps(asdict(spec), sort_keys=True)}
-    return publish(target, lambda tmp: save_file(tensors, str(tmp), metadata=metadata), job)
-
-
-def load_checkpoint(path: str | Path, spec: CellSpec, in_dim: int) -> torch.nn.Module:
-    """A fresh head of the spec's architecture with the checkpoint's weights, in eval mode."""
-    model = head_for(spec, in_dim)
-    model.load_state_dict(load_file(str(path)), strict=True)
-    return model.eval()
-
-
-def cell_spec(
-    dataset: str,
-    geometry: str,
-    loss: str,
-    seed: int,
-    config: dict[str, Any],
-    *,
-    tau: float | None = None,
-    epochs: int | None = None,
-) -> CellSpec:
-    """The spec of a cell from the resolved config (``epochs`` overrides, for tuning runs)."""
-    training, head = config["training"], config["head"]
-    hyperbolic = config["datasets"][dataset]["hyperbolic"]
-    weights = training["supcon_weights"]
-    return CellSpec(
-        dataset=dataset,
-        geometry=geometry,
-        loss=loss,
-        seed=int(seed),
-        epochs=int(epochs if epochs is not None else training["epochs"]),
-        batch_size=training["batch_size"],
-        lr=training["lr"],
-        weight_decay=training["weight_decay"],
-        grad_clip=training["grad_clip"],
-        hidden_dim=head["hidden_dim"],
-        embedding_dim=head["embedding_dim"],
-        dropout=head["dropout"],
-        curvature=hyperbolic["curvature"] if geometry == "H" else None,
-        radius=hyperbolic["radius"] if geometry == "H" else None,
-        tau=tau if loss == "S" else None,
-        regression_targets=dict(training["regression_targets"]),
-        supcon_weights=(weights["c"], weights["m"], weights["h"]),
-        distance_clip=training["distance_clip_train"],
-    )
-
-
-def verification_digest(embeddings: np.ndarray) -> str:
-    """SHA256 of a verification batch's embeddings (float32, C order)."""
-    return hashlib.sha256(np.ascontiguousarray(embeddings, dtype=np.float32).tobytes()).hexdigest()

@@ -17,18 +17,18 @@ from hierbench.audit import (
     check_reload,
     raise_on_failure,
 )
+from hierbench.cells import (
+    VERIFICATION_ROWS,
+    CellSpec,
+    embed,
+    load_checkpoint,
+    verification_digest,
+)
+from hierbench.featurestore import role_data
+from hierbench.protocol import POINCARE
 from hierbench.provenance import JobContext
-from hierbench.stages.training import VERIFICATION_ROWS, role_data
-from hierbench.training import CellSpec, embed, load_checkpoint, verification_digest
 
 log = logging.getLogger(__name__)
-
-
-def spec_from_record(record: dict[str, Any]) -> CellSpec:
-    """Rebuild a cell's spec from its training record."""
-    spec = dict(record["spec"])
-    spec["supcon_weights"] = tuple(spec["supcon_weights"])
-    return CellSpec(**spec)
 
 
 def audit_cells(
@@ -47,11 +47,11 @@ def audit_cells(
     rows = check_records(loaded, epochs=training["epochs"], batch_size=training["batch_size"])
     x, _ = role_data(features, splits, "final", "train")
     for record, checkpoint in zip(loaded, checkpoints, strict=True):
-        spec = spec_from_record(record)
+        spec = CellSpec.from_record(record)
         model = load_checkpoint(checkpoint, spec, x.shape[1])
         digest = verification_digest(embed(model, x[:VERIFICATION_ROWS]))
         rows.append(check_reload(spec.cell, record["verification_sha256"], digest))
-        if spec.geometry == "H":
+        if spec.geometry == POINCARE:
             norms = np.linalg.norm(embed(model, x), axis=1)
             rows.append(check_inside_ball(spec.cell, float(norms.max()), spec.curvature))
     table = audit_table(rows)

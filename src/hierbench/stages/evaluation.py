@@ -15,19 +15,17 @@ import numpy as np
 import pandas as pd
 
 from hierbench.artifacts import write_json, write_parquet
+from hierbench.cells import CellSpec, embed, load_checkpoint
 from hierbench.featurestore import read_labelled_features
 from hierbench.lock import build_lock, verify_against_lock
 from hierbench.metrics import evaluate, group_macro, query_micro
+from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES
 from hierbench.provenance import JobContext
 from hierbench.splits import role_ids, rows_for_ids
-from hierbench.stages.audit import spec_from_record
-from hierbench.training import embed, load_checkpoint
 
 log = logging.getLogger(__name__)
 
-GEOMETRY_NAMES = {"E": "euclidean", "H": "poincare"}
 AGGREGATIONS = {"query_micro": query_micro, "group_macro": group_macro}
-FROZEN = "frozen"
 
 
 def write_final_lock(
@@ -129,7 +127,7 @@ def evaluate_cell_on_sealed_test(
 ) -> pd.DataFrame:
     """Verify the lock, then score one final cell on every sealed query/gallery draw."""
     verify_against_lock(lock, [checkpoint, sealed_features, sealed_splits])
-    spec = spec_from_record(json.loads(Path(record).read_text(encoding="utf-8")))
+    spec = CellSpec.from_record(json.loads(Path(record).read_text(encoding="utf-8")))
     _note_test_access(access_log, f"{dataset} {spec.cell} ({job.rule})")
     ids, labels, matrix = read_labelled_features(sealed_features)
     model = load_checkpoint(checkpoint, spec, matrix.shape[1])
@@ -171,7 +169,7 @@ def evaluate_frozen_on_sealed_test(
     ids, labels, matrix = read_labelled_features(sealed_features)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     normalised = matrix / np.maximum(norms, 1e-12)
-    metric = _metric_settings(config, "euclidean", None)
+    metric = _metric_settings(config, GEOMETRY_NAMES[EUCLIDEAN], None)
     qg_seeds = _qg_seeds(config, dataset)
     per_query, summary = _score_draws(
         normalised, labels, ids, pd.read_parquet(sealed_splits), qg_seeds, metric

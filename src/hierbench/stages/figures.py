@@ -8,30 +8,23 @@ from pathlib import Path
 
 import pandas as pd
 
+from hierbench.artifacts import publish
+from hierbench.cells import CellSpec, embed, load_checkpoint
 from hierbench.effects import add_arm
 from hierbench.featurestore import read_labelled_features
 from hierbench.figures import (
     effects_figure,
+    figure_writer,
     map_by_level_figure,
     norms_figure,
     prototype_norms,
-    save_figure,
 )
+from hierbench.protocol import FIGURES, MEAN_HIERARCHY, POINCARE
 from hierbench.provenance import JobContext
-from hierbench.stages.audit import spec_from_record
-from hierbench.training import embed, load_checkpoint
 
 log = logging.getLogger(__name__)
 
-LEVEL = "mean_hierarchy"
 METRIC = "map"
-
-
-def _arm(frame: pd.DataFrame) -> pd.Series:
-    """The arm label of each row (E_R ... or frozen)."""
-    return frame["geometry"].where(
-        frame["geometry"] == "frozen", frame["geometry"] + "_" + frame["loss"]
-    )
 
 
 def hyperbolic_norms(
@@ -41,8 +34,8 @@ def hyperbolic_norms(
     _, labels, matrix = read_labelled_features(features)
     parts = []
     for record_path, checkpoint in zip(records, checkpoints, strict=True):
-        spec = spec_from_record(json.loads(Path(record_path).read_text(encoding="utf-8")))
-        if spec.geometry != "H":
+        spec = CellSpec.from_record(json.loads(Path(record_path).read_text(encoding="utf-8")))
+        if spec.geometry != POINCARE:
             continue
         model = load_checkpoint(checkpoint, spec, matrix.shape[1])
         norms = prototype_norms(embed(model, matrix), labels, spec.curvature)
@@ -62,16 +55,16 @@ def build_figures(
 ) -> None:
     """Write the three figures of a dataset, each as PNG and PDF."""
     effects = pd.read_parquet(effects_by_seed)
-    chosen = effects[(effects["level"] == LEVEL) & (effects["metric"] == METRIC)]
+    chosen = effects[(effects["level"] == MEAN_HIERARCHY) & (effects["metric"] == METRIC)]
     arms = pd.read_parquet(arms_summary)
     arms = add_arm(arms[arms["metric"] == METRIC])
     norms = hyperbolic_norms(records, checkpoints, features)
-    figures = {
-        "effects": effects_figure(chosen, f"{dataset}: simple effects (mean hierarchy mAP)"),
-        "map_by_level": map_by_level_figure(arms, f"{dataset}: mAP by level"),
-        "hyperbolic_norms": norms_figure(norms, f"{dataset}: prototype norms, Poincaré cells"),
-    }
-    for name, figure in figures.items():
+    drawn = (
+        effects_figure(chosen, f"{dataset}: simple effects (mean hierarchy mAP)"),
+        map_by_level_figure(arms, f"{dataset}: mAP by level"),
+        norms_figure(norms, f"{dataset}: prototype norms, Poincaré cells"),
+    )
+    for name, figure in zip(FIGURES, drawn, strict=True):
         for target in outputs[name]:
-            save_figure(figure, target, job)
+            publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)
     log.info("%s figures written", dataset)

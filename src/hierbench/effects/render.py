@@ -1,0 +1,174 @@
+"""Renderings of the effect tables: Markdown, LaTeX, CSV, and the paper's layouts.
+
+No I/O: each function returns text or a frame; the tables stage writes them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hierbench.effects.schema import (
+    ARMS_COLUMNS,
+    EFFECTS_SUMMARY_COLUMNS,
+    RECALL_METRIC,
+    SORT_KEYS,
+    EffectsError,
+    add_arm,
+    canonical_order,
+    require_columns,
+)
+from hierbench.protocol import MEAN_HIERARCHY
+
+PM = "±"
+
+
+def format_number(value: Any, digits: int = 4, *, signed: bool = False) -> str:
+    """A number with fixed decimals ("NaN" for missing, no negative zero); text passes through."""
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value))
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        if math.isnan(value):
+            return "NaN"
+        rounded = round(float(value), digits) + 0.0
+        return f"{rounded:+.{digits}f}" if signed else f"{rounded:.{digits}f}"
+    return str(value)
+
+
+def _cells(frame: pd.DataFrame, digits: int) -> list[list[str]]:
+    """Every cell of a frame as text, numbers with ``digits`` decimals."""
+    return [[format_number(v, digits) for v in row] for row in frame.itertuples(index=False)]
+
+
+def _is_numeric(frame: pd.DataFrame, column: Any) -> bool:
+    """Whether a column holds numbers (right-aligned in tables)."""
+    series = frame[column]
+    return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+
+
+def render_markdown(frame: pd.DataFrame, *, digits: int = 4) -> str:
+    """A GitHub-style pipe table of a frame (numbers right-aligned, fixed decimals)."""
+
+    def escape(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    header = "| " + " | ".join(escape(str(c)) for c in frame.columns) + " |"
+    rule = "|" + "|".join("---:" if _is_numeric(frame, c) else "---" for c in frame.columns) + "|"
+    body = ["| " + " | ".join(escape(cell) for cell in row) + " |" for row in _cells(frame, digits)]
+    return "\n".join([header, rule, *body]) + "\n"
+
+
+LATEX_ESCAPES = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    PM: r"$\pm$",
+}
+
+
+def latex_escape(text: str) -> str:
+    """Text safe inside a LaTeX tabular (special characters escaped, ± as $\\pm$)."""
+    return "".join(LATEX_ESCAPES.get(char, char) for char in text)
+
+
+def render_latex(frame: pd.DataFrame, *, digits: int = 4) -> str:
+    """A plain LaTeX tabular of a frame (\\hline rules, escaped text, no timestamps)."""
+    spec = "".join("r" if _is_numeric(frame, c) else "l" for c in frame.columns)
+    header = " & ".join(latex_escape(str(c)) for c in frame.columns) + r" \\"
+    body = [" & ".join(latex_escape(c) for c in row) + r" \\" for row in _cells(frame, digits)]
+    lines = [rf"\begin{{tabular}}{{{spec}}}", r"\hline", header, r"\hline", *body, r"\hline"]
+    return "\n".join([*lines, r"\end{tabular}"]) + "\n"
+
+
+def render_csv(frame: pd.DataFrame, *, digits: int = 6) -> str:
+    """CSV text of a frame with a fixed float format ("NaN" for missing, no negative zero)."""
+    floats = [c for c in frame.columns if pd.api.types.is_float_dtype(frame[c])]
+    rounded = frame.copy()
+    rounded[floats] = rounded[floats].round(digits) + 0.0
+    return rounded.to_csv(
+        index=False, float_format=f"%.{digits}f", na_rep="NaN", lineterminator="\n"
+    )
+
+
+def _mean_sd(mean: float, sd: float, digits: int, *, signed: bool = False) -> str:
+    """ "mean ± sd" text; the mean alone when the SD is undefined (fewer than two seeds)."""
+    text = format_number(float(mean), digits, signed=signed)
+    if math.isnan(mean) or math.isnan(sd):
+        return text
+    return f"{text} {PM} {format_number(float(sd), digits)}"
+
+
+def _select(frame: pd.DataFrame, column: str, value: str, source: str) -> pd.DataFrame:
+    """Rows whose ``column`` equals ``value``; none is an error listing what is there."""
+    chosen = frame[frame[column] == value]
+    if chosen.empty:
+        available = sorted(set(frame[column].tolist()), key=SORT_KEYS.get(column))
+        raise EffectsError(f"{source} has no {column} {value!r}; available: {available}")
+    return chosen
+
+
+def arm_table(arms: pd.DataFrame, metric: str = "map", *, digits: int = 4) -> pd.DataFrame:
+    """Paper layout: rows (dataset, arm), one "mean ± SD" column per level for one metric."""
+    require_columns(arms, ARMS_COLUMNS, "arms summary")
+    chosen = add_arm(_select(arms, "metric", metric, "arms summary"))
+    chosen = chosen.assign(
+        cell=[_mean_sd(m, s, digits) for m, s in zip(chosen["mean"], chosen["sd"], strict=True)]
+    )
+    return _wide(chosen, ["dataset", "arm"], "level")
+
+
+def recall_table(arms: pd.DataFrame, *, digits: int = 4) -> pd.DataFrame:
+    """Recall@K per arm and level: rows (dataset, arm, level), one "mean ± SD" column per K."""
+    require_columns(arms, ARMS_COLUMNS, "arms summary")
+    chosen = add_arm(arms[arms["metric"].astype(str).str.match(RECALL_METRIC)])
+    if chosen.empty:
+        raise EffectsError("arms summary has no Recall@K metric (r@K rows)")
+    chosen = chosen.assign(
+        cell=[_mean_sd(m, s, digits) for m, s in zip(chosen["mean"], chosen["sd"], strict=True)]
+    )
+    return _wide(chosen, ["dataset", "arm", "level"], "metric")
+
+
+def _wide(frame: pd.DataFrame, rows: list[str], columns: str) -> pd.DataFrame:
+    """Pivot the ``cell`` texts to rows × columns in canonical order; gaps become ""."""
+    wide = frame.pivot(index=rows, columns=columns, values="cell").fillna("")
+    ordered = sorted(wide.columns, key=SORT_KEYS[columns])
+    wide = wide[ordered].reset_index()
+    wide.columns = [str(c) for c in wide.columns]
+    return canonical_order(wide, rows)
+
+
+def effects_table(
+    effects: pd.DataFrame, metric: str = "map", level: str = MEAN_HIERARCHY, *, digits: int = 4
+) -> pd.DataFrame:
+    """Paper layout: rows (dataset, effect), signed "mean ± SD" and positive seeds ("3/3")."""
+    require_columns(effects, EFFECTS_SUMMARY_COLUMNS, "effects summary")
+    chosen = _select(effects, "metric", metric, "effects summary")
+    chosen = _select(chosen, "level", level, f"effects summary (metric {metric!r})")
+    table = pd.DataFrame(
+        {
+            "dataset": chosen["dataset"].astype(str).to_numpy(),
+            "effect": chosen["effect"].astype(str).to_numpy(),
+            f"mean {PM} SD": [
+                _mean_sd(m, s, digits, signed=True)
+                for m, s in zip(chosen["mean"], chosen["sd"], strict=True)
+            ],
+            "positive seeds": [
+                f"{int(p)}/{int(n)}"
+                for p, n in zip(chosen["positive_seeds"], chosen["n"], strict=True)
+            ],
+        }
+    )
+    return canonical_order(table, ("dataset", "effect"))

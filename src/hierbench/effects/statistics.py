@@ -1,0 +1,212 @@
+"""Statistics of the factorial: per-seed rows from evaluations, mean ± SD per arm, simple effects.
+
+The three Q/G perturbations are averaged within each training seed; the training seeds are the
+statistical units (mean ± sample SD, ddof = 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+from pandas.api.typing import SeriesGroupBy
+
+from hierbench.effects.schema import (
+    ARMS_COLUMNS,
+    EFFECTS_BY_SEED_COLUMNS,
+    EFFECTS_SUMMARY_COLUMNS,
+    EVALUATION_COLUMNS,
+    PER_SEED_COLUMNS,
+    RECALL_METRIC,
+    EffectsError,
+    arm_labels,
+    canonical_order,
+    check_arms,
+    check_unique,
+    integer_column,
+    metric_key,
+    require_columns,
+    text_column,
+    validate_effects,
+    validate_per_seed,
+    value_column,
+)
+from hierbench.protocol import EFFECT_ORDER, FACTORIAL_ARMS, FROZEN, MEAN_HIERARCHY
+
+# Each effect computed from a frame with one column per arm (rows are seeds).
+EFFECT_FORMULAS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
+    "geom_R": lambda arm: arm["H_R"] - arm["E_R"],
+    "geom_S": lambda arm: arm["H_S"] - arm["E_S"],
+    "loss_E": lambda arm: arm["E_S"] - arm["E_R"],
+    "loss_H": lambda arm: arm["H_S"] - arm["H_R"],
+    "int": lambda arm: (arm["H_S"] - arm["E_S"]) - (arm["H_R"] - arm["E_R"]),
+}
+EFFECT_DEFINITIONS: dict[str, str] = {
+    "geom_R": "H_R - E_R",
+    "geom_S": "H_S - E_S",
+    "loss_E": "E_S - E_R",
+    "loss_H": "H_S - H_R",
+    "int": "(H_S - E_S) - (H_R - E_R)",
+}
+
+
+def _metric_columns(summaries: pd.DataFrame) -> list[str]:
+    """The metric columns of evaluation summaries: map and every r@K, in canonical order."""
+    found = [str(c) for c in summaries.columns if c == "map" or RECALL_METRIC.match(str(c))]
+    return sorted(found, key=metric_key)
+
+
+def _check_evaluation_arms(rows: pd.DataFrame, source: str) -> None:
+    """Each row's arm must match its geometry and loss (E_R, …, or frozen)."""
+    check_arms(rows, source)
+    wrong = rows["arm"] != arm_labels(rows)
+    if wrong.any():
+        row = rows[wrong].iloc[0]
+        raise EffectsError(
+            f"{source}: dataset {row['dataset']!r} row has arm {row['arm']!r} but geometry "
+            f"{row['geometry']!r} and loss {row['loss']!r} (expected arm "
+            f"{arm_labels(rows[wrong]).iloc[0]!r})"
+        )
+
+
+def _check_qg_seeds(rows: pd.DataFrame, source: str) -> None:
+    """Every arm, seed and level of a dataset must be averaged over the same Q/G draws."""
+    for dataset, part in rows.groupby("dataset", sort=True):
+        expected = sorted(set(part["qg_seed"].tolist()))
+        draws = part.groupby(["arm", "seed", "level"], sort=True)["qg_seed"]
+        for (arm, seed, level), seeds in draws:
+            if sorted(seeds.tolist()) != expected:
+                raise EffectsError(
+                    f"{source}: dataset {dataset!r}, arm {arm!r}, seed {seed}, level {level!r} "
+                    f"has Q/G seeds {sorted(seeds.tolist())}; every cell of the dataset needs "
+                    f"{expected}"
+                )
+
+
+def _mean_hierarchy_rows(per_seed: pd.DataFrame, source: str) -> pd.DataFrame:
+    """Rows of level mean_hierarchy: the mean of the middle and high values (NaN if either is)."""
+    keys = ["dataset", "geometry", "loss", "seed", "metric"]
+    parts = per_seed[per_seed["level"].isin(["middle", "high"])]
+    counts = parts.groupby(keys)["level"].size().reindex(per_seed.groupby(keys).size().index)
+    lacking = counts[counts.isna() | (counts < 2)]
+    if len(lacking):
+        dataset, geometry, loss, seed, metric = lacking.index[0]
+        arm = FROZEN if geometry == FROZEN else f"{geometry}_{loss}"
+        raise EffectsError(
+            f"{source}: dataset {dataset!r}, arm {arm}, seed {seed}, metric "
+            f"{metric!r} needs both a middle and a high row to form mean_hierarchy"
+        )
+    wide = parts.pivot(index=keys, columns="level", values="value")
+    values = (wide["middle"] + wide["high"]) / 2
+    return values.rename("value").reset_index().assign(level=MEAN_HIERARCHY)
+
+
+def per_seed_from_evaluations(
+    summaries: pd.DataFrame, aggregation: str = "query_micro"
+) -> pd.DataFrame:
+    """Per-seed table from evaluation summaries: mean over Q/G draws, plus mean_hierarchy.
+
+    The frozen baseline stays in the table (geometry = loss = "frozen"); a NaN in any draw
+    makes that seed's value NaN rather than silently averaging fewer draws.
+    """
+    source = "evaluation summaries"
+    require_columns(summaries, EVALUATION_COLUMNS, source)
+    available = sorted(set(summaries["aggregation"].astype(str).tolist()))
+    if aggregation not in available:
+        raise EffectsError(f"{source} hold no {aggregation!r} rows; available: {available}")
+    metrics = _metric_columns(summaries)
+    rows = summaries[summaries["aggregation"].astype(str) == aggregation]
+    identity = ["dataset", "arm", "geometry", "loss", "level"]
+    rows = pd.DataFrame({c: text_column(rows, c, source).to_numpy() for c in identity}).assign(
+        seed=integer_column(rows, "seed", source).to_numpy(),
+        qg_seed=integer_column(rows, "qg_seed", source).to_numpy(),
+        **{m: value_column(rows, m, source, identity).to_numpy() for m in metrics},
+    )
+    _check_evaluation_arms(rows, source)
+    check_unique(rows, ["dataset", "arm", "seed", "qg_seed", "level"], source)
+    _check_qg_seeds(rows, source)
+    rows = canonical_order(rows, ("dataset", "arm", "seed", "level", "qg_seed"))
+    keys = ["dataset", "geometry", "loss", "seed", "level"]
+    means = rows.groupby(keys, sort=True)[metrics].mean(skipna=False).reset_index()
+    long = means.melt(id_vars=keys, value_vars=metrics, var_name="metric", value_name="value")
+    long = pd.concat([long, _mean_hierarchy_rows(long, source)], ignore_index=True)
+    return validate_per_seed(long[list(PER_SEED_COLUMNS)], source=source)
+
+
+def baseline_rows(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """The frozen-baseline rows of a per-seed table (empty when it has none)."""
+    frame = validate_per_seed(per_seed)
+    return frame[frame["geometry"] == FROZEN].reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------ summaries
+
+
+def _summarise(values: SeriesGroupBy) -> pd.DataFrame:
+    """Mean, sample SD (ddof = 1) and count of the non-NaN values of each group."""
+    return pd.DataFrame(
+        {
+            "mean": values.mean(),
+            "sd": values.std(ddof=1),
+            "n": values.count().astype("int64"),
+        }
+    )
+
+
+def arms_summary(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """Mean ± sample SD over seeds of every arm (frozen baseline included), level and metric."""
+    frame = validate_per_seed(per_seed)
+    keys = ["dataset", "geometry", "loss", "level", "metric"]
+    summary = _summarise(frame.groupby(keys, sort=True)["value"]).reset_index()
+    return canonical_order(summary[list(ARMS_COLUMNS)], ("dataset", "arm", "level", "metric"))
+
+
+def _check_complete_arms(factorial: pd.DataFrame) -> None:
+    """Every (dataset, level, metric, seed) needs all four arms; raise naming the first gap."""
+    keys = ["dataset", "level", "metric", "seed"]
+    present = (
+        factorial.assign(present=True)
+        .set_index([*keys, "arm"])["present"]
+        .unstack("arm", fill_value=False)
+        .reindex(columns=list(FACTORIAL_ARMS), fill_value=False)
+    )
+    for key, row in present.iterrows():
+        missing = [arm for arm in FACTORIAL_ARMS if not row[arm]]
+        if missing:
+            dataset, level, metric, seed = key
+            raise EffectsError(
+                f"per-seed table: dataset {dataset!r}, seed {seed} lacks arm(s) {missing} "
+                f"(level {level!r}, metric {metric!r}); every seed needs all of "
+                f"{list(FACTORIAL_ARMS)}"
+            )
+
+
+def effects_by_seed(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """The five simple effects of each seed from its four factorial arms (frozen ignored)."""
+    frame = validate_per_seed(per_seed)
+    factorial = frame[frame["geometry"] != FROZEN].assign(arm=arm_labels)
+    if factorial.empty:
+        raise EffectsError("per-seed table holds only frozen-baseline rows; no factorial arms")
+    _check_complete_arms(factorial)
+    keys = ["dataset", "level", "metric", "seed"]
+    wide = factorial.set_index([*keys, "arm"])["value"].unstack("arm")
+    columns = {effect: formula(wide) for effect, formula in EFFECT_FORMULAS.items()}
+    effects = pd.DataFrame(columns, index=wide.index).reset_index()
+    long = effects.melt(id_vars=keys, value_vars=list(EFFECT_ORDER), var_name="effect")
+    long = long.astype({"effect": "str", "value": "float64"})
+    order = ("dataset", "level", "metric", "effect", "seed")
+    return canonical_order(long[list(EFFECTS_BY_SEED_COLUMNS)], order)
+
+
+def effects_summary(effects: pd.DataFrame) -> pd.DataFrame:
+    """Mean ± sample SD over seeds of every effect, with the number of seeds above zero."""
+    frame = validate_effects(effects)
+    keys = ["dataset", "level", "metric", "effect"]
+    groups = frame.groupby(keys, sort=True)["value"]
+    summary = _summarise(groups)
+    summary["positive_seeds"] = groups.agg(lambda v: int((v > 0).sum())).astype("int64")
+    summary = summary.reset_index()
+    return canonical_order(summary[list(EFFECTS_SUMMARY_COLUMNS)], keys)
+
+
+# ----------------------------------------------------------------------------- rendering
