@@ -5,6 +5,7 @@
 from snakemake.utils import min_version, validate
 
 from hierbench.config import check_inputs_exist, load_yaml, validate_config
+from hierbench.protocol import DATASETS, GEOMETRIES, LOSSES, alternatives
 
 min_version("9.0")
 
@@ -19,10 +20,10 @@ check_inputs_exist(config)
 
 
 wildcard_constraints:
-    dataset="cub|nabirds",
+    dataset=alternatives(DATASETS),
     name="classes|hierarchy",
-    geometry="E|H",
-    loss="R|S",
+    geometry=alternatives(GEOMETRIES),
+    loss=alternatives(LOSSES),
     seed=r"\d+",
     tau=r"[0-9.]+",
 

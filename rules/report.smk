@@ -9,13 +9,13 @@ rule effect_tables:
         table_outputs(f"{RESULTS}/{{dataset}}/tables"),
         table_outputs(f"{RESULTS}/{{dataset}}/tables/group_macro"),
         summary=report(
-            f"{RESULTS}/{{dataset}}/tables/summary.md",
+            f"{RESULTS}/{{dataset}}/tables/{SUMMARY_PAGE}",
             caption="../report/summary.rst",
             category="Tables",
             subcategory="{dataset}",
         ),
     log:
-        log_for(f"{RESULTS}/{{dataset}}/tables/summary.md"),
+        log_for(f"{RESULTS}/{{dataset}}/tables/{SUMMARY_PAGE}"),
     params:
         code=code("stages.tables"),
         out_dir=lambda wildcards: f"{RESULTS}/{wildcards.dataset}/tables",
@@ -27,32 +27,23 @@ rule effect_tables:
 
 rule figures:
     input:
-        arms=f"{RESULTS}/{{dataset}}/tables/arms_summary.parquet",
-        effects=f"{RESULTS}/{{dataset}}/tables/effects_by_seed.parquet",
+        arms=f"{RESULTS}/{{dataset}}/tables/{ARMS_SUMMARY}.parquet",
+        effects=f"{RESULTS}/{{dataset}}/tables/{EFFECTS_BY_SEED}.parquet",
         records=lambda wildcards: hyperbolic_cells(wildcards.dataset, "record.json"),
         models=lambda wildcards: hyperbolic_cells(wildcards.dataset, "model.safetensors"),
         features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
     output:
-        effects=report(
-            expand(f"{RESULTS}/{{{{dataset}}}}/figures/effects.{{ext}}", ext=["png", "pdf"]),
-            caption="../report/effects.rst",
-            category="Figures",
-            subcategory="{dataset}",
-        ),
-        map_by_level=report(
-            expand(f"{RESULTS}/{{{{dataset}}}}/figures/map_by_level.{{ext}}", ext=["png", "pdf"]),
-            caption="../report/map_by_level.rst",
-            category="Figures",
-            subcategory="{dataset}",
-        ),
-        hyperbolic_norms=report(
-            expand(f"{RESULTS}/{{{{dataset}}}}/figures/hyperbolic_norms.{{ext}}", ext=["png", "pdf"]),
-            caption="../report/hyperbolic_norms.rst",
-            category="Figures",
-            subcategory="{dataset}",
-        ),
+        **{
+            name: report(
+                figure_outputs("{dataset}", name),
+                caption=f"../report/{name}.rst",
+                category="Figures",
+                subcategory="{dataset}",
+            )
+            for name in FIGURES
+        },
     log:
-        log_for(f"{RESULTS}/{{dataset}}/figures/effects.png"),
+        log_for(figure_outputs("{dataset}", FIGURES[0])[0]),
     params:
         code=code("stages.figures"),
     conda:

@@ -22,22 +22,20 @@ from matplotlib import cbook
 from PIL import Image
 
 from hierbench.artifacts import read_parquet_metadata, read_provenance
-from hierbench.features import (
+from hierbench.backbones import (
     DEMO_BACKBONE,
     DINOV2_BACKBONE,
-    FeatureError,
     create_backbone,
     create_classifier,
-    extract_features,
-    feature_metadata,
     load_exact,
     load_weights_file,
-    make_transform,
     map_efficientnet_lite0_keys,
     resolve_weights,
     weights_sha256,
 )
+from hierbench.features import extract_features, feature_metadata, make_transform
 from hierbench.featurestore import (
+    FeatureError,
     feature_table,
     features_to_arrow,
     read_feature_matrix,

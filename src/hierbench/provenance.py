@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from hierbench.hashing import sha256_file, sha256_tree
+from hierbench.hashing import sha256_path
 
 RECORD_VERSION = 1
 
@@ -92,18 +92,16 @@ def software_record() -> dict[str, Any]:
 @functools.lru_cache(maxsize=4096)
 def _cached_file_hash(path: str, size: int, mtime_ns: int) -> str:
     """Hash of an input file, cached on its size and modification time within one process."""
-    return sha256_file(path)
+    return sha256_path(path)
 
 
 def input_hash(path: str | os.PathLike[str]) -> str:
-    """SHA256 of an input file, or the tree hash of an input folder."""
+    """``hashing.sha256_path`` of an input, each file hashed once per job while unchanged."""
     target = Path(path)
-    if target.is_dir():
-        return sha256_tree(target)
-    if not target.is_file():
-        raise FileNotFoundError(f"input {target} does not exist; cannot record its hash")
-    stat = target.stat()
-    return _cached_file_hash(str(target), stat.st_size, stat.st_mtime_ns)
+    if target.is_file():
+        stat = target.stat()
+        return _cached_file_hash(str(target), stat.st_size, stat.st_mtime_ns)
+    return sha256_path(target)
 
 
 def build_record(

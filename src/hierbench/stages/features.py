@@ -12,7 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from hierbench.features import create_backbone, extract_features, feature_metadata
+from hierbench.backbones import create_backbone
+from hierbench.features import extract_features, feature_metadata
 from hierbench.featurestore import feature_table, write_feature_parquet
 from hierbench.provenance import JobContext
 from hierbench.splits import role_ids, with_labels

@@ -1,9 +1,4 @@
-"""The trainable projector and the two geometries (Euclidean sphere, Poincaré ball) built on it.
-
-Every cell of the factorial trains the same ``Projector``; the geometry only post-processes its
-output and defines the distance. A geometry adds no parameters, buffers or state-dict entries
-and draws no random numbers, so heads built after the same ``torch.manual_seed`` start from
-identical weights whatever their geometry.
+"""Pairwise distances of the geometries: Euclidean, and the Poincaré ball's geodesic distance.
 
 Pairwise distances are built from one Gram product in float64, ‖x − y‖² = ‖x‖² + ‖y‖² − 2⟨x, y⟩,
 so a (B, B) matrix costs one small matrix multiply and O(B²) elementwise work (no (B, B, dim)
@@ -23,43 +18,10 @@ from numbers import Real
 from typing import Any
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 TRAIN_DISTANCE_CLIP = 20.0
 TEST_DISTANCE_CLIP = 1e6
-MIN_TANGENT_NORM = 1e-6
 SQUARED_ROUNDING = 1e-14  # relative float64 rounding level of the Gram squared distance
-GEOMETRIES: tuple[str, ...] = ("E", "H")
-
-
-class Projector(nn.Module):
-    """Linear → BatchNorm → ReLU → Dropout → Linear: the one trainable head of every cell."""
-
-    def __init__(
-        self, in_dim: int, hidden_dim: int = 256, out_dim: int = 32, dropout: float = 0.1
-    ) -> None:
-        super().__init__()
-        for name, value in (("in_dim", in_dim), ("hidden_dim", hidden_dim), ("out_dim", out_dim)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"Projector {name} must be a positive integer, got {value!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"Projector dropout must be in [0, 1), got {dropout!r}")
-        self.hidden = nn.Linear(in_dim, hidden_dim)
-        self.norm = nn.BatchNorm1d(hidden_dim)
-        self.activation = nn.ReLU()
-        self.dropout = nn.Dropout(dropout)
-        self.output = nn.Linear(hidden_dim, out_dim)
-
-    def forward(self, features: torch.Tensor) -> torch.Tensor:
-        """Project (batch, in_dim) features to (batch, out_dim)."""
-        hidden = self.dropout(self.activation(self.norm(self.hidden(features))))
-        return self.output(hidden)
-
-
-def count_trainable_parameters(module: nn.Module) -> int:
-    """Number of scalar parameters that the optimiser updates (requires_grad)."""
-    return sum(p.numel() for p in module.parameters() if p.requires_grad)
 
 
 def _check_matrix(name: str, tensor: torch.Tensor) -> None:
@@ -176,13 +138,13 @@ def poincare_distance(a: torch.Tensor, b: torch.Tensor, curvature: float) -> tor
     ``metrics`` uses too). Inside the ball this is geoopt's ``PoincareBall.dist`` without its
     clamping; on or outside the boundary it is inf or NaN, for ``sanitise_and_clip`` to handle.
     """
-    _check_positive("curvature", curvature)
+    check_positive("curvature", curvature)
     return _apply_pairwise(a, b, float(curvature))
 
 
 def poincare_radius(curvature: float) -> float:
     """Radius 1/√c of the Poincaré ball of curvature −c."""
-    _check_positive("curvature", curvature)
+    check_positive("curvature", curvature)
     return 1.0 / math.sqrt(curvature)
 
 
@@ -196,113 +158,14 @@ def max_norm(embeddings: torch.Tensor) -> float:
 
 def sanitise_and_clip(distances: torch.Tensor, upper: float) -> torch.Tensor:
     """Replace every non-finite distance (NaN, ±inf) by ``upper``, then clamp to [0, upper]."""
-    _check_positive("upper", upper)
+    check_positive("upper", upper)
     upper = float(upper)
     return torch.nan_to_num(distances, nan=upper, posinf=upper, neginf=upper).clamp(0.0, upper)
 
 
-def _check_positive(name: str, value: float) -> None:
+def check_positive(name: str, value: float) -> None:
     """Raise unless ``value`` is a finite real number > 0."""
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     if value <= 0:
         raise ValueError(f"{name} must be > 0, got {value!r}")
-
-
-class EuclideanHead(nn.Module):
-    """Projector output L2-normalised onto the unit sphere; Euclidean distance (≅ cosine rank)."""
-
-    geometry = "E"
-
-    def __init__(self, projector: Projector) -> None:
-        super().__init__()
-        self.projector = projector
-
-    def forward(self, features: torch.Tensor) -> torch.Tensor:
-        """Unit-norm embeddings of (batch, in_dim) features."""
-        return F.normalize(self.projector(features), p=2.0, dim=1)
-
-    def distance(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """Pairwise Euclidean distances between embeddings, shape (n_a, n_b)."""
-        return euclidean_distance(a, b)
-
-
-def _projx_eps(dtype: torch.dtype) -> float:
-    """geoopt's default boundary margin of ``projx``: 4e-3 in float32, 1e-5 otherwise."""
-    return 4e-3 if dtype == torch.float32 else 1e-5
-
-
-def poincare_map(tangent: torch.Tensor, curvature: float, radius: float) -> torch.Tensor:
-    """z = projx(expmap0(t')) on ``geoopt.PoincareBall(c)``; t' = r·tanh(n)·t/n, n = max(‖t‖, 1e-6).
-
-    Each of the three steps rescales a row along its own direction, so z = t·s(‖t‖) and only
-    the (batch, 1) scale is computed, with geoopt's formulas and clamps: expmap0 maps norm ρ to
-    tanh(clamp(√c·max(ρ, 1e-15), ±15))/√c, projx caps the norm at (1 − eps)/√c. About twenty
-    small operations instead of geoopt's many (the tests check agreement with geoopt itself).
-    """
-    _check_positive("curvature", curvature)
-    _check_positive("radius", radius)
-    sqrt_c = math.sqrt(curvature)
-    norm = tangent.norm(dim=1, keepdim=True)
-    bounded = radius * torch.tanh(norm.clamp_min(MIN_TANGENT_NORM))  # ‖t'‖ for ‖t‖ ≥ 1e-6
-    scale = bounded / norm.clamp_min(MIN_TANGENT_NORM)  # t' = scale·t
-    rho = (scale * norm).clamp_min(1e-15)
-    expmap_scale = torch.tanh((sqrt_c * rho).clamp(-15.0, 15.0)) / (sqrt_c * rho)
-    image_norm = (expmap_scale * scale * norm).clamp_min(1e-15)
-    max_norm_ = (1.0 - _projx_eps(tangent.dtype)) / sqrt_c
-    projx_scale = torch.where(image_norm > max_norm_, max_norm_ / image_norm, 1.0)
-    return tangent * (scale * expmap_scale * projx_scale)
-
-
-class PoincareHead(nn.Module):
-    """Projector output as a radius-bounded tangent vector mapped into a fixed Poincaré ball.
-
-    The curvature is a plain float, not a parameter or buffer, so the head has exactly the
-    projector's parameters and state-dict keys; ``poincare_map`` and ``poincare_distance`` are
-    the maps and distance of ``geoopt.PoincareBall(c)``.
-    """
-
-    geometry = "H"
-
-    def __init__(self, projector: Projector, curvature: float, radius: float) -> None:
-        super().__init__()
-        _check_positive("curvature", curvature)
-        _check_positive("radius", radius)
-        self.projector = projector
-        self.curvature = float(curvature)
-        self.radius = float(radius)
-
-    def extra_repr(self) -> str:
-        """Curvature and tangent radius in the module's printout."""
-        return f"curvature={self.curvature}, radius={self.radius}"
-
-    def forward(self, features: torch.Tensor) -> torch.Tensor:
-        """Ball points of (batch, in_dim) features (see ``poincare_map``)."""
-        return poincare_map(self.projector(features), self.curvature, self.radius)
-
-    def distance(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """Pairwise geodesic distances of the ball, shape (n_a, n_b)."""
-        return poincare_distance(a, b, self.curvature)
-
-
-def build_head(
-    geometry: str,
-    in_dim: int,
-    *,
-    hidden_dim: int,
-    embedding_dim: int,
-    dropout: float,
-    curvature: float | None = None,
-    radius: float | None = None,
-) -> EuclideanHead | PoincareHead:
-    """A fresh head: the projector is built first (all RNG use), the geometry wraps it."""
-    if geometry not in GEOMETRIES:
-        raise ValueError(f"geometry must be one of {GEOMETRIES}, got {geometry!r}")
-    if geometry == "E" and (curvature is not None or radius is not None):
-        raise ValueError("curvature and radius apply only to geometry 'H'; pass None for 'E'")
-    if geometry == "H" and (curvature is None or radius is None):
-        raise ValueError(f"geometry 'H' needs curvature and radius, got {curvature!r}, {radius!r}")
-    projector = Projector(in_dim, hidden_dim, embedding_dim, dropout)
-    if geometry == "E":
-        return EuclideanHead(projector)
-    return PoincareHead(projector, curvature, radius)

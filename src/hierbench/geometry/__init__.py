@@ -1,0 +1,70 @@
+"""The trainable head of every cell and the geometries built on it, one module each.
+
+Every cell of the factorial trains the same ``Projector``; the geometry only post-processes its
+output and defines the distance. A geometry adds no parameters, buffers or state-dict entries
+and draws no random numbers, so heads built after the same ``torch.manual_seed`` start from
+identical weights whatever their geometry. A new geometry is a module beside these whose head
+class has ``build`` and ``distance``, and one entry in ``HEADS`` (its code in
+``hierbench.protocol``).
+"""
+
+from __future__ import annotations
+
+from hierbench.geometry.distances import (
+    TEST_DISTANCE_CLIP,
+    TRAIN_DISTANCE_CLIP,
+    euclidean_distance,
+    max_norm,
+    poincare_distance,
+    poincare_radius,
+    sanitise_and_clip,
+)
+from hierbench.geometry.euclidean import EuclideanHead
+from hierbench.geometry.poincare import PoincareHead, poincare_map
+from hierbench.geometry.projector import Projector, count_trainable_parameters
+from hierbench.protocol import EUCLIDEAN, GEOMETRIES, POINCARE
+
+Head = EuclideanHead | PoincareHead
+HEADS: dict[str, type[EuclideanHead] | type[PoincareHead]] = {
+    EUCLIDEAN: EuclideanHead,
+    POINCARE: PoincareHead,
+}
+
+__all__ = [
+    "HEADS",
+    "TEST_DISTANCE_CLIP",
+    "TRAIN_DISTANCE_CLIP",
+    "EuclideanHead",
+    "Head",
+    "PoincareHead",
+    "Projector",
+    "build_head",
+    "count_trainable_parameters",
+    "euclidean_distance",
+    "max_norm",
+    "poincare_distance",
+    "poincare_map",
+    "poincare_radius",
+    "sanitise_and_clip",
+]
+
+
+def build_head(
+    geometry: str,
+    in_dim: int,
+    *,
+    hidden_dim: int,
+    embedding_dim: int,
+    dropout: float,
+    curvature: float | None = None,
+    radius: float | None = None,
+) -> Head:
+    """A fresh head: the geometry's options are checked, then the projector is built (all RNG
+    use), then the geometry wraps it."""
+    if geometry not in HEADS:
+        raise ValueError(f"geometry must be one of {GEOMETRIES}, got {geometry!r}")
+    return HEADS[geometry].build(
+        lambda: Projector(in_dim, hidden_dim, embedding_dim, dropout),
+        curvature=curvature,
+        radius=radius,
+    )
