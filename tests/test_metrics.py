@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from hierbench import metrics
+from hierbench.metrics import engine as metrics_engine
 from hierbench.metrics import (
     evaluate,
     group_macro,
@@ -178,7 +178,7 @@ def test_equal_keys_are_ranked_by_exact_distance(n):
     # Distances 1 + j·1e-13 fall into one 16-bit key bin next to a far point, and in reverse
     # index order, so the exact (distance, index) refinement decides the ranking: within the
     # run for n = 20, by a full sort of the row for n = 40 (longer than the scan limit).
-    assert (n > metrics._RUN_SCAN_LIMIT) == (n == 40)
+    assert (n > metrics_engine._RUN_SCAN_LIMIT) == (n == 40)
     norms = 1.0 + np.arange(n)[::-1] * 1e-13
     gallery = np.zeros((n + 1, 3))
     gallery[:n, 0] = norms
@@ -422,8 +422,8 @@ def test_results_do_not_depend_on_the_sort_key_resolution(monkeypatch, scan_limi
     )
     arguments = (queries, gallery, _tree(query_leaves), _tree(gallery_leaves))
     expected = evaluate(*arguments, geometry="poincare", curvature=CURVATURE)
-    monkeypatch.setattr(metrics, "_KEY_MAX", 3)
-    monkeypatch.setattr(metrics, "_RUN_SCAN_LIMIT", scan_limit)
+    monkeypatch.setattr(metrics_engine, "_KEY_MAX", 3)
+    monkeypatch.setattr(metrics_engine, "_RUN_SCAN_LIMIT", scan_limit)
     pd.testing.assert_frame_equal(
         evaluate(*arguments, geometry="poincare", curvature=CURVATURE, chunk_size=5), expected
     )
@@ -448,11 +448,11 @@ def test_thread_count_does_not_change_results(monkeypatch):
     frames = []
     for threads in ("1", "3"):
         monkeypatch.setenv("OMP_NUM_THREADS", threads)
-        assert metrics.worker_count() == int(threads)
+        assert metrics_engine.worker_count() == int(threads)
         frames.append(evaluate(queries, gallery, labels_q, labels_g, chunk_size=6))
     pd.testing.assert_frame_equal(frames[0], frames[1])
     monkeypatch.setenv("OMP_NUM_THREADS", "4,2")  # nested OpenMP: the outer level counts
-    assert metrics.worker_count() == 4
+    assert metrics_engine.worker_count() == 4
     monkeypatch.setenv("OMP_NUM_THREADS", "two")
     with pytest.raises(ValueError, match="OMP_NUM_THREADS must be an integer"):
-        metrics.worker_count()
+        metrics_engine.worker_count()

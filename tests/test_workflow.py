@@ -97,7 +97,7 @@ def test_editing_the_figure_code_reruns_only_the_figures(built_repo: Path):
 
 
 def test_editing_the_loss_code_reruns_training_and_everything_after_it(built_repo: Path):
-    _edit(built_repo / "src/hierbench/losses.py")
+    _edit(built_repo / "src/hierbench/losses/common.py")
     assert _scheduled(built_repo) == TRAINING
 
 
@@ -107,7 +107,7 @@ def test_editing_the_split_code_reruns_splits_and_what_follows(built_repo: Path)
 
 
 def test_editing_the_renderer_reruns_the_demo_and_what_follows(built_repo: Path):
-    _edit(built_repo / "src/hierbench/demo.py")
+    _edit(built_repo / "src/hierbench/demo/birds.py")
     assert _scheduled(built_repo) == DATA
 
 

@@ -1,0 +1,52 @@
+"""Retrieval metrics: AP and Recall@K per query at the leaf, middle and high levels.
+
+Definitions (the protocol's "Evaluation", strict positives from :mod:`hierbench.relations`):
+
+- The strict positives of a query at a level are the gallery items in that level's relation:
+  leaf → same leaf; middle → same middle, different leaf; high → same high, different middle.
+  Every other gallery item is non-relevant at that level and stays in the ranking (for example
+  same-leaf items count as non-relevant at the middle level; nothing is removed).
+- A query is valid at a level only if the gallery holds at least one strict positive for it.
+- Ranking: the whole gallery in ascending distance; ties (equal computed float64 distances)
+  are broken by ascending gallery index, i.e. a stable sort by (distance, gallery index).
+  Bitwise identical gallery embeddings always get equal distances, so they always tie.
+- Recall@K = 1 if a strict positive is among the first K, else 0.
+- AP(q) = (1/N⁺) Σ_k precision@k · rel_k over the whole ranking, N⁺ the number of positives.
+- Distances: Euclidean, or the geodesic distance of ``geoopt.PoincareBall(c=curvature)``,
+  (2/√c)·artanh(√c·‖(−x)⊕_c y‖), both in float64 from ‖x − y‖² = ‖x‖² + ‖y‖² − 2⟨x, y⟩ (one
+  BLAS product; absolute error about 1e-16·(‖x‖² + ‖y‖²)). Non-finite distances (NaN
+  embeddings, points on or outside the ball) become ``distance_clip``; all distances are clipped
+  to [0, distance_clip]. Unlike geoopt, artanh is not clamped below 1 and small c is not
+  approximated by a Taylor series.
+
+Formats:
+
+- Per-query frame (:func:`evaluate`): one row per (query, level), rows sorted by query index,
+  then leaf, middle, high; columns ``query`` (index into the query arrays), ``level``, ``valid``,
+  ``ap`` and one ``r@K`` column per K (float 0/1); metrics are NaN where ``valid`` is False.
+- Summary frame (:func:`query_micro`, :func:`group_macro`): one row per level in the order
+  leaf, middle, high; columns ``level``, ``n_valid`` (valid queries), ``n_groups`` (groups with a
+  valid query; group-macro only), ``map`` (mean AP) and the ``r@K`` means. Levels without any
+  valid query have NaN metrics.
+
+The engine avoids a full comparison sort: per chunk of queries it ranks the gallery by 16-bit
+monotone quantised distances (NumPy's stable radix sort), then makes the ranks of the strict
+positives exact by re-ordering them inside their runs of equal keys by (distance, index) (rows
+with very long runs are sorted exactly instead). The ranks equal those of a stable sort by
+(distance, gallery index).
+"""
+
+from hierbench.metrics.aggregate import group_macro, mean_hierarchy, query_micro
+from hierbench.metrics.distances import GEOMETRIES, pairwise_distances
+from hierbench.metrics.engine import evaluate, recall_columns, worker_count
+
+__all__ = [
+    "GEOMETRIES",
+    "evaluate",
+    "group_macro",
+    "mean_hierarchy",
+    "pairwise_distances",
+    "query_micro",
+    "recall_columns",
+    "worker_count",
+]

@@ -1,0 +1,87 @@
+"""Summaries of the per-query frame: query-micro (mean over valid queries), group-macro (equal
+weight per group) and the mean hierarchy mAP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hierbench.metrics.labels import check_labels
+from hierbench.relations import LEVELS
+
+
+def query_micro(frame: pd.DataFrame) -> pd.DataFrame:
+    """Summary frame of means over valid queries per level (CUB's registered endpoint)."""
+    metrics = _metric_columns(frame)
+    rows = []
+    for level in LEVELS:
+        valid = frame[(frame["level"] == level) & frame["valid"]]
+        means = {_summary_name(name): _mean(valid[name]) for name in metrics}
+        rows.append({"level": level, "n_valid": len(valid), **means})
+    return pd.DataFrame(rows, columns=["level", "n_valid", *map(_summary_name, metrics)])
+
+
+def group_macro(frame: pd.DataFrame, query_labels: Any) -> pd.DataFrame:
+    """Summary frame weighting each group equally (NABirds' endpoint).
+
+    The group of a query at a level is its own label at that level (leaf label at "leaf",
+    middle label at "middle", high label at "high"). Metrics are averaged over the valid
+    queries of each group, then over the groups that hold at least one valid query.
+    """
+    metrics = _metric_columns(frame)
+    labels = check_labels(query_labels, None, "query_labels")
+    queries = frame["query"].to_numpy()
+    if len(queries) and (queries.min() < 0 or queries.max() >= len(labels)):
+        raise ValueError(
+            f"frame has query indices outside 0..{len(labels) - 1}; pass the query_labels "
+            "that the frame was evaluated with"
+        )
+    rows = []
+    for index, level in enumerate(LEVELS):
+        chosen = ((frame["level"] == level) & frame["valid"]).to_numpy()
+        valid = frame.loc[chosen, list(metrics)]
+        groups = labels[queries[chosen], index]
+        group_means = valid.groupby(groups, sort=True).mean()
+        means = {_summary_name(name): _mean(group_means[name]) for name in metrics}
+        rows.append({"level": level, "n_valid": len(valid), "n_groups": len(group_means), **means})
+    columns = ["level", "n_valid", "n_groups", *map(_summary_name, metrics)]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def mean_hierarchy(summary: pd.DataFrame) -> float:
+    """Mean hierarchy mAP: mean of the middle and high mAP of a summary frame (leaf excluded)."""
+    missing = {"level", "map"} - set(summary.columns)
+    if missing:
+        raise ValueError(
+            f"summary frame lacks columns {sorted(missing)}; pass query_micro or group_macro output"
+        )
+    values = []
+    for level in ("middle", "high"):
+        found = summary.loc[summary["level"] == level, "map"]
+        if len(found) != 1:
+            raise ValueError(f"summary frame needs exactly one {level!r} row, found {len(found)}")
+        values.append(float(found.iloc[0]))
+    return float(np.mean(values))
+
+
+def _metric_columns(frame: pd.DataFrame) -> list[str]:
+    """Metric columns of a per-query frame, checked: ``ap`` first, then the ``r@K`` columns."""
+    required = {"query", "level", "valid", "ap"}
+    missing = required - set(frame.columns)
+    if missing:
+        raise ValueError(
+            f"per-query frame lacks columns {sorted(missing)}; pass the output of evaluate()"
+        )
+    return ["ap", *[name for name in frame.columns if str(name).startswith("r@")]]
+
+
+def _summary_name(metric: str) -> str:
+    """Summary column of a per-query metric: ``ap`` becomes ``map``, ``r@K`` stays."""
+    return "map" if metric == "ap" else metric
+
+
+def _mean(values: pd.Series) -> float:
+    """Mean of a column, NaN when empty."""
+    return float(values.mean()) if len(values) else float("nan")

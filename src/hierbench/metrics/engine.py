@@ -1,0 +1,297 @@
+"""The metric engine: AP and Recall@K per query and level, chunk by chunk, without a full
+comparison sort (see :mod:`hierbench.metrics` for the definitions and the method)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from hierbench.metrics.distances import (
+    Gallery,
+    Metric,
+    as_embeddings,
+    check_metric,
+    prepare_gallery,
+    sanitised_distances,
+    squared_distances,
+)
+from hierbench.metrics.labels import label_codes
+from hierbench.relations import LEVELS
+
+_KEY_MAX = np.iinfo(np.uint16).max
+_RUN_SCAN_LIMIT = 32  # longer runs of equal keys: the whole row is sorted exactly
+_BLOCK_ROWS = 64  # queries ranked together; their distance rows stay in cache (~2.5 MB at 5k)
+
+
+class _Positives(NamedTuple):
+    """Strict positives of a chunk of queries: query row, exact rank and level (0, 1, 2)."""
+
+    rows: np.ndarray
+    ranks: np.ndarray
+    levels: np.ndarray
+
+
+def recall_columns(ks: Sequence[int]) -> list[str]:
+    """Column names of the Recall@K metrics, ``r@K``, in the order of ``ks``."""
+    return [f"r@{k}" for k in ks]
+
+
+def evaluate(
+    query_emb: Any,
+    gallery_emb: Any,
+    query_labels: Any,
+    gallery_labels: Any,
+    *,
+    geometry: str = "euclidean",
+    curvature: float | None = None,
+    ks: Sequence[int] = (1, 5, 10, 20),
+    chunk_size: int = 256,
+    distance_clip: float = 1e6,
+) -> pd.DataFrame:
+    """AP and Recall@K per query and level (the per-query frame), computed chunk by chunk.
+
+    At most ``chunk_size`` queries' distance rows are held at once; each chunk is ranked in
+    blocks of at most 64 queries, spread over :func:`worker_count` threads. Results depend on
+    neither. The Gram product is one BLAS call per chunk in the calling thread; keep
+    ``OPENBLAS_NUM_THREADS=1``, as idle OpenBLAS threads spin on the cores the blocks need.
+    """
+    queries, gallery = as_embeddings(query_emb, gallery_emb)
+    query_codes, gallery_codes = label_codes(
+        query_labels, gallery_labels, len(queries), len(gallery)
+    )
+    ks = _check_ks(ks)
+    chunk_size = _check_chunk_size(chunk_size)
+    metric = check_metric(geometry, curvature, distance_clip)
+    prepared = prepare_gallery(gallery)
+
+    workers = max(1, min(worker_count(), chunk_size, len(queries)))
+    results = []
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for start in range(0, len(queries), chunk_size):
+            rows = slice(start, start + chunk_size)
+            # The BLAS product runs here, outside the threads: concurrent BLAS calls thrash.
+            squared = squared_distances(queries[rows], prepared)
+            run = partial(
+                _evaluate_block,
+                squared,
+                queries[rows],
+                query_codes[rows],
+                prepared,
+                gallery_codes,
+                metric,
+                ks,
+            )
+            block = min(_BLOCK_ROWS, -(-len(squared) // workers))
+            blocks = [slice(first, first + block) for first in range(0, len(squared), block)]
+            results.extend(pool.map(run, blocks))
+    ap = np.concatenate([chunk_ap for chunk_ap, _ in results])
+    hits = np.concatenate([chunk_hits for _, chunk_hits in results])
+    return _per_query_frame(ap, hits, ks)
+
+
+def worker_count() -> int:
+    """Threads that :func:`evaluate` splits each chunk between; results do not depend on it.
+
+    ``OMP_NUM_THREADS`` when set (its first entry; Snakemake sets it to a job's threads), else
+    the CPUs this process may run on.
+    """
+    value = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if value:
+        try:
+            return max(1, int(value))
+        except ValueError as error:
+            raise ValueError(f"OMP_NUM_THREADS must be an integer, got {value!r}") from error
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
+    """Recall cut-offs as a tuple of distinct positive ints."""
+    values = tuple(ks)
+    for k in values:
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+            raise ValueError(f"ks must be positive integers, got {k!r} in {values!r}")
+    if len(set(values)) != len(values):
+        raise ValueError(f"ks must not repeat a value, got {values!r}")
+    return tuple(int(k) for k in values)
+
+
+def _check_chunk_size(chunk_size: int) -> int:
+    """The number of queries per chunk, a positive int."""
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer):
+        raise TypeError(f"chunk_size must be an int, got {chunk_size!r}")
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+    return int(chunk_size)
+
+
+def _sort_keys(dist: np.ndarray) -> np.ndarray:
+    """16-bit keys per row, a non-decreasing function of the distance.
+
+    Each row is mapped linearly from [row min, row max] onto 0..65535; subtraction, scaling by a
+    positive number and truncation are all monotone in IEEE arithmetic, so a smaller key always
+    means a smaller distance and equal distances always share a key.
+    """
+    low = dist.min(axis=1, keepdims=True)
+    span = dist.max(axis=1, keepdims=True) - low
+    with np.errstate(divide="ignore", over="ignore"):
+        scale = np.where(span > 0, _KEY_MAX / span, 0.0)
+    scale[~np.isfinite(scale)] = 0.0
+    keys = np.empty(dist.shape, dtype=np.uint16)
+    # (dist − low)·scale ≤ _KEY_MAX·(1 + 4ε); the cast to uint16 truncates, like floor
+    np.multiply(np.subtract(dist, low), scale, out=keys, casting="unsafe")
+    return keys
+
+
+def _evaluate_block(
+    squared: np.ndarray,
+    queries: np.ndarray,
+    query_codes: np.ndarray,
+    gallery: Gallery,
+    gallery_codes: np.ndarray,
+    metric: Metric,
+    ks: tuple[int, ...],
+    rows: slice,
+) -> tuple[np.ndarray, np.ndarray]:
+    """AP (rows, levels) and Recall@K (rows, levels, ks) of the query ``rows`` of a chunk."""
+    dist = sanitised_distances(squared[rows], queries[rows], gallery, metric)
+    query_codes = query_codes[rows]
+    positives = _positive_ranks(dist, query_codes, gallery_codes)
+    ap = np.empty((len(dist), len(LEVELS)))
+    hits = np.empty((len(dist), len(LEVELS), len(ks)))
+    for level in range(len(LEVELS)):
+        chosen = positives.levels == level  # keeps the (row, rank) order
+        ap[:, level], hits[:, level] = _level_scores(
+            positives.rows[chosen], positives.ranks[chosen], len(dist), ks
+        )
+    return ap, hits
+
+
+def _positive_ranks(
+    dist: np.ndarray, query_codes: np.ndarray, gallery_codes: np.ndarray
+) -> _Positives:
+    """Exact 0-based ranks and levels of every strict positive of a chunk of queries.
+
+    The gallery is ordered by (key, index) with one stable radix sort; every strict positive
+    at any level shares the query's high label, so those are found in that order, then given
+    their exact rank under (distance, gallery index). The result is sorted by (row, rank).
+    """
+    n_gallery = dist.shape[1]
+    keys = _sort_keys(dist)
+    order = np.argsort(keys, axis=1, kind="stable")
+    same_high = gallery_codes[:, 2][order] == query_codes[:, 2][:, None]
+    positions = np.flatnonzero(same_high)
+    rows = positions // n_gallery
+    ranks, items = _exact_ranks(dist.ravel(), keys.ravel(), order, rows, positions)
+    ranked = np.argsort(rows * n_gallery + ranks, kind="stable")  # nearly sorted already
+    rows, ranks, items = rows[ranked], ranks[ranked], items[ranked]
+    levels = np.full(len(rows), 2, dtype=np.int8)
+    levels[gallery_codes[items, 1] == query_codes[rows, 1]] = 1
+    levels[gallery_codes[items, 0] == query_codes[rows, 0]] = 0
+    return _Positives(rows, ranks, levels)
+
+
+def _exact_ranks(
+    dist: np.ndarray, keys: np.ndarray, order: np.ndarray, rows: np.ndarray, positions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Ranks under (distance, index), and gallery indices, of items in the (key, index) order.
+
+    ``dist`` and ``keys`` are flattened chunk matrices, ``positions`` flat positions in
+    ``order``. Only items whose run of equal keys is longer than one can move; their rank is
+    the run start plus the run members that precede them by (distance, index). Rows with a run
+    longer than ``_RUN_SCAN_LIMIT`` around a positive are ranked by a full stable sort instead.
+    """
+    n_gallery = order.shape[1]
+    flat_order = order.ravel()
+    row_start = rows * n_gallery
+    items = flat_order[positions]
+    item_keys = keys[row_start + items]
+    first, last = positions.copy(), positions.copy()
+    long_rows = []
+    for bound, step, edge in ((first, -1, row_start), (last, 1, row_start + n_gallery - 1)):
+        active = np.flatnonzero(bound != edge)
+        for _ in range(_RUN_SCAN_LIMIT):
+            if not active.size:
+                break
+            neighbour = flat_order[bound[active] + step]
+            active = active[keys[row_start[active] + neighbour] == item_keys[active]]
+            bound[active] += step
+            active = active[bound[active] != edge[active]]
+        long_rows.append(rows[active])
+    ranks = positions - row_start
+    in_long_row = np.isin(rows, np.concatenate(long_rows))
+    moved = np.flatnonzero((last > first) & ~in_long_row)
+    if moved.size:
+        ranks[moved] = _rank_in_runs(
+            dist, flat_order, row_start[moved], items[moved], first[moved], last[moved]
+        )
+    for row in np.unique(rows[in_long_row]):
+        chosen = np.flatnonzero(rows == row)
+        row_dist = dist[row * n_gallery : (row + 1) * n_gallery]
+        ranks[chosen] = _stable_ranks(row_dist)[items[chosen]]
+    return ranks, items
+
+
+def _stable_ranks(values: np.ndarray) -> np.ndarray:
+    """0-based rank of each element under a stable sort by (value, index)."""
+    ranks = np.empty(len(values), dtype=np.intp)
+    ranks[np.argsort(values, kind="stable")] = np.arange(len(values))
+    return ranks
+
+
+def _rank_in_runs(
+    dist: np.ndarray,
+    flat_order: np.ndarray,
+    row_start: np.ndarray,
+    items: np.ndarray,
+    first: np.ndarray,
+    last: np.ndarray,
+) -> np.ndarray:
+    """Run start plus the run members before each item by (distance, index), 0-based in row."""
+    item_dist = dist[row_start + items]
+    ranks = first - row_start
+    for offset in range(int((last - first).max()) + 1):
+        inside = np.flatnonzero(first + offset <= last)
+        other = flat_order[first[inside] + offset]
+        other_dist = dist[row_start[inside] + other]
+        before = (other_dist < item_dist[inside]) | (
+            (other_dist == item_dist[inside]) & (other < items[inside])
+        )
+        ranks[inside] += before
+    return ranks
+
+
+def _level_scores(
+    rows: np.ndarray, ranks: np.ndarray, n_rows: int, ks: tuple[int, ...]
+) -> tuple[np.ndarray, np.ndarray]:
+    """AP and Recall@K per row from 0-based positive ranks sorted by (row, rank); NaN if none."""
+    counts = np.bincount(rows, minlength=n_rows)
+    starts = np.cumsum(counts) - counts
+    hits_so_far = np.arange(1, len(rows) + 1) - starts[rows]  # positives up to this one
+    precision = hits_so_far / (ranks + 1.0)
+    valid = counts > 0
+    ap = np.full(n_rows, np.nan)
+    ap[valid] = np.bincount(rows, weights=precision, minlength=n_rows)[valid] / counts[valid]
+    hits = np.full((n_rows, len(ks)), np.nan)
+    first_rank = ranks[starts[valid]]
+    hits[valid] = (first_rank[:, None] < np.asarray(ks)[None, :]).astype(float)
+    return ap, hits
+
+
+def _per_query_frame(ap: np.ndarray, hits: np.ndarray, ks: tuple[int, ...]) -> pd.DataFrame:
+    """The per-query frame: rows by query, then leaf, middle, high."""
+    n_queries, n_levels = ap.shape
+    columns = {
+        "query": np.repeat(np.arange(n_queries), n_levels),
+        "level": np.tile(np.array(LEVELS, dtype=object), n_queries),
+        "valid": ~np.isnan(ap.ravel()),
+        "ap": ap.ravel(),
+    }
+    for index, name in enumerate(recall_columns(ks)):
+        columns[name] = hits[:, :, index].ravel()
+    return pd.DataFrame(columns)
