@@ -210,7 +210,7 @@ def test_poincare_curvature_is_a_fixed_float_outside_the_state():
 
 
 def _geoopt_map(tangent: torch.Tensor, curvature: float, radius: float) -> torch.Tensor:
-    """The SPEC's recipe with geoopt itself: projx(expmap0(t')) on PoincareBall(c)."""
+    """The protocol's recipe with geoopt itself: projx(expmap0(t')) on PoincareBall(c)."""
     ball = geoopt.PoincareBall(c=torch.tensor(curvature, dtype=torch.float64), learnable=False)
     norm = tangent.norm(dim=1, keepdim=True).clamp_min(1e-6)
     return ball.projx(ball.expmap0(radius * torch.tanh(norm) * tangent / norm))

@@ -1,6 +1,6 @@
 """The tables of the effects package: their columns, canonical order and validation.
 
-SPEC "Statistics and effect tables": the three Q/G perturbations are averaged within each
+docs/protocol.md, "Statistics and effect tables": the three Q/G perturbations are averaged within each
 training seed; the training seeds are the statistical units (mean ± sample SD, ddof = 1).
 
 Formats (every frame returned here is in canonical order: datasets and seeds ascending, arms
