@@ -4,6 +4,11 @@ Snakemake tracks a rule's own script, not the library it imports. Each rule ther
 the hierbench modules it uses and passes :func:`code_hash` of them as a ``params`` value; a
 changed hash is a changed parameter, and Snakemake reruns the rule. The hash covers the declared
 modules and every hierbench module they import, directly or not.
+
+A name is a module (``taxonomy.shuffle`` is ``taxonomy/shuffle.py``) or a package (``taxonomy``
+is ``taxonomy/__init__.py``). Declaring a package covers its ``__init__`` and hence whatever it
+imports; declaring or importing a submodule covers that submodule and its imports, not the
+package's ``__init__`` (which only re-exports), so a rule can declare a finer module.
 """
 
 from __future__ import annotations
@@ -16,36 +21,73 @@ from pathlib import Path
 
 PACKAGE = "hierbench"
 PACKAGE_DIR = Path(__file__).resolve().parent
+INIT = "__init__.py"
 
 
 class UnknownModuleError(ValueError):
     """A rule declared a library module that does not exist."""
 
 
+def _source(name: str) -> Path | None:
+    """Source file of ``hierbench.<name>``: ``<name>/__init__.py`` or ``<name>.py``, else None."""
+    if not name:
+        return None
+    base = PACKAGE_DIR.joinpath(*name.split("."))
+    for path in (base / INIT, base.with_name(base.name + ".py")):
+        if path.is_file():
+            return path
+    return None
+
+
+def known_modules() -> list[str]:
+    """Every module and package name under hierbench (``inputs``, ``taxonomy``, ``taxonomy.x``)."""
+    names = []
+    for path in PACKAGE_DIR.rglob("*.py"):
+        parts = path.relative_to(PACKAGE_DIR).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if parts and all(part.isidentifier() for part in parts):
+            names.append(".".join(parts))
+    return sorted(names)
+
+
 def module_path(name: str) -> Path:
     """Source file of ``hierbench.<name>``; an unknown name is an error listing the valid ones."""
-    path = PACKAGE_DIR / f"{name.replace('.', '/')}.py"
-    if not path.is_file():
-        known = sorted(p.stem for p in PACKAGE_DIR.glob("*.py") if p.stem != "__init__")
-        raise UnknownModuleError(f"no library module 'hierbench.{name}'; known modules: {known}")
+    path = _source(name)
+    if path is None:
+        raise UnknownModuleError(
+            f"no library module 'hierbench.{name}'; known modules: {known_modules()}"
+        )
     return path
 
 
-def _imported_modules(source: str) -> set[str]:
-    """Names of hierbench modules that a module's source imports (absolute or relative)."""
+def _package_of(name: str) -> str:
+    """The package that relative imports in module ``name`` start from ('' is hierbench)."""
+    path = _source(name)
+    if path is not None and path.name == INIT:
+        return name
+    return name.rpartition(".")[0]
+
+
+def _imported_modules(name: str, source: str) -> set[str]:
+    """Names of hierbench modules that module ``name`` imports (absolute or relative)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 found.update(_strip_package(alias.name))
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level == 0 and not base.startswith(PACKAGE):
-                continue
-            prefix = _strip_package(base) if node.level == 0 else ({base} if base else set())
+            if node.level == 0:
+                if node.module != PACKAGE and not (node.module or "").startswith(PACKAGE + "."):
+                    continue
+                prefix = node.module[len(PACKAGE) + 1 :]
+            else:
+                prefix = _relative_base(_package_of(name), node.level, node.module)
+                if prefix is None:
+                    continue
             for alias in node.names:
                 found.update(_candidates(prefix, alias.name))
-    return {name for name in found if (PACKAGE_DIR / f"{name.replace('.', '/')}.py").is_file()}
+    return {module for module in found if _source(module) is not None}
 
 
 def _strip_package(dotted: str) -> set[str]:
@@ -55,11 +97,20 @@ def _strip_package(dotted: str) -> set[str]:
     return set()
 
 
-def _candidates(prefix: set[str], name: str) -> set[str]:
+def _relative_base(package: str, level: int, module: str | None) -> str | None:
+    """What ``from <level dots><module> import`` names inside ``package``; None above hierbench."""
+    parts = package.split(".") if package else []
+    if level - 1 > len(parts):
+        return None
+    parts = parts[: len(parts) - (level - 1)]
+    return ".".join([*parts, *([module] if module else [])])
+
+
+def _candidates(prefix: str, name: str) -> set[str]:
     """Possible module names for ``from <prefix> import <name>`` (a module or an attribute)."""
     if not prefix:
         return {name}
-    return {p for p in prefix} | {f"{p}.{name}" for p in prefix}
+    return {prefix, f"{prefix}.{name}"}
 
 
 @functools.cache
@@ -72,7 +123,8 @@ def module_closure(names: tuple[str, ...]) -> tuple[str, ...]:
         if name in seen:
             continue
         seen.add(name)
-        pending.extend(_imported_modules(module_path(name).read_text(encoding="utf-8")) - seen)
+        source = module_path(name).read_text(encoding="utf-8")
+        pending.extend(_imported_modules(name, source) - seen)
     return tuple(sorted(seen))
 
 
