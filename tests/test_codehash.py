@@ -110,3 +110,10 @@ def test_unknown_module_lists_packages_and_submodules(fake_tree: Path):
     with pytest.raises(UnknownModuleError) as error:
         code_hash(["pkg.nope"])
     assert "'pkg', 'pkg.helper', 'pkg.other', 'pkg.sub', 'pkg.unused'" in str(error.value)
+
+
+def test_the_real_taxonomy_package_is_covered_by_its_stage():
+    closure = set(module_closure(("stages.taxonomy",)))
+    assert {"taxonomy", "taxonomy.matching", "taxonomy.shuffle", "taxonomy.nabirds"} <= closure
+    assert {"taxonomy.checklist", "taxonomy.aliases", "idnames", "protocol"} <= closure
+    assert "taxonomy" not in module_closure(("taxonomy.shuffle",))

@@ -10,6 +10,7 @@ import pytest
 from hierbench.datasets import DatasetFormatError, DatasetIdNameError, read_classes
 from hierbench.idnames import IdNameFormatError, IdNameLine, iter_id_names, read_id_name_file
 from hierbench.inputs import InputFormatError, parse_id_name_lines
+from hierbench.taxonomy import TaxonomyError, TaxonomyInputError, read_cub_classes
 
 
 def _file(tmp_path: Path, text: str | bytes, name: str = "classes.txt") -> Path:
@@ -121,3 +122,11 @@ def test_the_dataset_reader_keeps_its_messages(tmp_path: Path):
         3: "Green-winged Teal",
         1: "Mallard",
     }
+
+
+def test_the_taxonomy_keeps_its_messages(tmp_path: Path):
+    with pytest.raises(TaxonomyInputError, match=r"classes\.txt:2: malformed line '2 two words'"):
+        read_cub_classes(_file(tmp_path, "1 001.A\n2 two words\n"))
+    with pytest.raises(TaxonomyError, match=r"classes\.txt: duplicated class_id \['1'\]"):
+        read_cub_classes(_file(tmp_path, "1 001.A\n1 002.B\n"))
+    assert issubclass(TaxonomyInputError, IdNameFormatError)
