@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from conftest import REPO
 
 from hierbench.cli import main
@@ -37,3 +41,69 @@ def test_code_hash_matches_the_library(capsys):
     assert main(["code-hash", "inputs"]) == 0
     first_line = capsys.readouterr().out.splitlines()[0]
     assert first_line == code_hash(["inputs"])
+
+
+def test_taxonomy_cub_runs_from_a_folder_outside_the_repository(tmp_path: Path):
+    """The default alias file (and its schema) are found without the repository as cwd."""
+    classes = tmp_path / "classes.txt"
+    classes.write_bytes((REPO / "resources/cub_classes.txt").read_bytes())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "hierbench.cli", "taxonomy", "cub", "--classes", str(classes)]
+    result = subprocess.run(
+        [*command, "--out", str(elsewhere / "x.parquet")],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "200 classes, 123 genera, 37 families" in result.stdout
+    report = (elsewhere / "x_match_report.md").read_text()
+    assert f"- Alias file: {REPO / 'resources/cub_aliases.json'}\n" in report
+
+
+def test_the_default_alias_file_is_named_as_the_pipeline_names_it(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "cub.parquet"
+    assert (
+        main(["taxonomy", "cub", "--classes", "resources/cub_classes.txt", "--out", str(out)]) == 0
+    )
+    report = (tmp_path / "cub_match_report.md").read_text()
+    assert "- Alias file: resources/cub_aliases.json\n" in report
+
+
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["taxonomy", "cub", "--classes", "{missing}"], "--classes"),
+        (["taxonomy", "cub", "--classes", "{classes}", "--aliases", "{missing}"], "--aliases"),
+        (["taxonomy", "cub", "--classes", "{classes}", "--checklist", "{missing}"], "--checklist"),
+        (
+            ["taxonomy", "nabirds", "--classes", "{missing}", "--hierarchy", "{classes}"],
+            "--classes",
+        ),
+        (
+            ["taxonomy", "nabirds", "--classes", "{classes}", "--hierarchy", "{missing}"],
+            "--hierarchy",
+        ),
+        (["config", "{missing}"], "FILE"),
+        (["config", "{classes}", "--schema", "{missing}"], "--schema"),
+    ],
+)
+def test_a_missing_file_is_an_error_naming_its_option(tmp_path: Path, capsys, args, option):
+    paths = {"missing": tmp_path / "nope.txt", "classes": REPO / "resources/cub_classes.txt"}
+    out = [] if args[0] == "config" else ["--out", str(tmp_path / "t.parquet")]
+    assert main([arg.format(**paths) for arg in args] + out) == 2
+    error = capsys.readouterr().err
+    assert f"hierbench: error: {option}: no such file {paths['missing']}\n" == error
+    assert not (tmp_path / "t.parquet").exists()
+
+
+def test_config_finds_the_shipped_schema_from_any_folder(tmp_path: Path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["config", str(REPO / "config.yaml")]) == 0
+    assert json.loads(capsys.readouterr().out)["datasets"]["cub"]["classes"] == (
+        "resources/cub_classes.txt"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +133,20 @@ def test_present_real_data_passes(tmp_path: Path):
     (tmp_path / "data/nabirds").mkdir(parents=True)
     (tmp_path / "weights").mkdir()
     (tmp_path / "weights/dinov2_vitb14_pretrain.pth").write_bytes(b"x")
+    shutil.copytree(REPO / "resources", tmp_path / "resources")
     check_inputs_exist(paper, tmp_path)
+
+
+def test_a_missing_shipped_input_is_named_by_its_key(tmp_path: Path):
+    demo = load_config(REPO / "config.yaml", REPO / "schemas/config.schema.yaml")
+    demo["datasets"]["cub"]["taxonomy"]["aliases"] = "elsewhere/aliases.json"
+    demo["datasets"]["nabirds"]["hierarchy"] = "resources"  # a folder, not a file
+    assert missing_inputs(demo, REPO) == [
+        "datasets.cub.taxonomy.aliases: no file 'elsewhere/aliases.json'; restore the shipped "
+        "file or change the key",
+        "datasets.nabirds.hierarchy: no file 'resources'; restore the shipped file or change "
+        "the key",
+    ]
 
 
 def test_dry_run_and_lint_pass_on_the_default_config(repo_copy: Path):

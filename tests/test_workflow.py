@@ -112,7 +112,7 @@ def test_editing_the_renderer_reruns_the_demo_and_what_follows(built_repo: Path)
 
 
 def test_editing_the_taxonomy_reruns_it_and_what_follows(built_repo: Path):
-    _edit(built_repo / "src/hierbench/taxonomy.py")
+    _edit(built_repo / "src/hierbench/taxonomy/matching.py")
     assert _scheduled(built_repo) == TAXONOMY
 
 

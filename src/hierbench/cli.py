@@ -15,20 +15,40 @@ from pathlib import Path
 from hierbench import __version__
 from hierbench.artifacts import write_parquet
 from hierbench.codehash import code_hash, module_closure
-from hierbench.config import SCHEMA_PATH, ConfigError, check_inputs_exist, load_config
+from hierbench.config import ConfigError, check_inputs_exist, load_config
 from hierbench.effects import EffectsError, read_per_seed
 from hierbench.manifest import MANIFEST_NAME, manifest_table, report_json, report_lines, verify
 from hierbench.provenance import JobContext
+from hierbench.shipped import shipped_file
 from hierbench.stages.tables import write_effects
 from hierbench.stages.taxonomy import build_cub_taxonomy, build_nabirds_taxonomy
 from hierbench.taxonomy import DEFAULT_FUZZY_MARGIN, DEFAULT_FUZZY_THRESHOLD, TaxonomyError
 
-DEFAULT_ALIASES = Path("resources/cub_aliases.json")
+# Shipped files the options default to (found from any working folder, see hierbench.shipped).
+DEFAULT_ALIASES = "cub_aliases.json"
+DEFAULT_SCHEMA = "config.schema.yaml"
+
+
+def _input_file(option: str, path: Path | None, default: str | None = None) -> Path:
+    """The file an option names, or the shipped ``default`` when it names none.
+
+    A missing file is an error naming the option (not a bare "No such file"). The shipped
+    default is given relative to the working folder when it lies below it, as the pipeline
+    names it, so a run from the repository root records the same path.
+    """
+    if path is None and default is not None:
+        shipped = shipped_file(default)
+        return shipped.relative_to(Path.cwd()) if shipped.is_relative_to(Path.cwd()) else shipped
+    if path is None or not path.is_file():
+        what = "not a file" if path is not None and path.exists() else "no such file"
+        raise FileNotFoundError(f"{option}: {what} {path}")
+    return path
 
 
 def _config_check(args: argparse.Namespace) -> int:
     """Validate a config file and print it with every default filled in."""
-    config = load_config(args.file, args.schema)
+    schema = _input_file("--schema", args.schema, DEFAULT_SCHEMA)
+    config = load_config(_input_file("FILE", args.file), schema)
     if args.inputs:
         check_inputs_exist(config)
     json.dump(config, sys.stdout, indent=2, sort_keys=True)
@@ -58,9 +78,11 @@ def _cli_job(command: str, inputs: Sequence[Path], **params: object) -> JobConte
 def _taxonomy_cub(args: argparse.Namespace) -> int:
     """Match a CUB class list to a checklist; write the table and its match report."""
     report = args.report or args.out.with_name(f"{args.out.stem}_match_report.md")
-    inputs = [args.classes, args.aliases] + (
-        [] if args.checklist == "default" else [args.checklist]
-    )
+    _input_file("--classes", args.classes)
+    aliases = _input_file("--aliases", args.aliases, DEFAULT_ALIASES)
+    if args.checklist != "default":
+        _input_file("--checklist", Path(args.checklist))
+    inputs = [args.classes, aliases] + ([] if args.checklist == "default" else [args.checklist])
     job = _cli_job(
         "taxonomy cub",
         inputs,
@@ -70,7 +92,7 @@ def _taxonomy_cub(args: argparse.Namespace) -> int:
     )
     table = build_cub_taxonomy(
         args.classes,
-        args.aliases,
+        aliases,
         args.out,
         report,
         job,
@@ -87,6 +109,8 @@ def _taxonomy_cub(args: argparse.Namespace) -> int:
 
 def _taxonomy_nabirds(args: argparse.Namespace) -> int:
     """Read NABirds' tree into the generic taxonomy table."""
+    _input_file("--classes", args.classes)
+    _input_file("--hierarchy", args.hierarchy)
     job = _cli_job("taxonomy nabirds", [args.classes, args.hierarchy])
     table = build_nabirds_taxonomy(args.classes, args.hierarchy, args.out, job)
     print(
@@ -153,7 +177,9 @@ def _add_taxonomy(commands: argparse._SubParsersAction) -> None:
         default="default",
         help='"default" (birdnames eBird/Clements 2024) or a checklist CSV with eBird columns',
     )
-    cub.add_argument("--aliases", type=Path, default=DEFAULT_ALIASES)
+    cub.add_argument(
+        "--aliases", type=Path, help=f"alias file (default: the shipped {DEFAULT_ALIASES})"
+    )
     cub.add_argument("--fuzzy-threshold", type=float, default=DEFAULT_FUZZY_THRESHOLD)
     cub.add_argument("--fuzzy-margin", type=float, default=DEFAULT_FUZZY_MARGIN)
     cub.add_argument("--out", type=Path, required=True, help="taxonomy parquet to write")
@@ -173,8 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     check = commands.add_parser("config", help="validate a config file and print it resolved")
-    check.add_argument("file", type=Path)
-    check.add_argument("--schema", type=Path, default=SCHEMA_PATH)
+    check.add_argument("file", type=Path, metavar="FILE")
+    check.add_argument(
+        "--schema", type=Path, help=f"config schema (default: the shipped {DEFAULT_SCHEMA})"
+    )
     check.add_argument(
         "--inputs", action="store_true", help="also require the data and weights it names"
     )

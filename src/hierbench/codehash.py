@@ -3,9 +3,12 @@
 Snakemake tracks a rule's own script, not the library it imports. Each rule therefore declares
 the hierbench modules it uses and passes :func:`code_hash` of them as a ``params`` value; a
 changed hash is a changed parameter, and Snakemake reruns the rule. The hash covers the declared
-modules and every hierbench module they import, directly or not. A package counts as its
-``__init__``; a package's ``__init__`` holds re-exports only, so importing one submodule does not
-make a rule depend on its siblings.
+modules and every hierbench module they import, directly or not.
+
+A name is a module (``taxonomy.shuffle`` is ``taxonomy/shuffle.py``) or a package (``taxonomy``
+is ``taxonomy/__init__.py``). Declaring a package covers its ``__init__`` and hence whatever it
+imports; declaring or importing a submodule covers that submodule and its imports, not the
+package's ``__init__`` (which only re-exports), so a rule can declare a finer module.
 """
 
 from __future__ import annotations
@@ -18,36 +21,39 @@ from pathlib import Path
 
 PACKAGE = "hierbench"
 PACKAGE_DIR = Path(__file__).resolve().parent
+INIT = "__init__.py"
 
 
 class UnknownModuleError(ValueError):
     """A rule declared a library module that does not exist."""
 
 
-def _source_file(name: str) -> Path | None:
-    """Source of ``hierbench.<name>``: ``<name>.py`` or a package's ``<name>/__init__.py``."""
-    base = PACKAGE_DIR / name.replace(".", "/")
-    for path in (base.with_name(base.name + ".py"), base / "__init__.py"):
+def _source(name: str) -> Path | None:
+    """Source file of ``hierbench.<name>``: ``<name>/__init__.py`` or ``<name>.py``, else None."""
+    if not name:
+        return None
+    base = PACKAGE_DIR.joinpath(*name.split("."))
+    for path in (base / INIT, base.with_name(base.name + ".py")):
         if path.is_file():
             return path
     return None
 
 
 def known_modules() -> list[str]:
-    """Every module and package of the library, as dotted names below ``hierbench``."""
+    """Every module and package name under hierbench (``inputs``, ``taxonomy``, ``taxonomy.x``)."""
     names = []
     for path in PACKAGE_DIR.rglob("*.py"):
         parts = path.relative_to(PACKAGE_DIR).with_suffix("").parts
         if parts[-1] == "__init__":
             parts = parts[:-1]
-        if parts:
+        if parts and all(part.isidentifier() for part in parts):
             names.append(".".join(parts))
     return sorted(names)
 
 
 def module_path(name: str) -> Path:
     """Source file of ``hierbench.<name>``; an unknown name is an error listing the valid ones."""
-    path = _source_file(name)
+    path = _source(name)
     if path is None:
         raise UnknownModuleError(
             f"no library module 'hierbench.{name}'; known modules: {known_modules()}"
@@ -55,34 +61,33 @@ def module_path(name: str) -> Path:
     return path
 
 
-def _imported_modules(source: str, name: str) -> set[str]:
-    """Names of hierbench modules that module ``name``'s source imports (absolute or relative)."""
-    is_package = _source_file(name) == PACKAGE_DIR.joinpath(*name.split("."), "__init__.py")
+def _package_of(name: str) -> str:
+    """The package that relative imports in module ``name`` start from ('' is hierbench)."""
+    path = _source(name)
+    if path is not None and path.name == INIT:
+        return name
+    return name.rpartition(".")[0]
+
+
+def _imported_modules(name: str, source: str) -> set[str]:
+    """Names of hierbench modules that module ``name`` imports (absolute or relative)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 found.update(_strip_package(alias.name))
         elif isinstance(node, ast.ImportFrom):
-            base = _import_base(node, name, is_package)
-            if base is None:
-                continue
-            found.update(_submodule(base, alias.name) for alias in node.names)
-            if base:
-                found.add(base)
-    return {module for module in found if _source_file(module) is not None}
-
-
-def _import_base(node: ast.ImportFrom, name: str, is_package: bool) -> str | None:
-    """The hierbench module a ``from ... import`` names ("" = the package); None if outside."""
-    if node.level == 0:
-        module = node.module or ""
-        if module == PACKAGE:
-            return ""
-        return next(iter(_strip_package(module)), None)
-    parts = name.split(".") if is_package else name.split(".")[:-1]
-    parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
-    return ".".join([*parts, *([node.module] if node.module else [])])
+            if node.level == 0:
+                if node.module != PACKAGE and not (node.module or "").startswith(PACKAGE + "."):
+                    continue
+                prefix = node.module[len(PACKAGE) + 1 :]
+            else:
+                prefix = _relative_base(_package_of(name), node.level, node.module)
+                if prefix is None:
+                    continue
+            for alias in node.names:
+                found.update(_candidates(prefix, alias.name))
+    return {module for module in found if _source(module) is not None}
 
 
 def _strip_package(dotted: str) -> set[str]:
@@ -92,9 +97,20 @@ def _strip_package(dotted: str) -> set[str]:
     return set()
 
 
-def _submodule(base: str, name: str) -> str:
-    """``from <base> import <name>``: the submodule ``<base>.<name>`` (kept only if it exists)."""
-    return f"{base}.{name}" if base else name
+def _relative_base(package: str, level: int, module: str | None) -> str | None:
+    """What ``from <level dots><module> import`` names inside ``package``; None above hierbench."""
+    parts = package.split(".") if package else []
+    if level - 1 > len(parts):
+        return None
+    parts = parts[: len(parts) - (level - 1)]
+    return ".".join([*parts, *([module] if module else [])])
+
+
+def _candidates(prefix: str, name: str) -> set[str]:
+    """Possible module names for ``from <prefix> import <name>`` (a module or an attribute)."""
+    if not prefix:
+        return {name}
+    return {prefix, f"{prefix}.{name}"}
 
 
 @functools.cache
@@ -108,7 +124,7 @@ def module_closure(names: tuple[str, ...]) -> tuple[str, ...]:
             continue
         seen.add(name)
         source = module_path(name).read_text(encoding="utf-8")
-        pending.extend(_imported_modules(source, name) - seen)
+        pending.extend(_imported_modules(name, source) - seen)
     return tuple(sorted(seen))
 
 

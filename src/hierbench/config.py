@@ -4,6 +4,7 @@ and checks that the data and weights a config points at exist before any job is 
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,15 @@ import yaml
 from jsonschema.exceptions import ValidationError
 
 from hierbench.protocol import PACKAGE_WEIGHTS_PREFIX
+from hierbench.shipped import shipped_file
 
-SCHEMA_PATH = Path("schemas/config.schema.yaml")
+SCHEMA_PATH = shipped_file("config.schema.yaml")  # found from any working folder
 DATASET_FOLDER_HINT = {
     "cub": "the CUB_200_2011 folder (images.txt, classes.txt, images/ ...)",
     "nabirds": "the NABirds folder (images.txt, classes.txt, hierarchy.txt, images/ ...)",
 }
+# The shipped input files a dataset reads, by their key paths under datasets.<name>.
+SHIPPED_INPUT_KEYS = {"cub": ("classes", "taxonomy.aliases"), "nabirds": ("classes", "hierarchy")}
 
 
 class ConfigError(ValueError):
@@ -115,10 +119,17 @@ def enabled_datasets(config: dict[str, Any]) -> list[str]:
 
 
 def missing_inputs(config: dict[str, Any], base: Path = Path()) -> list[str]:
-    """Each real-data folder or weights file the config needs but the machine lacks, explained."""
+    """Each input file, real-data folder or weights file the config needs but lacks, explained."""
     problems = []
     for name in enabled_datasets(config):
         block = config["datasets"][name]
+        for key in SHIPPED_INPUT_KEYS.get(name, ()):
+            path = functools.reduce(lambda node, part: node[part], key.split("."), block)
+            if not (base / path).is_file():
+                problems.append(
+                    f"datasets.{name}.{key}: no file '{path}'; restore the shipped file or "
+                    "change the key"
+                )
         if block["source"] != "folder":
             continue
         root = block["root"]

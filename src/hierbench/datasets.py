@@ -25,6 +25,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from hierbench.idnames import (
+    IdNameFormatError,
+    iter_id_names,
+    numbered_lines,
+    read_id_name_file,
+)
+
 logger = logging.getLogger(__name__)
 
 COLUMNS = [
@@ -55,6 +62,10 @@ _Rows = dict[str, tuple[int, list[str]]]
 
 class DatasetFormatError(ValueError):
     """A dataset folder is incomplete or its files disagree; the message names file and line."""
+
+
+class DatasetIdNameError(DatasetFormatError, IdNameFormatError):
+    """A dataset's ``classes.txt`` or ``hierarchy.txt`` is not a well-formed `<id> <name>` file."""
 
 
 def image_sort_key(image_id: str) -> tuple[int, str]:
@@ -125,12 +136,7 @@ def _require_layout(root: Path, names: tuple[str, ...]) -> None:
 
 def _lines(path: Path) -> list[tuple[int, str]]:
     """Non-blank lines of a UTF-8 text file (a BOM and CRLF endings are tolerated), numbered."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise DatasetFormatError(f"{path}: not UTF-8 text ({error})") from error
-    numbered = enumerate(text.split("\n"), start=1)
-    return [(n, line.rstrip("\r")) for n, line in numbered if line.strip()]
+    return [(n, line) for n, line in numbered_lines(path, error=DatasetFormatError) if line.strip()]
 
 
 def _malformed(path: Path, number: int, form: str, line: str, why: str = "") -> DatasetFormatError:
@@ -143,24 +149,14 @@ def _malformed(path: Path, number: int, form: str, line: str, why: str = "") -> 
 
 def read_classes(path: str | os.PathLike[str]) -> dict[int, str]:
     """Parse a ``classes.txt`` (``<class_id> <name>``, names may hold spaces); unique ids."""
-    path = Path(path)
-    classes: dict[int, str] = {}
-    first_line: dict[int, int] = {}
-    for number, line in _lines(path):
-        parts = line.strip().split(maxsplit=1)
-        if len(parts) != 2 or not parts[0].isdigit():
-            raise _malformed(path, number, "<class_id> <name>", line)
-        class_id = int(parts[0])
-        if class_id in classes:
-            raise DatasetFormatError(
-                f"{path}:{number}: duplicate class id {class_id} "
-                f"(first on line {first_line[class_id]})"
-            )
-        classes[class_id] = parts[1].strip()
-        first_line[class_id] = number
-    if not classes:
-        raise DatasetFormatError(f"{path}: file lists no classes")
-    return classes
+    rows = read_id_name_file(
+        Path(path),
+        malformed="malformed line, expected '<class_id> <name>': {line!r}",
+        duplicate="duplicate class id {id} (first on line {first})",
+        empty="file lists no classes",
+        error=DatasetIdNameError,
+    )
+    return {row.id: row.name for row in rows}
 
 
 def _read_image_rows(path: Path, width: int, form: str, parse_id: Callable[[str], str]) -> _Rows:
@@ -304,16 +300,15 @@ def _check_hierarchy(path: Path, classes: dict[int, str]) -> None:
 def _read_parents(path: Path, classes: dict[int, str]) -> dict[int, int]:
     """Parent per child id; both ids must be classes, children unique, and the root parentless."""
     parents: dict[int, int] = {}
-    first_line: dict[int, int] = {}
-    for number, line in _lines(path):
-        parts = line.split()
-        if len(parts) != 2 or not all(part.isdigit() for part in parts):
-            raise _malformed(path, number, "<child_id> <parent_id>", line)
-        child, parent = int(parts[0]), int(parts[1])
-        if child in parents:
-            raise DatasetFormatError(
-                f"{path}:{number}: duplicate child id {child} (first on line {first_line[child]})"
-            )
+    for number, child, name in iter_id_names(
+        path,
+        name_pattern=r"\d+",
+        malformed="malformed line, expected '<child_id> <parent_id>': {line!r}",
+        duplicate="duplicate child id {id} (first on line {first})",
+        empty=None,
+        error=DatasetIdNameError,
+    ):
+        parent = int(name)
         for node in (child, parent):
             if node not in classes:
                 raise DatasetFormatError(f"{path}:{number}: node id {node} is not in classes.txt")
@@ -322,7 +317,6 @@ def _read_parents(path: Path, classes: dict[int, str]) -> dict[int, int]:
                 f"{path}:{number}: the root {NABIRDS_ROOT} must not have a parent"
             )
         parents[child] = parent
-        first_line[child] = number
     return parents
 
 

@@ -9,30 +9,28 @@ from __future__ import annotations
 from pathlib import Path
 
 from hierbench.artifacts import copy_file
+from hierbench.idnames import IdNameFormatError, read_id_name_file
 from hierbench.provenance import JobContext
 
 
-class InputFormatError(ValueError):
+class InputFormatError(IdNameFormatError):
     """A metadata file does not have the `<integer id> <text>` form on every line."""
 
 
 def parse_id_name_lines(path: str | Path) -> list[tuple[int, str]]:
-    """Parse `<integer id> <text>` lines; errors name the file and the 1-based line number."""
-    rows: list[tuple[int, str]] = []
-    seen: dict[int, int] = {}
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines, start=1):
-        head, _, rest = line.strip().partition(" ")
-        if not head.isdigit() or not rest.strip():
-            raise InputFormatError(f"{path}:{number}: expected '<integer id> <text>', got {line!r}")
-        key = int(head)
-        if key in seen:
-            raise InputFormatError(f"{path}:{number}: id {key} already given on line {seen[key]}")
-        seen[key] = number
-        rows.append((key, rest.strip()))
-    if not rows:
-        raise InputFormatError(f"{path}: file is empty")
-    return rows
+    """Parse `<integer id> <text>` lines; errors name the file and the 1-based line number.
+
+    Stricter than the readers downstream: a blank line, a repeated id or an empty file fails.
+    """
+    rows = read_id_name_file(
+        path,
+        skip_blank=False,
+        malformed="expected '<integer id> <text>', got {line!r}",
+        duplicate="id {id} already given on line {first}",
+        empty="file is empty",
+        error=InputFormatError,
+    )
+    return [(row.id, row.name) for row in rows]
 
 
 def stage_id_name_file(source: str | Path, target: str | Path, job: JobContext) -> Path:

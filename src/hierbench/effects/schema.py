@@ -1,7 +1,8 @@
 """The tables of the effects package: their columns, canonical order and validation.
 
-docs/protocol.md, "Statistics and effect tables": the three Q/G perturbations are averaged within each
-training seed; the training seeds are the statistical units (mean ± sample SD, ddof = 1).
+docs/protocol.md, "Statistics and effect tables": the three Q/G perturbations are averaged
+within each training seed; the training seeds are the statistical units (mean ± sample SD,
+ddof = 1).
 
 Formats (every frame returned here is in canonical order: datasets and seeds ascending, arms
 frozen, E_R, H_R, E_S, H_S, levels leaf, middle, high, mean_hierarchy, metrics map then r@K by

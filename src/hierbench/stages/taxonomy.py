@@ -8,11 +8,11 @@ from pathlib import Path
 import pandas as pd
 
 from hierbench.artifacts import write_json, write_parquet, write_text
+from hierbench.protocol import LEVEL_NAMES
 from hierbench.provenance import JobContext
 from hierbench.taxonomy import (
     DEFAULT_FUZZY_MARGIN,
     DEFAULT_FUZZY_THRESHOLD,
-    LEVEL_NAMES,
     check_taxonomy_consistency,
     load_alias_file,
     load_checklist,
