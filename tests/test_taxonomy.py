@@ -13,7 +13,6 @@ from hierbench import taxonomy as tx
 from hierbench.taxonomy import AliasEntry, AliasFile, Checklist, TaxonomyError
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path("/work/shared/data")
 ALIAS_PATH = REPO / "resources" / "cub_aliases.json"
 SCHEMA_PATH = REPO / "schemas" / "aliases.schema.json"
 TRAPS = {
@@ -30,9 +29,8 @@ TRAPS = {
 
 
 def data_file(name: str) -> Path:
-    """Prefer the repository's resources/ copy, fall back to the shared data folder."""
-    local = REPO / "resources" / name
-    return local if local.is_file() else SHARED_DATA / name
+    """A class list or tree shipped in the repository's resources/."""
+    return REPO / "resources" / name
 
 
 def make_checklist(rows: list[tuple[str, str, str]], source: str = "test") -> Checklist:
