@@ -1,4 +1,9 @@
-"""Shared fixtures: the repository root and a disposable copy of it for Snakemake runs."""
+"""Shared fixtures: the repository root and a disposable copy of it for Snakemake runs.
+
+Every test that starts Snakemake is marked ``slow`` (``pytest -m "not slow"`` is the fast lane):
+tests that take a repository copy (:data:`SLOW_FIXTURES`) are marked at collection, and
+:func:`snakemake` refuses to run inside a test that is not marked, so a mark cannot be forgotten.
+"""
 
 from __future__ import annotations
 
@@ -36,6 +41,37 @@ COPY_IGNORE = shutil.ignore_patterns(
 )
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
+# Fixtures that copy the repository for Snakemake: a test that takes one is slow.
+SLOW_FIXTURES = frozenset({"repo_copy", "built_repo", "_built_repo"})
+
+_running: list[pytest.Item] = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test that uses a repository copy (before ``-m`` deselects)."""
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """Remember the running test, so :func:`snakemake` can check that it is marked slow."""
+    _running.append(item)
+    try:
+        return (yield)
+    finally:
+        _running.pop()
+
+
+def _require_slow_mark() -> None:
+    if _running and _running[-1].get_closest_marker("slow") is None:
+        raise AssertionError(
+            f"{_running[-1].nodeid} starts Snakemake but is not marked slow: "
+            "add @pytest.mark.slow (or use the repo_copy/built_repo fixtures)"
+        )
+
 
 @pytest.fixture
 def repo_copy(tmp_path: Path) -> Path:
@@ -68,21 +104,29 @@ def built_repo(_built_repo: Path, tmp_path: Path) -> Path:
     return target
 
 
+def _run_snakemake(
+    repo: Path, args: tuple[str, ...], stderr: int
+) -> subprocess.CompletedProcess[str]:
+    """Run Snakemake in ``repo`` with that copy's library first on the import path."""
+    _require_slow_mark()
+    env = {**os.environ, "PYTHONPATH": str(repo / "src"), "HF_HUB_OFFLINE": "1"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return subprocess.run(
+        [SNAKEMAKE, "--cores", "2", *args],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+    )
+
+
 def snakemake(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run Snakemake in ``repo`` with that copy's library first on the import path.
 
     stdout and stderr are merged into ``result.stdout``.
     """
-    env = {**os.environ, "PYTHONPATH": str(repo / "src"), "HF_HUB_OFFLINE": "1"}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    result = subprocess.run(
-        [SNAKEMAKE, "--cores", "2", *args],
-        cwd=repo,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    result = _run_snakemake(repo, args, subprocess.STDOUT)
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout}")
     return result
