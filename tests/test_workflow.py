@@ -6,7 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from conftest import TINY, scheduled_rules, snakemake
+import pytest
+from conftest import TINY, dag_jobs, scheduled_rules, snakemake
 
 from hierbench.artifacts import PROVENANCE_SUFFIX
 from hierbench.hashing import sha256_path
@@ -175,3 +176,44 @@ def test_broken_shipped_file_fails_naming_file_and_line(repo_copy: Path):
     assert result.returncode != 0
     assert "resources/cub_classes.txt:5: expected '<integer id> <text>'" in result.stdout
     assert not (repo_copy / "results/cub/inputs/classes.txt").exists()
+
+
+# As `snakemake --dag dot` prints it: tabs before jobs, spaces after the closing brace.
+DOT = r"""digraph snakemake_dag {
+    graph[bgcolor=white, margin=0];
+    node[shape=box, style=rounded, fontname=sans,                 fontsize=10, penwidth=2];
+    edge[penwidth=2, color=grey];
+	0[label = "all", color = "0.00 0.6 0.85", style="rounded"];
+	1[label = "figures\ndataset: cub", color = "0.10 0.6 0.85", style="rounded"];
+	2[label = "figures\ndataset: nabirds", color = "0.10 0.6 0.85", style="rounded"];
+	3[label = "splits", color = "0.27 0.6 0.85", style="rounded,dashed"];
+	1 -> 0
+	2 -> 0
+	3 -> 1
+}"""
+DOT += " " * 12 + "\n"
+
+
+def test_dag_jobs_reads_every_job_and_whether_it_runs():
+    assert dag_jobs(DOT) == [
+        ("all", True),
+        ("figures", True),
+        ("figures", True),
+        ("splits", False),
+    ]
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        DOT.replace("\t3 -> 1\n", "\t3 -> 1\nBuilding DAG of jobs...\n"),
+        DOT.replace('style="rounded,dashed"', 'style="dashed"'),
+        DOT.replace("\t2[", "\t1["),
+        DOT.replace("edge[", "edges["),
+        DOT.rsplit("}", 1)[0],
+        "",
+    ],
+)
+def test_dag_jobs_rejects_anything_it_does_not_know(broken: str):
+    with pytest.raises(ValueError):
+        dag_jobs(broken)
