@@ -22,6 +22,7 @@ from hierbench.protocol import (
     TABLE_FORMATS,
     cell_name,
 )
+from hierbench.seal import SealPaths
 from hierbench.taxonomy import checklist_fingerprint
 
 DATASETS = enabled_datasets(config)
@@ -150,7 +151,7 @@ def eval_config(dataset):
 
 def access_log(dataset):
     """The append-only log of every read of a dataset's sealed test data."""
-    return f"{LOGS}/{dataset}/lock/test_access.log"
+    return SealPaths.of(dataset, RESULTS, LOGS).access_log.as_posix()
 
 
 def sealed_inputs(dataset):

@@ -2,16 +2,28 @@
 # fairness audit succeeded; evaluation checks every artifact against it before reading test data.
 
 
+# Both outputs are update(): Snakemake keeps the previous lock until the job ends and restores it
+# when the job fails, so a refused re-seal leaves the old lock as it was.
 rule final_lock:
     input:
         unpack(lock_inputs),
     output:
-        f"{RESULTS}/{{dataset}}/lock/final_lock.json",
+        lock=update(f"{RESULTS}/{{dataset}}/lock/final_lock.json"),
+        history=update(
+            report(
+                f"{RESULTS}/{{dataset}}/lock/reseal_history.md",
+                caption="../report/reseals.rst",
+                category="Seal",
+                subcategory="{dataset}",
+            )
+        ),
     log:
         log_for(f"{RESULTS}/{{dataset}}/lock/final_lock.json"),
     params:
         code=code("stages.evaluation"),
         config=lambda wildcards: resolved_config(wildcards.dataset),
+        on_change=config["seal"]["on_change"],
+        access_log=lambda wildcards: access_log(wildcards.dataset),
     conda:
         "../environment.yml"
     script:

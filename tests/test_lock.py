@@ -36,6 +36,7 @@ def test_lock_records_every_artifact_and_the_config(tmp_path: Path):
     assert set(lock["artifacts"]) == {"checkpoints", "sealed"}
     assert len(lock["artifacts"]["checkpoints"]) == 2
     assert len(lock["config_sha256"]) == 64 and lock["training_finished_at"].endswith("+00:00")
+    assert lock["config"] == {"training": {"epochs": 3}}
 
 
 def test_unchanged_artifacts_verify(tmp_path: Path):
@@ -68,7 +69,7 @@ def test_malformed_lock_refuses(tmp_path: Path):
     with pytest.raises(LockError, match="not a valid lock"):
         read_lock(path)
     path.write_text(json.dumps({"lock_version": 99}))
-    with pytest.raises(LockError, match="not a version-1 Final lock"):
+    with pytest.raises(LockError, match="not a version-2 Final lock"):
         read_lock(path)
 
 

@@ -1,6 +1,7 @@
 """Write a dataset's Final lock: the hashes of everything evaluation may depend on."""
 
 from hierbench.jobs import start_job
+from hierbench.seal import SealPaths
 from hierbench.stages.evaluation import write_final_lock
 
 job = start_job(snakemake)
@@ -9,6 +10,8 @@ write_final_lock(
     snakemake.wildcards.dataset,
     snakemake.params.config,
     {group: list(snakemake.input[group]) for group in groups},
-    snakemake.output[0],
+    {"lock": snakemake.output.lock, "history": snakemake.output.history},
     job,
+    seal=SealPaths.for_lock(snakemake.output.lock, snakemake.params.access_log),
+    on_change=snakemake.params.on_change,
 )

@@ -19,6 +19,7 @@ from hierbench.config import ConfigError, check_inputs_exist, load_config
 from hierbench.effects import EffectsError, read_per_seed
 from hierbench.manifest import MANIFEST_NAME, manifest_table, report_json, report_lines, verify
 from hierbench.provenance import JobContext
+from hierbench.seal import SealPaths, archive_seal, list_reseals, reseal_lines, sealed_test_was_read
 from hierbench.shipped import shipped_file
 from hierbench.stages.tables import write_effects
 from hierbench.stages.taxonomy import build_cub_taxonomy, build_nabirds_taxonomy
@@ -134,7 +135,11 @@ def _audit(args: argparse.Namespace) -> int:
     if not args.results.is_dir():
         raise FileNotFoundError(f"results folder {args.results} does not exist")
     findings = verify(args.results, args.base)
-    print(report_json(findings) if args.json else "\n".join(report_lines(findings)))
+    reseals = list_reseals(args.results)
+    if args.json:
+        print(report_json(findings, reseals))
+    else:
+        print("\n".join(reseal_lines(reseals) + report_lines(findings)))
     table = manifest_table(findings)
     if not table.empty:
         job = JobContext(rule="cli:audit", code=code_hash(["manifest"]))
@@ -151,6 +156,29 @@ def _add_audit(commands: argparse._SubParsersAction) -> None:
         "--base", type=Path, default=Path("."), help="folder the recorded paths are relative to"
     )
     audit.set_defaults(handler=_audit)
+
+
+def _unseal(args: argparse.Namespace) -> int:
+    """Archive a dataset's lock, evaluations and access log, so a changed lock can be written."""
+    paths = SealPaths.of(args.dataset, args.results, args.logs)
+    if not paths.lock.is_file() and not sealed_test_was_read(paths):
+        print(f"{args.dataset}: no Final lock and no sealed read; nothing to unseal")
+        return 0
+    folder = archive_seal(paths, args.reason, [f"unsealed by hand: {args.reason}"])
+    print(f"{args.dataset}: the seal is archived in {folder}; run snakemake to write a new lock")
+    return 0
+
+
+def _add_unseal(commands: argparse._SubParsersAction) -> None:
+    """The `unseal` subcommand."""
+    unseal = commands.add_parser(
+        "unseal", help="archive a dataset's Final lock and its evaluations, with a reason"
+    )
+    unseal.add_argument("dataset")
+    unseal.add_argument("--reason", required=True, help="why the seal is opened (recorded)")
+    unseal.add_argument("--results", type=Path, default=Path("results"))
+    unseal.add_argument("--logs", type=Path, default=Path("logs"))
+    unseal.set_defaults(handler=_unseal)
 
 
 def _add_effects(commands: argparse._SubParsersAction) -> None:
@@ -214,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_taxonomy(commands)
     _add_effects(commands)
     _add_audit(commands)
+    _add_unseal(commands)
     return parser
 
 

@@ -1,7 +1,8 @@
 """Bridge from a running Snakemake job to the library: its log file and its provenance context.
 
 Workflow scripts call :func:`start_job` first thing; it sends stderr and Python logging to the
-rule's ``log:`` file and returns the :class:`JobContext` every artifact writer needs. The
+rule's ``log:`` file, verifies every recorded input against its record
+(:mod:`hierbench.integrity`) and returns the :class:`JobContext` every artifact writer needs. The
 ``snakemake`` object is only read here, by attribute, so the library never imports Snakemake.
 """
 
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hierbench.integrity import verify_recorded_inputs
 from hierbench.provenance import JobContext
 
 CODE_PARAM = "code"
@@ -64,11 +66,13 @@ def limit_threads(threads: int) -> None:
 
 
 def start_job(smk: Any) -> JobContext:
-    """Send the job's stderr to its log file, cap its threads, and return its provenance context."""
+    """Send the job's stderr to its log file, cap its threads, refuse inputs that no longer match
+    their provenance records, and return the job's provenance context."""
     if smk.log:
         send_stderr_to_log(smk.log[0])
     limit_threads(getattr(smk, "threads", 1))
     job = job_context(smk)
+    verify_recorded_inputs(job.inputs)
     logging.getLogger("hierbench").info(
         "rule %s wildcards %s code %s", job.rule, job.wildcards, job.code[:12]
     )

@@ -3,7 +3,8 @@
 The lock is written only after every final cell and the fairness audit succeeded. It records
 the SHA256 of the resolved config and of every artifact the evaluation depends on (taxonomy,
 both feature artifacts, both split manifests and the sealed split table, every checkpoint and
-every audit) and when training finished. Evaluation verifies a checkpoint and the sealed
+every audit), the config itself (so that a re-seal can name the keys that changed) and when
+training finished. Evaluation verifies a checkpoint and the sealed
 artifacts against the lock before it reads any test data, and refuses on any mismatch.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from hierbench.hashing import canonical_json, sha256_bytes, sha256_path
 
-LOCK_VERSION = 1
+LOCK_VERSION = 2
 
 
 class LockError(RuntimeError):
@@ -51,6 +52,7 @@ def build_lock(
         "lock_version": LOCK_VERSION,
         "dataset": dataset,
         "config_sha256": config_digest(config),
+        "config": config,
         "artifacts": groups,
         "training_finished_at": training_finished_at(groups["checkpoints"]),
     }

@@ -17,6 +17,7 @@ import pandas as pd
 
 from hierbench.artifacts import PROVENANCE_SUFFIX
 from hierbench.hashing import TREE_HASH_IGNORED, canonical_json, sha256_bytes, sha256_path
+from hierbench.seal import RESEALS
 
 MANIFEST_NAME = "MANIFEST.parquet"
 
@@ -35,9 +36,14 @@ class Finding:
         return not self.problems
 
 
+def _archived(path: Path, results: Path) -> bool:
+    """Whether a path lies in an archived re-seal (listed by the audit, not verified)."""
+    return RESEALS in path.relative_to(results).parts[:-1]
+
+
 def _records(results: Path) -> list[Path]:
-    """Every provenance record under ``results``, sorted."""
-    return sorted(results.rglob(f"*{PROVENANCE_SUFFIX}"))
+    """Every provenance record under ``results`` outside archived re-seals, sorted."""
+    return sorted(p for p in results.rglob(f"*{PROVENANCE_SUFFIX}") if not _archived(p, results))
 
 
 def _artifact_of(record_path: Path) -> Path:
@@ -55,7 +61,7 @@ def unrecorded(results: Path) -> list[Path]:
             continue
         if path in recorded or path.name in TREE_HASH_IGNORED or path.name.startswith("."):
             continue
-        if any(folder in path.parents for folder in folders):
+        if any(folder in path.parents for folder in folders) or _archived(path, results):
             continue
         loose.append(path)
     return loose
@@ -125,7 +131,7 @@ def report_lines(findings: list[Finding]) -> list[str]:
     return lines
 
 
-def report_json(findings: list[Finding]) -> str:
+def report_json(findings: list[Finding], reseals: list[dict[str, Any]] | None = None) -> str:
     """Machine-readable findings: every artifact, its verdict, problems and software."""
     items = [
         {
@@ -139,4 +145,5 @@ def report_json(findings: list[Finding]) -> str:
     ]
     failed = sum(not f.passed for f in findings)
     summary = {"verified": len(findings) - failed, "failed": failed}
-    return json.dumps({"artifacts": items, "summary": summary}, indent=2, sort_keys=True)
+    document = {"artifacts": items, "summary": summary, "reseals": reseals or []}
+    return json.dumps(document, indent=2, sort_keys=True)
