@@ -1,7 +1,7 @@
 # Path wiring and wildcard constraints only; every decision is a tested library function.
 
 from hierbench.codehash import code_hash
-from hierbench.config import enabled_datasets
+from hierbench.config import enabled_datasets, locked_config
 from hierbench.hashing import source_fingerprint
 from hierbench.protocol import (
     ARMS_SUMMARY,
@@ -192,8 +192,7 @@ def eval_outputs(dataset):
 
 def resolved_config(dataset):
     """The resolved config as it concerns one dataset (what its Final lock hashes)."""
-    shared = {key: value for key, value in config.items() if key != "datasets"}
-    return {**shared, "datasets": {dataset: config["datasets"][dataset]}}
+    return locked_config(config, dataset)
 
 
 def table_outputs(prefix):

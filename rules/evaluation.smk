@@ -3,7 +3,9 @@
 
 
 # Both outputs are update(): Snakemake keeps the previous lock until the job ends and restores it
-# when the job fails, so a refused re-seal leaves the old lock as it was.
+# when the job fails, so a refused re-seal leaves the old lock as it was. The script reads
+# seal.on_change from the config, not from params: changing the policy reruns nothing, and it
+# is not part of what the lock covers.
 rule final_lock:
     input:
         unpack(lock_inputs),
@@ -22,7 +24,6 @@ rule final_lock:
     params:
         code=code("stages.evaluation"),
         config=lambda wildcards: resolved_config(wildcards.dataset),
-        on_change=config["seal"]["on_change"],
         access_log=lambda wildcards: access_log(wildcards.dataset),
     conda:
         "../environment.yml"

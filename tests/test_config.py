@@ -15,6 +15,7 @@ from hierbench.config import (
     check_inputs_exist,
     load_config,
     load_yaml,
+    locked_config,
     missing_inputs,
     validate_config,
 )
@@ -166,3 +167,15 @@ def test_bad_config_file_stops_the_dry_run_naming_the_key(repo_copy: Path):
     result = snakemake(repo_copy, "-n", "--configfile", "bad.yaml", check=False)
     assert result.returncode != 0
     assert "config key 'training.epochs'" in result.stdout
+
+
+def test_the_locked_config_leaves_out_other_datasets_and_the_seal_policy():
+    config = {
+        "training": {"lr": 5e-5},
+        "seal": {"on_change": "refuse"},
+        "datasets": {"cub": {"source": "demo"}, "nabirds": {"source": "demo"}},
+    }
+    assert locked_config(config, "cub") == {
+        "training": {"lr": 5e-5},
+        "datasets": {"cub": {"source": "demo"}},
+    }

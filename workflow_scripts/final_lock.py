@@ -13,5 +13,5 @@ write_final_lock(
     {"lock": snakemake.output.lock, "history": snakemake.output.history},
     job,
     seal=SealPaths.for_lock(snakemake.output.lock, snakemake.params.access_log),
-    on_change=snakemake.params.on_change,
+    on_change=snakemake.config["seal"]["on_change"],
 )

@@ -166,3 +166,17 @@ def load_config(path: str | Path, schema_path: str | Path = SCHEMA_PATH) -> dict
         return validate_config(load_yaml(path), load_yaml(schema_path))
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}") from None
+
+
+# Keys that say how the pipeline runs, not what the study is: not covered by the Final lock.
+UNLOCKED_KEYS = ("seal",)
+
+
+def locked_config(config: dict[str, Any], dataset: str) -> dict[str, Any]:
+    """The resolved config as it concerns one dataset: what its Final lock covers.
+
+    Other datasets' blocks are left out (changing one dataset never re-seals another), and so is
+    the seal policy, which says how a changed lock is handled rather than what it covers.
+    """
+    shared = {k: v for k, v in config.items() if k != "datasets" and k not in UNLOCKED_KEYS}
+    return {**shared, "datasets": {dataset: config["datasets"][dataset]}}
