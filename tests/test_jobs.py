@@ -10,6 +10,8 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
+from hierbench.artifacts import write_text
+from hierbench.integrity import TamperedArtifactError
 from hierbench.jobs import job_context, limit_threads, send_stderr_to_log, start_job
 from hierbench.provenance import JobContext
 
@@ -165,3 +167,14 @@ def test_start_job_without_a_log_leaves_stderr_alone(fake_torch: list[int]):
     assert sys.stderr is before
     assert fake_torch == [1]
     assert job.rule == "stage_input"
+
+
+@pytest.mark.usefixtures("restore_stderr_and_logging")
+def test_start_job_refuses_an_input_edited_after_it_was_written(
+    tmp_path: Path, fake_torch: list[int]
+):
+    features = write_text("features\n", tmp_path / "features/dev.parquet", JobContext(rule="x"))
+    features.write_text("edited by hand\n")
+    smk = fake_job(input=Named(features=str(features)), log=Named(log=str(tmp_path / "j.log")))
+    with pytest.raises(TamperedArtifactError, match=r"features/dev\.parquet does not match"):
+        start_job(smk)
