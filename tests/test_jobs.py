@@ -10,7 +10,8 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
-from hierbench.artifacts import write_text
+from hierbench.artifacts import provenance_path
+from hierbench.hashing import sha256_file
 from hierbench.integrity import TamperedArtifactError
 from hierbench.jobs import job_context, limit_threads, send_stderr_to_log, start_job
 from hierbench.provenance import JobContext
@@ -173,7 +174,11 @@ def test_start_job_without_a_log_leaves_stderr_alone(fake_torch: list[int]):
 def test_start_job_refuses_an_input_edited_after_it_was_written(
     tmp_path: Path, fake_torch: list[int]
 ):
-    features = write_text("features\n", tmp_path / "features/dev.parquet", JobContext(rule="x"))
+    features = tmp_path / "features/dev.parquet"
+    features.parent.mkdir()
+    features.write_text("features\n")
+    record = {"sha256": sha256_file(features), "rule": "features_dev"}
+    provenance_path(features).write_text(json.dumps(record))
     features.write_text("edited by hand\n")
     smk = fake_job(input=Named(features=str(features)), log=Named(log=str(tmp_path / "j.log")))
     with pytest.raises(TamperedArtifactError, match=r"features/dev\.parquet does not match"):
