@@ -135,3 +135,13 @@ def test_canonical_json_sorts_keys_and_rejects_nan():
     with pytest.raises(ValueError):
         canonical_json({"x": float("nan")})
     assert json.loads(canonical_json({"é": 1})) == {"é": 1}
+
+
+def test_temporaries_of_a_killed_writer_are_removed_by_the_next_write(tmp_path: Path):
+    target = tmp_path / "features.parquet"
+    stale = tmp_path / ".features.parquet.k1ll3d.tmp"
+    stale.write_text("half")
+    other = tmp_path / ".other.parquet.abc.tmp"
+    other.write_text("another target's temporary stays")
+    write_json({"a": 1}, target, JOB)
+    assert not stale.exists() and other.exists()

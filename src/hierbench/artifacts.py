@@ -10,6 +10,7 @@ that exists always has a matching record beside it (``<target>.prov.json``).
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import shutil
@@ -26,6 +27,7 @@ from hierbench.hashing import TREE_HASH_IGNORED, canonical_json, sha256_file, sh
 from hierbench.provenance import JobContext, build_record
 
 PROVENANCE_SUFFIX = ".prov.json"
+TMP_SUFFIX = ".tmp"
 FILE_MODE = 0o644  # mkstemp creates 0600 files; artifacts are meant to be read by others
 
 # Fixed writer settings: equal tables give equal bytes for a given pyarrow version.
@@ -46,6 +48,15 @@ def provenance_path(target: str | os.PathLike[str]) -> Path:
     return target.with_name(target.name + PROVENANCE_SUFFIX)
 
 
+def remove_stale_temporaries(target: str | os.PathLike[str]) -> list[Path]:
+    """Remove temporaries of ``target`` left by a killed writer (one job writes a target)."""
+    target = Path(target)
+    stale = sorted(target.parent.glob(f".{glob.escape(target.name)}.*{TMP_SUFFIX}"))
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; rename it onto ``target`` only on success.
@@ -54,7 +65,8 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    remove_stale_temporaries(target)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=TMP_SUFFIX, dir=target.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
