@@ -90,10 +90,13 @@ def test_a_full_disk_while_writing_the_record_leaves_no_half_written_file(tmp_pa
     def no_space(value, target):
         raise OSError(errno.ENOSPC, "No space left on device")
 
+    old = _artifact(tmp_path / "o.txt", "old\n")
     monkeypatch.setattr(artifacts, "write_json_plain", no_space)
     with pytest.raises(OSError, match="No space left"):
         write_text("new\n", tmp_path / "n.txt", JOB)
-    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(OSError, match="No space left"):
+        write_text("new\n", old, JOB)
+    assert list(tmp_path.iterdir()) == []  # no target, no stale record, no temporary
 
 
 # -------------------------------------------------------------------------------- re-seal

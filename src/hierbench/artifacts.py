@@ -101,8 +101,9 @@ def publish(
     target = Path(target)
     with atomic_path(target) as tmp:
         write(tmp)
-        target.unlink(missing_ok=True)
         record = build_record(target, sha256_file(tmp), tmp.stat().st_size, job, extra=extra)
+        target.unlink(missing_ok=True)
+        provenance_path(target).unlink(missing_ok=True)  # a failed write leaves no stale record
         write_json_plain(record, provenance_path(target))
     return target
 
