@@ -107,3 +107,25 @@ def test_config_finds_the_shipped_schema_from_any_folder(tmp_path: Path, monkeyp
     assert json.loads(capsys.readouterr().out)["datasets"]["cub"]["classes"] == (
         "resources/cub_classes.txt"
     )
+
+
+def test_unseal_archives_the_seal_with_its_reason(tmp_path: Path, capsys):
+    lock = tmp_path / "results/cub/lock/final_lock.json"
+    access_log = tmp_path / "logs/cub/lock/test_access.log"
+    for path, text in ((lock, "{}"), (access_log, "2026-11-30 cub ER-42 (evaluate_cell)\n")):
+        path.parent.mkdir(parents=True)
+        path.write_text(text)
+    paths = ["--results", str(tmp_path / "results"), "--logs", str(tmp_path / "logs")]
+    assert main(["unseal", "cub", "--reason", "new checklist version", *paths]) == 0
+    assert "archived in" in capsys.readouterr().out
+    record = json.loads((tmp_path / "results/cub/reseals/001/reseal.json").read_text())
+    assert record["reason"] == "new checklist version" and record["test_reads"] == 1
+    assert not lock.exists() and not access_log.exists()
+    assert main(["unseal", "cub", "--reason", "again", *paths]) == 0
+    assert "nothing to unseal" in capsys.readouterr().out
+
+
+def test_unseal_needs_a_reason(capsys):
+    with pytest.raises(SystemExit):
+        main(["unseal", "cub"])
+    assert "--reason" in capsys.readouterr().err
