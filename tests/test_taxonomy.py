@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -498,7 +499,10 @@ def test_shuffle_nabirds_invariants(nabirds):
     mid_high = nabirds.drop_duplicates("middle").set_index("middle")["high"]
     new_high = shuf.drop_duplicates("middle").set_index("middle")["high"]
     assert report["middle_high_fixed_points"] == int((mid_high == new_high[mid_high.index]).sum())
-    assert 0 < report["middle_high_fixed_points"] < report["n_middles"] // 2
+    # Parents per Supergroup are kept, so the largest Supergroup (205 of 404 Parents) forces
+    # 2·205 − 404 = 6 Parents to keep it; the shuffle meets that bound exactly.
+    assert report["middle_high_fixed_point_bound"] == 6
+    assert report["middle_high_fixed_points"] == 6
     again, again_report = tx.shuffle_taxonomy(nabirds.sample(frac=1, random_state=1))
     pd.testing.assert_frame_equal(shuf, again)
     assert again_report == report
@@ -510,6 +514,23 @@ def test_shuffle_cub_invariants(cub_table):
     shuf, report = tx.shuffle_taxonomy(cub_table, seed=7)
     assert_shuffle_invariants(cub_table, shuf)
     assert "genus" not in shuf.columns and report["n_middles"] == 123
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_rehanging_keeps_counts_and_meets_the_fixed_point_bound(seed: int):
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 12, size=rng.integers(2, 8))
+    if seed % 3 == 0:
+        sizes[0] = sizes.sum() + seed  # a group larger than all others together
+    labels = np.repeat(np.arange(len(sizes)), sizes).astype(str)
+    labels = labels[rng.permutation(len(labels))]
+    new = tx.rehang_with_fewest_fixed_points(labels, np.random.default_rng(seed))
+    assert sorted(new) == sorted(labels)
+    bound = max(0, 2 * int(sizes.max()) - len(labels))
+    assert tx.fixed_point_bound(labels) == bound
+    assert int((new == labels).sum()) == bound
+    again = tx.rehang_with_fewest_fixed_points(labels, np.random.default_rng(seed))
+    assert (again == new).all()
 
 
 def test_shuffle_impossible_raises():

@@ -43,7 +43,12 @@ from .matching import (
 )
 from .nabirds import nabirds_taxonomy
 from .report import match_report_markdown
-from .shuffle import DEFAULT_SHUFFLE_SEED, shuffle_taxonomy
+from .shuffle import (
+    DEFAULT_SHUFFLE_SEED,
+    fixed_point_bound,
+    rehang_with_fewest_fixed_points,
+    shuffle_taxonomy,
+)
 
 __all__ = [
     "CHECKLIST_COLUMNS",
@@ -65,6 +70,7 @@ __all__ = [
     "checklist_fingerprint",
     "common_name_from_class",
     "default_schema_path",
+    "fixed_point_bound",
     "load_alias_file",
     "load_checklist",
     "load_checklist_csv",
@@ -74,5 +80,6 @@ __all__ = [
     "nabirds_taxonomy",
     "normalise_name",
     "read_cub_classes",
+    "rehang_with_fewest_fixed_points",
     "shuffle_taxonomy",
 ]

@@ -19,8 +19,10 @@ def shuffle_taxonomy(
 
     Leaf labels stay; every middle group keeps its size and every high group its number
     of middles; no leaf keeps its middle (new middle != old middle). Middles are then
-    re-hung under highs by a seeded permutation (fixed points allowed, counted). Returns
-    the generic columns only (dataset-specific ones like genus would be stale).
+    re-hung under highs with the fewest fixed points the group sizes allow (see
+    :func:`rehang_with_fewest_fixed_points`). Returns the generic columns only
+    (dataset-specific ones like genus would be stale) and a report of both fixed-point counts
+    and the bound.
     """
     base = tax.sort_values("class_id", ignore_index=True)
     require_unique(base, "leaf", "taxonomy table")
@@ -29,7 +31,7 @@ def shuffle_taxonomy(
     old_middle = base["middle"].astype(str).to_numpy()
     new_middle = _derange_groups(old_middle, rng)
     mid_high = base.drop_duplicates("middle").set_index("middle")["high"].sort_index()
-    permuted = rng.permutation(mid_high.to_numpy())
+    permuted = rehang_with_fewest_fixed_points(mid_high.to_numpy(), rng)
     new_high = dict(zip(mid_high.index, permuted, strict=True))
     out = base[["class_id", "class_name", "leaf"]].copy()
     out["middle"] = new_middle
@@ -45,6 +47,7 @@ def shuffle_taxonomy(
         "n_highs": int(mid_high.nunique()),
         "leaf_fixed_points": int((new_middle == old_middle).sum()),
         "middle_high_fixed_points": int((permuted == mid_high.to_numpy()).sum()),
+        "middle_high_fixed_point_bound": fixed_point_bound(mid_high.to_numpy()),
     }
     return add_level_codes(out), report
 
@@ -66,3 +69,33 @@ def _derange_groups(groups: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         j = ok[rng.integers(len(ok))]
         slots[i], slots[j] = slots[j], slots[i]
     return slots
+
+
+def fixed_point_bound(labels: np.ndarray) -> int:
+    """The fewest fixed points of any count-preserving permutation of ``labels``: the items of
+    the largest group beyond half of all items must keep their label, max(0, 2·n_max − N)."""
+    _, sizes = np.unique(labels, return_counts=True)
+    return max(0, 2 * int(sizes.max()) - len(labels)) if len(labels) else 0
+
+
+def rehang_with_fewest_fixed_points(labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A seeded permutation of ``labels`` (counts kept) with exactly :func:`fixed_point_bound`
+    items keeping their label.
+
+    The items are laid out group by group, the largest group first and the others in a seeded
+    order, each group's items in a seeded order; item i then takes the label n_max places
+    further along the layout (cyclically). A group's items receive labels from a stretch that
+    starts n_max ≥ its size later, so only the largest group can wrap onto itself, and then on
+    exactly 2·n_max − N of its items.
+    """
+    groups, sizes = np.unique(labels, return_counts=True)
+    if not len(labels):
+        return labels.copy()
+    largest = int(sizes.argmax())
+    others = [int(g) for g in rng.permutation(len(groups)) if g != largest]
+    layout = np.concatenate(
+        [rng.permutation(np.flatnonzero(labels == groups[g])) for g in [largest, *others]]
+    )
+    result = np.empty_like(labels)
+    result[layout] = np.roll(labels[layout], -int(sizes.max()))
+    return result
