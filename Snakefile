@@ -5,6 +5,7 @@
 from snakemake.utils import min_version, validate
 
 from hierbench.config import check_inputs_exist, load_yaml, validate_config
+from hierbench.controls.curvature import POINT_PATTERN
 from hierbench.protocol import DATASETS, GEOMETRIES, LOSSES, alternatives
 
 min_version("9.0")
@@ -26,6 +27,7 @@ wildcard_constraints:
     loss=alternatives(LOSSES),
     seed=r"\d+",
     tau=r"[0-9.]+",
+    point=POINT_PATTERN,
 
 
 include: "rules/common.smk"

@@ -2,9 +2,12 @@
 
 from hierbench.codehash import code_hash
 from hierbench.config import enabled_datasets, locked_config
+from hierbench.controls.curvature import curvature_points, parse_point, point_label
 from hierbench.hashing import source_fingerprint
 from hierbench.protocol import (
     ARMS_SUMMARY,
+    CURVATURE_CONTROL,
+    CURVATURE_TABLES,
     EFFECT_TABLES,
     EFFECTS_BY_SEED,
     FIGURE_FORMATS,
@@ -53,6 +56,9 @@ def final_outputs():
     ]
     if "nabirds" in DATASETS:
         targets.append(f"{RESULTS}/nabirds/taxonomy/shuffled.parquet")
+    targets += [
+        path for dataset in DATASETS if curvature_labels(dataset) for path in curvature_outputs(dataset)
+    ]
     return targets
 
 
@@ -166,8 +172,9 @@ def lock_inputs(wildcards):
     """Everything the Final lock of a dataset records (and waits for)."""
     dataset = wildcards.dataset
     return {
-        "checkpoints": cell_outputs(dataset, "model.safetensors"),
-        "records": cell_outputs(dataset, "record.json"),
+        "checkpoints": cell_outputs(dataset, "model.safetensors")
+        + curvature_cells(dataset, "model.safetensors"),
+        "records": cell_outputs(dataset, "record.json") + curvature_cells(dataset, "record.json"),
         "audits": [f"{RESULTS}/{dataset}/audit/fairness.parquet"],
         "taxonomy": [f"{RESULTS}/{dataset}/taxonomy/taxonomy.parquet"],
         "features": [f"{RESULTS}/{dataset}/features/dev.parquet"],
@@ -227,3 +234,54 @@ def real_sources(wildcards):
     block = config["datasets"][wildcards.dataset]
     root = block["root"] if block["source"] == "folder" else None
     return source_identity(root, *backbone_weights_input(wildcards))
+
+
+# ---- the curvature/radius control (H_R at other operating points, matched to the factorial)
+
+
+def curvature_labels(dataset):
+    """The control's point labels of a dataset (none when it is switched off)."""
+    return [point_label(c, r) for c, r in curvature_points(config, dataset)]
+
+
+def curvature_cells(dataset, name):
+    """One output file of every curvature-control cell of a dataset."""
+    return [
+        f"{RESULTS}/{dataset}/cells/{CURVATURE_CONTROL}/{label}/{cell_name(POINCARE, REGRESSION, seed)}/{name}"
+        for label in curvature_labels(dataset)
+        for seed in config["training"]["seeds"]
+    ]
+
+
+def curvature_evals(dataset):
+    """Every evaluation summary of a dataset's curvature-control cells."""
+    return [
+        f"{RESULTS}/{dataset}/eval/{CURVATURE_CONTROL}/{label}/{cell_name(POINCARE, REGRESSION, seed)}_summary.parquet"
+        for label in curvature_labels(dataset)
+        for seed in config["training"]["seeds"]
+    ]
+
+
+def factorial_summaries(dataset, geometry, loss):
+    """The evaluation summaries of one factorial arm, every seed."""
+    return [
+        f"{RESULTS}/{dataset}/eval/{cell_name(geometry, loss, seed)}_summary.parquet"
+        for seed in config["training"]["seeds"]
+    ]
+
+
+def point_hyperbolic(point):
+    """The Poincaré operating point a point label names, as the config spells one."""
+    curvature, radius = parse_point(point)
+    return {"curvature": curvature, "radius": radius}
+
+
+def curvature_outputs(dataset):
+    """Every file the curvature-control tables write for a dataset."""
+    tables = [
+        f"{RESULTS}/{dataset}/tables/controls/{name}.{ext}"
+        for name in CURVATURE_TABLES
+        for ext in TABLE_FORMATS
+    ]
+    per_seed = [f"{RESULTS}/{dataset}/tables/controls/{CURVATURE_CONTROL}_{PER_SEED_TABLE}.parquet"]
+    return tables + per_seed + figure_outputs(dataset, CURVATURE_CONTROL)

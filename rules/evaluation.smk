@@ -73,3 +73,27 @@ rule evaluate_frozen:
         "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"
+
+
+rule evaluate_curvature_cell:
+    input:
+        unpack(lambda wildcards: sealed_inputs(wildcards.dataset)),
+        lock=f"{RESULTS}/{{dataset}}/lock/final_lock.json",
+        model=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}/model.safetensors",
+        record=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}/record.json",
+    output:
+        per_query=f"{RESULTS}/{{dataset}}/eval/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}.parquet",
+        summary=f"{RESULTS}/{{dataset}}/eval/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}_summary.parquet",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/eval/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}.parquet"),
+    benchmark:
+        benchmark_for(f"{RESULTS}/{{dataset}}/eval/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}.parquet")
+    params:
+        code=code("stages.evaluation"),
+        config=lambda wildcards: eval_config(wildcards.dataset),
+        access_log=lambda wildcards: access_log(wildcards.dataset),
+        variant=lambda wildcards: wildcards.point,
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/evaluate.py"

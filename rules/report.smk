@@ -50,3 +50,31 @@ rule figures:
         "../environment.yml"
     script:
         "../workflow_scripts/figures.py"
+
+
+rule curvature_tables:
+    input:
+        points=lambda wildcards: curvature_evals(wildcards.dataset),
+        references=lambda wildcards: factorial_summaries(wildcards.dataset, "E", "R")
+        + factorial_summaries(wildcards.dataset, "H", "R"),
+    output:
+        per_seed=[f"{RESULTS}/{{dataset}}/tables/controls/{CURVATURE_CONTROL}_{PER_SEED_TABLE}.parquet"],
+        table=[f"{RESULTS}/{{dataset}}/tables/controls/{CURVATURE_TABLES[0]}.{ext}" for ext in TABLE_FORMATS],
+        contrasts=[
+            f"{RESULTS}/{{dataset}}/tables/controls/{CURVATURE_TABLES[1]}.{ext}" for ext in TABLE_FORMATS
+        ],
+        figure=report(
+            figure_outputs("{dataset}", CURVATURE_CONTROL),
+            caption="../report/curvature.rst",
+            category="Controls",
+            subcategory="{dataset}",
+        ),
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/tables/controls/{CURVATURE_CONTROL}.md"),
+    params:
+        code=code("stages.controls"),
+        operating_point=lambda wildcards: config["datasets"][wildcards.dataset]["hyperbolic"],
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/curvature_tables.py"

@@ -58,10 +58,38 @@ rule train_cell:
         "../workflow_scripts/train_cell.py"
 
 
+rule train_curvature_cell:
+    input:
+        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
+        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+    output:
+        model=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}/model.safetensors",
+        log=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}/train_log.parquet",
+        record=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}/record.json",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}/model.safetensors"),
+    benchmark:
+        benchmark_for(
+            f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}/model.safetensors"
+        )
+    params:
+        code=code("stages.training"),
+        config=lambda wildcards: model_config(wildcards.dataset),
+        hyperbolic=lambda wildcards: point_hyperbolic(wildcards.point),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/train_curvature_cell.py"
+
+
+# The fairness audit covers the control's cells too: same initial weights and batch order as
+# the factorial's cells of their seed.
 rule fairness_audit:
     input:
-        records=lambda wildcards: cell_outputs(wildcards.dataset, "record.json"),
-        models=lambda wildcards: cell_outputs(wildcards.dataset, "model.safetensors"),
+        records=lambda wildcards: cell_outputs(wildcards.dataset, "record.json")
+        + curvature_cells(wildcards.dataset, "record.json"),
+        models=lambda wildcards: cell_outputs(wildcards.dataset, "model.safetensors")
+        + curvature_cells(wildcards.dataset, "model.safetensors"),
         features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
         splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
     output:

@@ -94,7 +94,7 @@ def _edit_the_audit_and_its_record(repo: Path) -> None:
 def _with_policy(repo: Path, policy: str) -> tuple[str, str]:
     config = yaml.safe_load((repo / "configs/tiny.yaml").read_text())
     config["seal"] = {"on_change": policy}
-    (repo / f"configs/tiny-{policy}.yaml").write_text(yaml.safe_dump(config))
+    (repo / f"configs/tiny-{policy}.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return ("--configfile", f"configs/tiny-{policy}.yaml")
 
 
@@ -213,7 +213,7 @@ def _as_real_folder(repo: Path) -> tuple[Path, tuple[str, str]]:
     config = yaml.safe_load((repo / "configs/tiny.yaml").read_text())
     config["datasets"]["cub"] |= {"source": "folder", "root": "data/CUB_200_2011"}
     config["datasets"]["cub"].pop("demo")
-    (repo / "configs/tiny-folder.yaml").write_text(yaml.safe_dump(config))
+    (repo / "configs/tiny-folder.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return root, ("--configfile", "configs/tiny-folder.yaml")
 
 

@@ -20,4 +20,5 @@ else:
         snakemake.input.model,
         *sealed,
         **common,
+        variant=getattr(snakemake.params, "variant", None),
     )

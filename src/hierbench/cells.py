@@ -122,10 +122,12 @@ def cell_spec(
     *,
     tau: float | None = None,
     epochs: int | None = None,
+    hyperbolic: dict[str, float] | None = None,
 ) -> CellSpec:
-    """The spec of a cell from the resolved config (``epochs`` overrides, for tuning runs)."""
+    """The spec of a cell from the resolved config (``epochs`` overrides, for tuning runs;
+    ``hyperbolic`` another Poincaré operating point, for the curvature control)."""
     training, head = config["training"], config["head"]
-    hyperbolic = config["datasets"][dataset]["hyperbolic"]
+    hyperbolic = hyperbolic or config["datasets"][dataset]["hyperbolic"]
     weights = training["supcon_weights"]
     return CellSpec(
         dataset=dataset,

@@ -110,3 +110,20 @@ def prototype_norms(embeddings: np.ndarray, labels: np.ndarray, curvature: float
             point = ball.expmap0(torch.as_tensor(mean[None, :], dtype=torch.float64))
             rows.append({"level": level, "group": int(group), "norm": float(point.norm())})
     return pd.DataFrame(rows)
+
+
+def curvature_figure(per_seed: pd.DataFrame, order: list[str], title: str) -> Figure:
+    """Mean hierarchy mAP of each curvature-control variant: seed points and mean ± SD."""
+    figure = Figure(figsize=(7.0, 3.6))
+    axis = figure.subplots()
+    rows = per_seed[(per_seed["metric"] == "map") & (per_seed["level"] == "mean_hierarchy")]
+    for position, variant in enumerate(order):
+        values = rows[rows["variant"] == variant].sort_values("seed")["value"].to_numpy()
+        axis.scatter(np.full(len(values), position), values, color="0.6", s=14, zorder=2)
+        sd = values.std(ddof=1) if len(values) > 1 else 0.0
+        axis.errorbar(position, values.mean(), yerr=sd, fmt="o", color="C0", capsize=4, zorder=3)
+    axis.set_xticks(range(len(order)), order, rotation=30, ha="right")
+    axis.set_ylabel("mean hierarchy mAP")
+    axis.set_title(title)
+    figure.tight_layout()
+    return figure

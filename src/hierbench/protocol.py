@@ -49,6 +49,9 @@ PER_SEED_TABLE = "per_seed"
 SUMMARY_PAGE = "summary.md"
 FIGURES: tuple[str, ...] = ("effects", "map_by_level", "hyperbolic_norms")
 FIGURE_FORMATS: tuple[str, ...] = ("png", "pdf")
+# The controls: each one's name in paths, its tables and its figure.
+CURVATURE_CONTROL = "curvature"
+CURVATURE_TABLES: tuple[str, ...] = ("curvature", "curvature_contrasts")
 
 
 def cell_name(geometry: str, loss: str, seed: int | str) -> str:

@@ -141,8 +141,9 @@ def archive_seal(paths: SealPaths, reason: str, changes: list[str]) -> Path:
     }
     folder.mkdir(parents=True, exist_ok=False)
     record["moved"] += _move(paths.lock, folder / "lock")
-    for evaluation in sorted(paths.eval_dir.glob("*.parquet")):
-        record["moved"] += _move(evaluation, folder / "eval")
+    for evaluation in sorted(paths.eval_dir.rglob("*.parquet")):
+        relative = evaluation.parent.relative_to(paths.eval_dir)
+        record["moved"] += _move(evaluation, folder / "eval" / relative)
     record["moved"] += _move(paths.access_log, folder / "lock")
     write_json_plain(record, folder / RESEAL_RECORD)
     return folder

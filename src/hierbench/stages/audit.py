@@ -50,10 +50,10 @@ def audit_cells(
         spec = CellSpec.from_record(record)
         model = load_checkpoint(checkpoint, spec, x.shape[1])
         digest = verification_digest(embed(model, x[:VERIFICATION_ROWS]))
-        rows.append(check_reload(spec.cell, record["verification_sha256"], digest))
+        rows.append(check_reload(record["cell"], record["verification_sha256"], digest))
         if spec.geometry == POINCARE:
             norms = np.linalg.norm(embed(model, x), axis=1)
-            rows.append(check_inside_ball(spec.cell, float(norms.max()), spec.curvature))
+            rows.append(check_inside_ball(record["cell"], float(norms.max()), spec.curvature))
     table = audit_table(rows)
     log.info("%s fairness audit:\n%s", dataset, table.to_string(index=False))
     raise_on_failure(table, dataset)

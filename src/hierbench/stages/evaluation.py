@@ -178,11 +178,16 @@ def evaluate_cell_on_sealed_test(
     job: JobContext,
     *,
     access_log: str | Path,
+    variant: str | None = None,
 ) -> pd.DataFrame:
-    """Verify the lock, then score one final cell on every sealed query/gallery draw."""
+    """Verify the lock, then score one final cell on every sealed query/gallery draw.
+
+    ``variant`` labels a control's cell (a curvature point) in a ``variant`` column.
+    """
     verify_against_lock(lock, [checkpoint, sealed_features, sealed_splits])
     spec = CellSpec.from_record(json.loads(Path(record).read_text(encoding="utf-8")))
-    _note_test_access(access_log, f"{dataset} {spec.cell} ({job.rule})")
+    what = f"{spec.cell} {variant}" if variant else spec.cell
+    _note_test_access(access_log, f"{dataset} {what} ({job.rule})")
     ids, labels, matrix = read_labelled_features(sealed_features)
     model = load_checkpoint(checkpoint, spec, matrix.shape[1])
     metric = _metric_settings(config, GEOMETRY_NAMES[spec.geometry], spec.curvature)
@@ -201,7 +206,7 @@ def evaluate_cell_on_sealed_test(
         "geometry": spec.geometry,
         "loss": spec.loss,
         "seed": spec.seed,
-    }
+    } | ({"variant": variant} if variant else {})
     _write_scores(per_query, summary, identity, outputs, job)
     return summary.assign(**identity)
 

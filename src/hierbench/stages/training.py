@@ -55,16 +55,22 @@ def train_final_cell(
     job: JobContext,
     *,
     selection: str | Path | None = None,
+    hyperbolic: dict[str, float] | None = None,
+    label: str | None = None,
 ) -> dict[str, Any]:
-    """Train one final cell on ``final/train`` and write checkpoint, log and record."""
+    """Train one final cell on ``final/train`` and write checkpoint, log and record.
+
+    ``hyperbolic`` trains at another Poincaré operating point (the curvature control);
+    ``label`` then names the cell in its record and in the fairness audit.
+    """
     tau = selected_tau(dataset, geometry, config, selection) if loss == SUPCON else None
-    spec = cell_spec(dataset, geometry, loss, seed, config, tau=tau)
+    spec = cell_spec(dataset, geometry, loss, seed, config, tau=tau, hyperbolic=hyperbolic)
     x, y = role_data(features, splits, "final", "train")
     result = train_cell(x, y, spec)
     model_path = publish(outputs["model"], checkpoint_writer(result.model, spec), job)
     record = {
         "dataset": dataset,
-        "cell": spec.cell,
+        "cell": label or spec.cell,
         "spec": {k: v for k, v in spec.__dict__.items()},
         "train_examples": len(x),
         "feature_dim": int(x.shape[1]),

@@ -1,0 +1,1 @@
+"""The paper's controls, each separate from the factorial: one module per control."""
