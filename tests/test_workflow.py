@@ -12,9 +12,24 @@ from conftest import TINY, dag_jobs, scheduled_rules, snakemake
 from hierbench.artifacts import PROVENANCE_SUFFIX
 from hierbench.hashing import sha256_path
 
-REPORT = {"effect_tables": 2, "figures": 2, "all": 1}
-EVALUATION = {"final_lock": 2, "evaluate_cell": 24, "evaluate_frozen": 2, **REPORT}
-TRAINING = {"tune": 8, "tuning_selection": 2, "train_cell": 24, "fairness_audit": 2, **EVALUATION}
+# configs/tiny.yaml runs the curvature control on CUB only: 2 points x 3 seeds.
+CUB_CONTROL = {"train_curvature_cell": 6, "evaluate_curvature_cell": 6, "curvature_tables": 1}
+REPORT = {"effect_tables": 2, "figures": 2, "curvature_tables": 1, "all": 1}
+EVALUATION = {
+    "final_lock": 2,
+    "evaluate_cell": 24,
+    "evaluate_frozen": 2,
+    "evaluate_curvature_cell": 6,
+    **REPORT,
+}
+TRAINING = {
+    "tune": 8,
+    "tuning_selection": 2,
+    "train_cell": 24,
+    "train_curvature_cell": 6,
+    "fairness_audit": 2,
+    **EVALUATION,
+}
 SPLITS = {"splits": 2, "features_dev": 2, "features_sealed_test": 2, **TRAINING}
 DATA = {"demo_cub": 1, "demo_nabirds": 1, "image_table": 2, **SPLITS}
 TAXONOMY = {"taxonomy_cub": 1, "taxonomy_nabirds": 1, "taxonomy_shuffled": 1, **DATA}
@@ -35,6 +50,7 @@ CUB_AFTER_TAXONOMY = {
     "evaluate_frozen": 1,
     "effect_tables": 1,
     "figures": 1,
+    **CUB_CONTROL,
     "all": 1,
 }
 
@@ -94,7 +110,7 @@ def test_editing_a_library_module_reruns_exactly_the_rules_that_declare_it(built
 
 def test_editing_the_figure_code_reruns_only_the_figures(built_repo: Path):
     _edit(built_repo / "src/hierbench/figures.py")
-    assert _scheduled(built_repo) == {"figures": 2, "all": 1}
+    assert _scheduled(built_repo) == {"figures": 2, "curvature_tables": 1, "all": 1}
 
 
 def test_editing_the_loss_code_reruns_training_and_everything_after_it(built_repo: Path):
@@ -140,7 +156,10 @@ def test_split_config_change_reruns_the_splits_and_what_follows(built_repo: Path
     config.write_text(
         config.read_text().replace("validation_fraction: 0.25", "validation_fraction: 0.3")
     )
-    after_cub_splits = {rule: count // 2 if rule != "all" else 1 for rule, count in SPLITS.items()}
+    after_cub_splits = {
+        rule: count if rule in CUB_CONTROL or rule == "all" else count // 2
+        for rule, count in SPLITS.items()
+    }
     assert _scheduled(built_repo) == after_cub_splits
 
 
