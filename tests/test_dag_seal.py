@@ -57,7 +57,9 @@ def test_no_rule_upstream_of_the_lock_reads_a_sealed_artifact(repo_copy: Path):
     }
     assert offenders == set()
     sealed_readers = {job["rule"] for job in jobs if any("/sealed/" in p for p in job["input"])}
-    assert sealed_readers == SEALED_PRODUCERS | {"evaluate_cell", "evaluate_frozen"}
+    evaluations = {"evaluate_cell", "evaluate_frozen", "evaluate_curvature_cell"}
+    assert sealed_readers == SEALED_PRODUCERS | evaluations
+    assert {"train_curvature_cell"} <= {job["rule"] for job in upstream}
 
 
 def test_every_evaluation_waits_for_the_lock(repo_copy: Path):
