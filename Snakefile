@@ -28,6 +28,7 @@ wildcard_constraints:
     seed=r"\d+",
     tau=r"[0-9.]+",
     point=POINT_PATTERN,
+    arm=r"[a-z][a-z0-9_]*",
 
 
 include: "rules/common.smk"

@@ -3,11 +3,16 @@
 from hierbench.codehash import code_hash
 from hierbench.config import enabled_datasets, locked_config
 from hierbench.controls.curvature import curvature_points, parse_point, point_label
+from hierbench.controls.semantic import semantic_arms
 from hierbench.hashing import source_fingerprint
 from hierbench.protocol import (
     ARMS_SUMMARY,
     CURVATURE_CONTROL,
     CURVATURE_TABLES,
+    EUCLIDEAN,
+    SEMANTIC_CONTROL,
+    SEMANTIC_TABLES,
+    SUPCON,
     EFFECT_TABLES,
     EFFECTS_BY_SEED,
     FIGURE_FORMATS,
@@ -58,6 +63,9 @@ def final_outputs():
         targets.append(f"{RESULTS}/nabirds/taxonomy/shuffled.parquet")
     targets += [
         path for dataset in DATASETS if curvature_labels(dataset) for path in curvature_outputs(dataset)
+    ]
+    targets += [
+        path for dataset in DATASETS if semantic_arms(config, dataset) for path in semantic_outputs(dataset)
     ]
     return targets
 
@@ -173,8 +181,11 @@ def lock_inputs(wildcards):
     dataset = wildcards.dataset
     return {
         "checkpoints": cell_outputs(dataset, "model.safetensors")
-        + curvature_cells(dataset, "model.safetensors"),
-        "records": cell_outputs(dataset, "record.json") + curvature_cells(dataset, "record.json"),
+        + curvature_cells(dataset, "model.safetensors")
+        + semantic_cells(dataset, "model.safetensors"),
+        "records": cell_outputs(dataset, "record.json")
+        + curvature_cells(dataset, "record.json")
+        + semantic_cells(dataset, "record.json"),
         "audits": [f"{RESULTS}/{dataset}/audit/fairness.parquet"],
         "taxonomy": [f"{RESULTS}/{dataset}/taxonomy/taxonomy.parquet"],
         "features": [f"{RESULTS}/{dataset}/features/dev.parquet"],
@@ -285,3 +296,51 @@ def curvature_outputs(dataset):
     ]
     per_seed = [f"{RESULTS}/{dataset}/tables/controls/{CURVATURE_CONTROL}_{PER_SEED_TABLE}.parquet"]
     return tables + per_seed + figure_outputs(dataset, CURVATURE_CONTROL)
+
+
+# ---- the semantic-alignment control (Euclidean SupCon arms, one on the shuffled taxonomy)
+
+
+def semantic_cells(dataset, name):
+    """One output file of every semantic-control cell of a dataset."""
+    return [
+        f"{RESULTS}/{dataset}/cells/{SEMANTIC_CONTROL}/{arm}/{cell_name(EUCLIDEAN, SUPCON, seed)}/{name}"
+        for arm in semantic_arms(config, dataset)
+        for seed in config["training"]["seeds"]
+    ]
+
+
+def semantic_durations(dataset):
+    """Every arm's chosen duration of a dataset."""
+    return [
+        f"{RESULTS}/{dataset}/controls/{SEMANTIC_CONTROL}/{arm}/duration.json"
+        for arm in semantic_arms(config, dataset)
+    ]
+
+
+def semantic_evals(dataset):
+    """Every evaluation summary of a dataset's semantic-control cells."""
+    return [
+        f"{RESULTS}/{dataset}/eval/{SEMANTIC_CONTROL}/{arm}/{cell_name(EUCLIDEAN, SUPCON, seed)}_summary.parquet"
+        for arm in semantic_arms(config, dataset)
+        for seed in config["training"]["seeds"]
+    ]
+
+
+def semantic_config(dataset):
+    """The config keys the semantic control's jobs read (a params value)."""
+    block = config["datasets"][dataset]
+    model = model_config(dataset)
+    model["datasets"][dataset]["controls"] = {"semantic": block["controls"]["semantic"]}
+    return model
+
+
+def semantic_outputs(dataset):
+    """Every file the semantic-control tables write for a dataset."""
+    tables = [
+        f"{RESULTS}/{dataset}/tables/controls/{name}.{ext}"
+        for name in SEMANTIC_TABLES
+        for ext in TABLE_FORMATS
+    ]
+    per_seed = [f"{RESULTS}/{dataset}/tables/controls/{SEMANTIC_CONTROL}_{PER_SEED_TABLE}.parquet"]
+    return tables + per_seed + figure_outputs(dataset, SEMANTIC_CONTROL)

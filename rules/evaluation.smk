@@ -97,3 +97,27 @@ rule evaluate_curvature_cell:
         "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"
+
+
+rule evaluate_semantic_cell:
+    input:
+        unpack(lambda wildcards: sealed_inputs(wildcards.dataset)),
+        lock=f"{RESULTS}/{{dataset}}/lock/final_lock.json",
+        model=f"{RESULTS}/{{dataset}}/cells/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}/model.safetensors",
+        record=f"{RESULTS}/{{dataset}}/cells/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}/record.json",
+    output:
+        per_query=f"{RESULTS}/{{dataset}}/eval/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}.parquet",
+        summary=f"{RESULTS}/{{dataset}}/eval/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}_summary.parquet",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/eval/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}.parquet"),
+    benchmark:
+        benchmark_for(f"{RESULTS}/{{dataset}}/eval/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}.parquet")
+    params:
+        code=code("stages.evaluation"),
+        config=lambda wildcards: eval_config(wildcards.dataset),
+        access_log=lambda wildcards: access_log(wildcards.dataset),
+        variant=lambda wildcards: wildcards.arm,
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/evaluate.py"

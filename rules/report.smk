@@ -78,3 +78,29 @@ rule curvature_tables:
         "../environment.yml"
     script:
         "../workflow_scripts/curvature_tables.py"
+
+
+rule semantic_tables:
+    input:
+        summaries=lambda wildcards: semantic_evals(wildcards.dataset),
+        durations=lambda wildcards: semantic_durations(wildcards.dataset),
+    output:
+        per_seed=[f"{RESULTS}/{{dataset}}/tables/controls/{SEMANTIC_CONTROL}_{PER_SEED_TABLE}.parquet"],
+        table=[f"{RESULTS}/{{dataset}}/tables/controls/{SEMANTIC_TABLES[0]}.{ext}" for ext in TABLE_FORMATS],
+        contrasts=[
+            f"{RESULTS}/{{dataset}}/tables/controls/{SEMANTIC_TABLES[1]}.{ext}" for ext in TABLE_FORMATS
+        ],
+        figure=report(
+            figure_outputs("{dataset}", SEMANTIC_CONTROL),
+            caption="../report/semantic.rst",
+            category="Controls",
+            subcategory="{dataset}",
+        ),
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/tables/controls/{SEMANTIC_CONTROL}.md"),
+    params:
+        code=code("stages.controls"),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/semantic_tables.py"

@@ -82,6 +82,53 @@ rule train_curvature_cell:
         "../workflow_scripts/train_curvature_cell.py"
 
 
+rule select_semantic_duration:
+    input:
+        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
+        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+        taxonomy=f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
+        shuffled=f"{RESULTS}/{{dataset}}/taxonomy/shuffled.parquet",
+    output:
+        f"{RESULTS}/{{dataset}}/controls/{SEMANTIC_CONTROL}/{{arm}}/duration.json",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/controls/{SEMANTIC_CONTROL}/{{arm}}/duration.json"),
+    benchmark:
+        benchmark_for(f"{RESULTS}/{{dataset}}/controls/{SEMANTIC_CONTROL}/{{arm}}/duration.json")
+    params:
+        code=code("stages.tuning"),
+        config=lambda wildcards: semantic_config(wildcards.dataset),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/select_semantic_duration.py"
+
+
+rule train_semantic_cell:
+    input:
+        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
+        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+        taxonomy=f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
+        shuffled=f"{RESULTS}/{{dataset}}/taxonomy/shuffled.parquet",
+        duration=f"{RESULTS}/{{dataset}}/controls/{SEMANTIC_CONTROL}/{{arm}}/duration.json",
+    output:
+        model=f"{RESULTS}/{{dataset}}/cells/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}/model.safetensors",
+        log=f"{RESULTS}/{{dataset}}/cells/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}/train_log.parquet",
+        record=f"{RESULTS}/{{dataset}}/cells/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}/record.json",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/cells/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}/model.safetensors"),
+    benchmark:
+        benchmark_for(
+            f"{RESULTS}/{{dataset}}/cells/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}/model.safetensors"
+        )
+    params:
+        code=code("stages.training"),
+        config=lambda wildcards: semantic_config(wildcards.dataset),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/train_semantic_cell.py"
+
+
 # The fairness audit covers the control's cells too: same initial weights and batch order as
 # the factorial's cells of their seed.
 rule fairness_audit:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -17,6 +19,17 @@ from hierbench.controls.curvature import (
     per_seed_by_variant,
     point_label,
 )
+from hierbench.controls.semantic import (
+    SemanticControlError,
+    best_epoch,
+    semantic_arm,
+    semantic_arms,
+    semantic_contrasts,
+    semantic_spec,
+    semantic_table,
+    training_labels,
+)
+from hierbench.protocol import MEAN_HIERARCHY
 
 SEEDS = (42, 2024, 3407)
 # Mean hierarchy inputs: per variant and seed, (middle mAP, high mAP), one Q/G draw each.
@@ -97,3 +110,153 @@ def test_contrasts_need_the_operating_point():
     per_seed = per_seed_by_variant(summaries[summaries["variant"] != "H_R"], "query_micro")
     with pytest.raises(CurvatureControlError, match="operating point"):
         curvature_contrasts(per_seed)
+
+
+# ------------------------------------------------------------------ semantic alignment
+
+SEMANTIC = {
+    "enabled": True,
+    "tau": 0.3,
+    "lr": 1e-4,
+    "weight_decay": 1e-4,
+    "max_epochs": 4,
+    "arms": {
+        "leaf": {"weights": [0.25, 0, 0]},
+        "full": {"weights": [0.25, 0.5, 1.0]},
+        "shuffle": {"weights": [0.25, 0.5, 1.0], "taxonomy": "shuffled"},
+    },
+}
+
+
+def _semantic_config(**changes) -> dict:
+    block = {**SEMANTIC, **changes}
+    return {
+        "datasets": {"nabirds": {"controls": {"semantic": block}, "hyperbolic": {}}},
+        "training": {
+            "epochs": 2,
+            "batch_size": 4,
+            "lr": 5e-5,
+            "weight_decay": 1e-4,
+            "grad_clip": 1.0,
+            "regression_targets": {"c": 0.2, "m": 0.5, "h": 0.8, "o": 1.0},
+            "supcon_weights": {"c": 1.0, "m": 1.0, "h": 1.0},
+            "distance_clip_train": 20.0,
+            "seeds": [42],
+        },
+        "head": {"hidden_dim": 8, "embedding_dim": 4, "dropout": 0.1},
+        "tuning": {"seed": 42},
+        "evaluation": {"recall_ks": [1]},
+    }
+
+
+def _taxonomies() -> tuple[pd.DataFrame, pd.DataFrame]:
+    taxonomy = pd.DataFrame(
+        {"leaf": ["a", "b", "c", "d"], "leaf_code": [0, 1, 2, 3], "middle_code": [0, 0, 1, 1]}
+    )
+    shuffled = pd.DataFrame(
+        {"leaf": ["a", "b", "c", "d"], "middle_code": [1, 0, 0, 1], "high_code": [5, 6, 6, 5]}
+    )
+    return taxonomy, shuffled
+
+
+def test_unknown_arms_and_empty_weights_name_the_config_key():
+    with pytest.raises(SemanticControlError, match=r"controls\.semantic\.arms has no arm 'x'"):
+        semantic_arm(_semantic_config(), "nabirds", "x")
+    empty = {"arms": {"none": {"weights": [0, 0, 0]}}}
+    with pytest.raises(SemanticControlError, match=r"arms\.none\.weights are all zero"):
+        semantic_arm(_semantic_config(**empty), "nabirds", "none")
+    assert semantic_arms(_semantic_config(enabled=False), "nabirds") == {}
+
+
+def test_only_the_shuffle_arm_trains_on_shuffled_labels():
+    taxonomy, shuffled = _taxonomies()
+    labels = np.array([[0, 0, 0], [2, 1, 0], [3, 1, 0]])
+    full = semantic_arm(_semantic_config(), "nabirds", "full")
+    shuffle = semantic_arm(_semantic_config(), "nabirds", "shuffle")
+    assert (training_labels(labels, full, taxonomy, shuffled) == labels).all()
+    assert training_labels(labels, shuffle, taxonomy, shuffled).tolist() == [
+        [0, 1, 5],
+        [2, 0, 6],
+        [3, 1, 5],
+    ]
+
+
+def test_the_best_epoch_wins_and_ties_go_to_the_earlier():
+    assert best_epoch([0.1, 0.3, 0.2]) == 2
+    assert best_epoch([0.1, 0.3, 0.3, float("nan")]) == 2
+    with pytest.raises(SemanticControlError, match="no epoch"):
+        best_epoch([float("nan")])
+
+
+def test_the_arm_spec_takes_the_control_recipe():
+    config = _semantic_config()
+    spec = semantic_spec(config, "nabirds", semantic_arm(config, "nabirds", "leaf"), 2024, 7)
+    assert (spec.geometry, spec.loss, spec.tau, spec.lr, spec.epochs) == ("E", "S", 0.3, 1e-4, 7)
+    assert spec.supcon_weights == (0.25, 0.0, 0.0) and spec.seed == 2024
+
+
+def test_duration_selection_trains_on_the_arm_labels_and_scores_on_the_true_ones(
+    tmp_path, monkeypatch
+):
+    """Fails if the shuffle arm trained on true labels, or were scored on shuffled ones."""
+    import hierbench.stages.tuning as tuning
+
+    true_labels = np.array([[0, 0, 0], [1, 0, 0], [2, 1, 0], [3, 1, 0]])
+    features = np.zeros((4, 3), dtype=np.float32)
+    monkeypatch.setattr(
+        tuning, "role_arrays", lambda *a, **k: [(features, true_labels)] * 3, raising=True
+    )
+    taxonomy, shuffled = _taxonomies()
+    paths = (tmp_path / "t.parquet", tmp_path / "s.parquet")
+    taxonomy.to_parquet(paths[0])
+    shuffled.to_parquet(paths[1])
+    seen: dict[str, np.ndarray] = {}
+
+    def fake_train(x, y, spec, *, on_epoch):
+        seen["trained"] = y
+        for epoch in range(1, spec.epochs + 1):
+            on_epoch(epoch, None)
+
+    def fake_score(model, query, gallery, aggregation, ks):
+        seen["scored"] = query[1]
+        return 0.5
+
+    monkeypatch.setattr(tuning, "train_cell", fake_train)
+    monkeypatch.setattr(tuning, "_hierarchy_score", fake_score)
+    from hierbench.provenance import JobContext
+
+    out = tmp_path / "duration.json"
+    tuning.select_semantic_duration(
+        "nabirds", "shuffle", "f", "s", paths, _semantic_config(), out, JobContext(rule="unit")
+    )
+    assert seen["trained"][:, 1:].tolist() == [[1, 5], [0, 6], [0, 6], [1, 5]]
+    assert (seen["scored"] == true_labels).all()
+    record = json.loads(out.read_text())
+    assert record["epochs"] == 1 and record["scores"] == [0.5] * 4  # ties: the earliest
+
+
+def test_the_semantic_table_and_paired_differences():
+    rows = []
+    means = {"leaf": (0.30, 0.31, 0.29), "full": (0.45, 0.46, 0.44), "shuffle": (0.28, 0.3, 0.27)}
+    for arm, values in means.items():
+        for seed, value in zip(SEEDS, values, strict=True):
+            cells = [
+                (MEAN_HIERARCHY, "map", value),
+                ("leaf", "map", 0.2),
+                ("leaf", "r@1", 0.5),
+                ("middle", "map", 0.1),
+                ("high", "map", 0.3),
+            ]
+            rows += [
+                {"variant": arm, "seed": seed, "level": lvl, "metric": m, "value": v}
+                for lvl, m, v in cells
+            ]
+    per_seed = pd.DataFrame(rows)
+    table = semantic_table(per_seed, {"leaf": 5, "full": 119, "shuffle": 2})
+    assert table["arm"].tolist() == ["Leaf-only", "Full", "Shuffle"]
+    assert table["epochs"].tolist() == [5, 119, 2]
+    assert table.loc[1, "mean hierarchy"] == "0.4500 ± 0.0100"
+    contrasts = semantic_contrasts(per_seed).set_index("contrast")
+    assert contrasts.loc["Full − Shuffle", "positive_seeds"] == 3
+    assert math.isclose(contrasts.loc["Full − Shuffle", "mean"], (0.17 + 0.16 + 0.17) / 3)
+    assert "Leaf+Parent − Leaf-only" not in contrasts.index  # no leaf_parent arm here

@@ -12,14 +12,25 @@ from conftest import TINY, dag_jobs, scheduled_rules, snakemake
 from hierbench.artifacts import PROVENANCE_SUFFIX
 from hierbench.hashing import sha256_path
 
-# configs/tiny.yaml runs the curvature control on CUB only: 2 points x 3 seeds.
-CUB_CONTROL = {"train_curvature_cell": 6, "evaluate_curvature_cell": 6, "curvature_tables": 1}
-REPORT = {"effect_tables": 2, "figures": 2, "curvature_tables": 1, "all": 1}
+# configs/tiny.yaml runs both controls on CUB only: the curvature control at 2 points and the
+# semantic control's 4 arms, each x 3 seeds.
+CUB_CONTROL = {
+    "train_curvature_cell": 6,
+    "evaluate_curvature_cell": 6,
+    "curvature_tables": 1,
+    "select_semantic_duration": 4,
+    "train_semantic_cell": 12,
+    "evaluate_semantic_cell": 12,
+    "semantic_tables": 1,
+}
+CONTROL_TABLES = {"curvature_tables": 1, "semantic_tables": 1}
+REPORT = {"effect_tables": 2, "figures": 2, **CONTROL_TABLES, "all": 1}
 EVALUATION = {
     "final_lock": 2,
     "evaluate_cell": 24,
     "evaluate_frozen": 2,
     "evaluate_curvature_cell": 6,
+    "evaluate_semantic_cell": 12,
     **REPORT,
 }
 TRAINING = {
@@ -27,15 +38,18 @@ TRAINING = {
     "tuning_selection": 2,
     "train_cell": 24,
     "train_curvature_cell": 6,
+    "select_semantic_duration": 4,
+    "train_semantic_cell": 12,
     "fairness_audit": 2,
     **EVALUATION,
 }
 SPLITS = {"splits": 2, "features_dev": 2, "features_sealed_test": 2, **TRAINING}
 DATA = {"demo_cub": 1, "demo_nabirds": 1, "image_table": 2, **SPLITS}
-TAXONOMY = {"taxonomy_cub": 1, "taxonomy_nabirds": 1, "taxonomy_shuffled": 1, **DATA}
+TAXONOMY = {"taxonomy_cub": 1, "taxonomy_nabirds": 1, "taxonomy_shuffled": 2, **DATA}
 EVERYTHING = {"stage_input": 3, **TAXONOMY}
 CUB_AFTER_TAXONOMY = {
     "taxonomy_cub": 1,
+    "taxonomy_shuffled": 1,
     "demo_cub": 1,
     "image_table": 1,
     "splits": 1,
@@ -110,7 +124,7 @@ def test_editing_a_library_module_reruns_exactly_the_rules_that_declare_it(built
 
 def test_editing_the_figure_code_reruns_only_the_figures(built_repo: Path):
     _edit(built_repo / "src/hierbench/figures.py")
-    assert _scheduled(built_repo) == {"figures": 2, "curvature_tables": 1, "all": 1}
+    assert _scheduled(built_repo) == {"figures": 2, **CONTROL_TABLES, "all": 1}
 
 
 def test_editing_the_loss_code_reruns_training_and_everything_after_it(built_repo: Path):

@@ -112,8 +112,9 @@ def prototype_norms(embeddings: np.ndarray, labels: np.ndarray, curvature: float
     return pd.DataFrame(rows)
 
 
-def curvature_figure(per_seed: pd.DataFrame, order: list[str], title: str) -> Figure:
-    """Mean hierarchy mAP of each curvature-control variant: seed points and mean ± SD."""
+def control_figure(per_seed: pd.DataFrame, order: list[str], title: str) -> Figure:
+    """Mean hierarchy mAP of each variant of a control (a curvature point, a semantic arm):
+    seed points and mean ± SD."""
     figure = Figure(figsize=(7.0, 3.6))
     axis = figure.subplots()
     rows = per_seed[(per_seed["metric"] == "map") & (per_seed["level"] == "mean_hierarchy")]

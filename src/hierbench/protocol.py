@@ -13,6 +13,8 @@ LEVEL_NAMES: dict[str, tuple[str, str, str]] = {
     "cub": ("class", "genus", "family"),
     "nabirds": ("leaf", "parent", "supergroup"),
 }
+# Each dataset's registered endpoint aggregation (CUB per query, NABirds per group).
+REGISTERED_AGGREGATION: dict[str, str] = {"cub": "query_micro", "nabirds": "group_macro"}
 # Folder names of the datasets' release layouts (the demo renders into the same names).
 LAYOUT_FOLDERS: dict[str, str] = {"cub": "CUB_200_2011", "nabirds": "nabirds"}
 
@@ -52,6 +54,8 @@ FIGURE_FORMATS: tuple[str, ...] = ("png", "pdf")
 # The controls: each one's name in paths, its tables and its figure.
 CURVATURE_CONTROL = "curvature"
 CURVATURE_TABLES: tuple[str, ...] = ("curvature", "curvature_contrasts")
+SEMANTIC_CONTROL = "semantic"
+SEMANTIC_TABLES: tuple[str, ...] = ("semantic", "semantic_contrasts")
 
 
 def cell_name(geometry: str, loss: str, seed: int | str) -> str:

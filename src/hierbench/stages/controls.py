@@ -1,8 +1,9 @@
-"""Controls stage: the curvature/radius control's per-seed rows, its table in the paper's
-Table-10 layout, each point's contrast against the operating point, and its figure."""
+"""Controls stage: each control's per-seed rows, its table in the paper's layout, its paired
+contrasts and its figure (the curvature/radius control: Table 10; semantic alignment: Table 2)."""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -17,8 +18,10 @@ from hierbench.controls.curvature import (
     per_seed_by_variant,
     variant_order,
 )
+from hierbench.controls.semantic import per_seed_by_arm, semantic_contrasts, semantic_table
 from hierbench.effects import PER_SEED_KEYS, render_csv, render_latex, render_markdown
-from hierbench.figures import curvature_figure, figure_writer
+from hierbench.figures import control_figure, figure_writer
+from hierbench.protocol import REGISTERED_AGGREGATION
 from hierbench.provenance import JobContext
 
 log = logging.getLogger(__name__)
@@ -66,8 +69,36 @@ def build_curvature_tables(
     _write_table(table, Path(outputs["table"][0]).with_suffix(""), job)
     _write_table(contrasts, Path(outputs["contrasts"][0]).with_suffix(""), job)
     order = variant_order(sorted(set(per_seed["variant"])))
-    figure = curvature_figure(per_seed, order, f"{dataset}: curvature/radius control (H_R)")
+    figure = control_figure(per_seed, order, f"{dataset}: curvature/radius control (H_R)")
     for target in outputs["figure"]:
         publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)
     log.info("%s curvature control: %d variants", dataset, len(order))
+    return per_seed
+
+
+def build_semantic_tables(
+    dataset: str,
+    summaries: list[str | Path],
+    durations: list[str | Path],
+    outputs: dict[str, list[str]],
+    job: JobContext,
+) -> pd.DataFrame:
+    """Write the semantic-alignment control's per-seed table, its two tables and its figure,
+    under the dataset's registered aggregation, scored with the true taxonomy."""
+    frame = pd.concat([pd.read_parquet(path) for path in summaries], ignore_index=True)
+    per_seed = per_seed_by_arm(frame, REGISTERED_AGGREGATION[dataset])
+    epochs = {}
+    for path in durations:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+        epochs[record["arm"]] = int(record["epochs"])
+    keys = ["variant", *PER_SEED_KEYS]
+    write_parquet(per_seed[[*keys, "value"]], outputs["per_seed"][0], job, sort_by=keys)
+    _write_table(semantic_table(per_seed, epochs), Path(outputs["table"][0]).with_suffix(""), job)
+    contrasts = semantic_contrasts(per_seed)
+    _write_table(contrasts, Path(outputs["contrasts"][0]).with_suffix(""), job)
+    order = [arm for arm in ("leaf", "leaf_parent", "full", "shuffle") if arm in epochs]
+    figure = control_figure(per_seed, order, f"{dataset}: semantic-alignment control (E_S)")
+    for target in outputs["figure"]:
+        publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)
+    log.info("%s semantic control: arms %s, epochs %s", dataset, order, epochs)
     return per_seed

@@ -5,11 +5,13 @@ Nothing here reads a sealed artifact: features and splits come from the developm
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from hierbench.artifacts import publish, write_json, write_parquet
 from hierbench.cells import (
@@ -21,6 +23,7 @@ from hierbench.cells import (
     load_checkpoint,
     verification_digest,
 )
+from hierbench.controls.semantic import semantic_arm, semantic_spec, training_labels
 from hierbench.featurestore import role_data
 from hierbench.protocol import SUPCON
 from hierbench.provenance import JobContext
@@ -66,6 +69,20 @@ def train_final_cell(
     tau = selected_tau(dataset, geometry, config, selection) if loss == SUPCON else None
     spec = cell_spec(dataset, geometry, loss, seed, config, tau=tau, hyperbolic=hyperbolic)
     x, y = role_data(features, splits, "final", "train")
+    return _train_and_write(dataset, spec, x, y, outputs, job, label=label)
+
+
+def _train_and_write(
+    dataset: str,
+    spec: CellSpec,
+    x: np.ndarray,
+    y: np.ndarray,
+    outputs: dict[str, str | Path],
+    job: JobContext,
+    *,
+    label: str | None,
+) -> dict[str, Any]:
+    """Train a cell and publish its checkpoint, training log and record."""
     result = train_cell(x, y, spec)
     model_path = publish(outputs["model"], checkpoint_writer(result.model, spec), job)
     record = {
@@ -91,3 +108,26 @@ def train_final_cell(
         record["reload_max_abs_diff"],
     )
     return record
+
+
+def train_semantic_cell(
+    dataset: str,
+    arm: str,
+    seed: int,
+    features: str | Path,
+    splits: str | Path,
+    taxonomies: tuple[str | Path, str | Path],
+    duration: str | Path,
+    config: dict[str, Any],
+    outputs: dict[str, str | Path],
+    job: JobContext,
+) -> dict[str, Any]:
+    """Train one semantic-control cell on ``final/train`` for its arm's chosen epochs, on the
+    arm's labels (the shuffled taxonomy's for the shuffle arm)."""
+    chosen = semantic_arm(config, dataset, arm)
+    epochs = int(json.loads(Path(duration).read_text(encoding="utf-8"))["epochs"])
+    spec = semantic_spec(config, dataset, chosen, seed, epochs)
+    x, y = role_data(features, splits, "final", "train")
+    taxonomy, shuffled = (pd.read_parquet(path) for path in taxonomies)
+    labels = training_labels(y, chosen, taxonomy, shuffled)
+    return _train_and_write(dataset, spec, x, labels, outputs, job, label=f"{arm}-{seed}")

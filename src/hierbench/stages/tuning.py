@@ -15,9 +15,21 @@ import pandas as pd
 
 from hierbench.artifacts import write_json, write_parquet
 from hierbench.cells import CellSpec, cell_spec, embed
+from hierbench.controls.semantic import (
+    best_epoch,
+    semantic_arm,
+    semantic_spec,
+    training_labels,
+)
 from hierbench.featurestore import role_arrays, role_data
-from hierbench.metrics import evaluate, query_micro
-from hierbench.protocol import GEOMETRY_NAMES, LEVELS, SUPCON
+from hierbench.metrics import evaluate, group_macro, query_micro
+from hierbench.protocol import (
+    EUCLIDEAN,
+    GEOMETRY_NAMES,
+    LEVELS,
+    REGISTERED_AGGREGATION,
+    SUPCON,
+)
 from hierbench.provenance import JobContext
 from hierbench.training import train_cell
 from hierbench.tuning import select_temperatures
@@ -86,4 +98,71 @@ def tune_temperature(
     record |= {"epochs": spec.epochs, **finite}
     write_json(record, out_score, job)
     log.info("%s tuning %s tau %s: %s", dataset, geometry, tau, scores)
+    return record
+
+
+def _hierarchy_score(
+    model: Any,
+    query: tuple[np.ndarray, np.ndarray],
+    gallery: tuple[np.ndarray, np.ndarray],
+    aggregation: str,
+    ks: list[int],
+) -> float:
+    """Validation mean hierarchy mAP (Euclidean) under a dataset's registered aggregation."""
+    frame = evaluate(
+        embed(model, query[0]),
+        embed(model, gallery[0]),
+        query[1],
+        gallery[1],
+        geometry=GEOMETRY_NAMES[EUCLIDEAN],
+        ks=tuple(ks),
+    )
+    summary = query_micro(frame) if aggregation == "query_micro" else group_macro(frame, query[1])
+    by_level = summary.set_index("level")["map"]
+    return float(np.nanmean([by_level.get("middle", np.nan), by_level.get("high", np.nan)]))
+
+
+def select_semantic_duration(
+    dataset: str,
+    arm: str,
+    features: str | Path,
+    splits: str | Path,
+    taxonomies: tuple[str | Path, str | Path],
+    config: dict[str, Any],
+    out_json: str | Path,
+    job: JobContext,
+) -> dict[str, Any]:
+    """Choose a semantic-control arm's epochs on development data only.
+
+    The arm trains on ``tuning/train`` (its own labels: true, or the shuffled taxonomy's) up to
+    ``max_epochs`` and is scored after every epoch on the tuning query/gallery with the TRUE
+    taxonomy; the best epoch wins, ties to the earlier.
+    """
+    chosen = semantic_arm(config, dataset, arm)
+    block = config["datasets"][dataset]["controls"]["semantic"]
+    (x, y), query, gallery = role_arrays(
+        features, splits, [("tuning", "train"), ("tuning", "query"), ("tuning", "gallery")]
+    )
+    taxonomy, shuffled = (pd.read_parquet(path) for path in taxonomies)
+    spec = semantic_spec(config, dataset, chosen, config["tuning"]["seed"], block["max_epochs"])
+    aggregation = REGISTERED_AGGREGATION[dataset]
+    ks = config["evaluation"]["recall_ks"]
+    scores: list[float] = []
+
+    def score(epoch: int, model: Any) -> dict[str, float]:
+        scores.append(_hierarchy_score(model, query, gallery, aggregation, ks))
+        return {"validation_score": scores[-1]}
+
+    train_cell(x, training_labels(y, chosen, taxonomy, shuffled), spec, on_epoch=score)
+    epochs = best_epoch(scores)
+    record = {
+        "dataset": dataset,
+        "arm": arm,
+        "epochs": epochs,
+        "aggregation": aggregation,
+        "seed": spec.seed,
+        "scores": [value if math.isfinite(value) else None for value in scores],
+    }
+    write_json(record, out_json, job)
+    log.info("%s semantic arm %s: best epoch %d of %d", dataset, arm, epochs, len(scores))
     return record

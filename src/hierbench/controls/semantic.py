@@ -1,0 +1,178 @@
+"""The semantic-alignment control: does the identity of the taxonomy matter, or only its shape?
+
+Euclidean Taxonomy-SupCon heads are trained with different supervision weights (leaf only,
+leaf + middle, full) and, in the shuffle arm, with the full weights on the structure-preserving
+shuffled taxonomy. Each arm's duration is chosen on development data only (the best epoch of
+validation mean hierarchy mAP, ties to the earlier), and every arm is scored with the TRUE
+taxonomy: the shuffle arm trains on shuffled labels and is judged by the real ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hierbench.cells import CellSpec, cell_spec
+from hierbench.effects import per_seed_from_evaluations
+from hierbench.protocol import EUCLIDEAN, MEAN_HIERARCHY, SUPCON
+
+# The paired seed differences the paper reports (its Table 2), as (minuend, subtrahend) arms.
+CONTRASTS: tuple[tuple[str, str], ...] = (
+    ("full", "shuffle"),
+    ("leaf_parent", "leaf"),
+    ("full", "leaf_parent"),
+)
+ARM_NAMES = {
+    "leaf": "Leaf-only",
+    "leaf_parent": "Leaf+Parent",
+    "full": "Full",
+    "shuffle": "Shuffle",
+}
+PM = "±"
+
+
+class SemanticControlError(ValueError):
+    """The control's configuration or inputs are unusable; the message names the key."""
+
+
+@dataclass(frozen=True)
+class SemanticArm:
+    """One arm: its SupCon level weights and whether it trains on the shuffled taxonomy."""
+
+    name: str
+    weights: tuple[float, float, float]
+    shuffled: bool
+
+
+def _block(config: dict[str, Any], dataset: str) -> dict[str, Any]:
+    return config["datasets"][dataset].get("controls", {}).get("semantic", {})
+
+
+def semantic_arms(config: dict[str, Any], dataset: str) -> dict[str, SemanticArm]:
+    """The control's arms for a dataset (none when it is switched off), each checked."""
+    block = _block(config, dataset)
+    if not block.get("enabled", False):
+        return {}
+    return {name: semantic_arm(config, dataset, name) for name in sorted(block["arms"])}
+
+
+def semantic_arm(config: dict[str, Any], dataset: str, name: str) -> SemanticArm:
+    """One arm by name; an unknown name or unusable weights name the config key."""
+    key = f"datasets.{dataset}.controls.semantic.arms"
+    arms = _block(config, dataset).get("arms", {})
+    if name not in arms:
+        raise SemanticControlError(f"{key} has no arm {name!r}; configured arms: {sorted(arms)}")
+    entry = arms[name]
+    weights = tuple(float(w) for w in entry.get("weights", ()))
+    if len(weights) != 3 or not all(math.isfinite(w) and w >= 0 for w in weights):
+        raise SemanticControlError(
+            f"{key}.{name}.weights must be three numbers >= 0, got {weights}"
+        )
+    if sum(weights) <= 0:
+        raise SemanticControlError(f"{key}.{name}.weights are all zero: nothing to train on")
+    return SemanticArm(name, weights, entry.get("taxonomy", "true") == "shuffled")
+
+
+def semantic_spec(
+    config: dict[str, Any], dataset: str, arm: SemanticArm, seed: int, epochs: int
+) -> CellSpec:
+    """The arm's cell: the factorial's Euclidean SupCon head with the control's τ, lr, weight
+    decay and level weights, for ``epochs`` epochs."""
+    block = _block(config, dataset)
+    base = cell_spec(dataset, EUCLIDEAN, SUPCON, seed, config, tau=block["tau"], epochs=epochs)
+    return dataclasses.replace(
+        base, lr=block["lr"], weight_decay=block["weight_decay"], supcon_weights=arm.weights
+    )
+
+
+def training_labels(
+    labels: np.ndarray, arm: SemanticArm, taxonomy: pd.DataFrame, shuffled: pd.DataFrame
+) -> np.ndarray:
+    """The (n, 3) codes an arm trains on: the true ones, or the shuffled taxonomy's middle and
+    high codes of each item's leaf (the leaf codes stay: the shuffle keeps every leaf)."""
+    if not arm.shuffled:
+        return labels
+    leaf_of_code = dict(zip(taxonomy["leaf_code"], taxonomy["leaf"], strict=True))
+    by_leaf = shuffled.set_index("leaf")[["middle_code", "high_code"]]
+    leaves = [leaf_of_code[int(code)] for code in labels[:, 0]]
+    unknown = sorted(set(leaves) - set(by_leaf.index))
+    if unknown:
+        raise SemanticControlError(f"the shuffled taxonomy lacks leaves {unknown[:5]}")
+    codes = by_leaf.loc[leaves].to_numpy(np.int64)
+    return np.column_stack([labels[:, 0], codes])
+
+
+def best_epoch(scores: list[float]) -> int:
+    """The 1-based epoch with the highest validation score; ties go to the earlier epoch."""
+    values = np.asarray(scores, dtype=np.float64)
+    if not len(values) or np.isnan(values).all():
+        raise SemanticControlError("no epoch has a validation score (no valid validation query)")
+    return int(np.nanargmax(values)) + 1
+
+
+def per_seed_by_arm(summaries: pd.DataFrame, aggregation: str) -> pd.DataFrame:
+    """Per-seed rows of every arm: its Q/G draws averaged within each training seed."""
+    parts = [
+        per_seed_from_evaluations(part.drop(columns="variant"), aggregation).assign(variant=name)
+        for name, part in summaries.groupby("variant", sort=True)
+    ]
+    return pd.concat(parts, ignore_index=True)
+
+
+def _arm_order(arms: list[str]) -> list[str]:
+    known = [name for name in ARM_NAMES if name in arms]
+    return known + sorted(set(arms) - set(known))
+
+
+def _mean_sd(values: pd.Series) -> str:
+    mean, sd = float(values.mean()), float(values.std(ddof=1))
+    return f"{mean:.4f}" if math.isnan(sd) else f"{mean:.4f} {PM} {sd:.4f}"
+
+
+# The paper's Table 2 columns: (column, level, metric).
+TABLE_COLUMNS = (
+    ("Class R@1", "leaf", "r@1"),
+    ("Class mAP", "leaf", "map"),
+    ("middle mAP", "middle", "map"),
+    ("high mAP", "high", "map"),
+    ("mean hierarchy", MEAN_HIERARCHY, "map"),
+)
+
+
+def semantic_table(per_seed: pd.DataFrame, epochs: dict[str, int]) -> pd.DataFrame:
+    """The paper's Table-2 layout: a row per arm, mean ± SD over seeds, and its epochs."""
+    rows = []
+    for arm in _arm_order(sorted(set(per_seed["variant"]))):
+        part = per_seed[per_seed["variant"] == arm]
+        entry: dict[str, Any] = {"arm": ARM_NAMES.get(arm, arm), "epochs": epochs.get(arm, 0)}
+        for column, level, metric in TABLE_COLUMNS:
+            chosen = part[(part["level"] == level) & (part["metric"] == metric)]["value"]
+            entry[column] = _mean_sd(chosen)
+        rows.append(entry)
+    return pd.DataFrame(rows)
+
+
+def semantic_contrasts(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """The paired seed differences of mean hierarchy mAP, with positive-seed counts."""
+    chosen = per_seed[(per_seed["level"] == MEAN_HIERARCHY) & (per_seed["metric"] == "map")]
+    wide = chosen.pivot(index="seed", columns="variant", values="value").sort_index()
+    rows = []
+    for first, second in CONTRASTS:
+        if first not in wide or second not in wide:
+            continue
+        diff = wide[first] - wide[second]
+        rows.append(
+            {
+                "contrast": f"{ARM_NAMES[first]} − {ARM_NAMES[second]}",
+                "mean": float(diff.mean()),
+                "sd": float(diff.std(ddof=1)),
+                "positive_seeds": int((diff > 0).sum()),
+                "seeds": int(diff.notna().sum()),
+            }
+        )
+    return pd.DataFrame(rows, columns=["contrast", "mean", "sd", "positive_seeds", "seeds"])
