@@ -1,4 +1,5 @@
-"""The seal in the DAG: nothing that trains, tunes or audits ever takes a sealed artifact in."""
+"""The seal in the DAG: nothing that trains, tunes, chooses a duration or audits ever takes a
+sealed artifact in."""
 
 from __future__ import annotations
 
@@ -57,9 +58,15 @@ def test_no_rule_upstream_of_the_lock_reads_a_sealed_artifact(repo_copy: Path):
     }
     assert offenders == set()
     sealed_readers = {job["rule"] for job in jobs if any("/sealed/" in p for p in job["input"])}
-    evaluations = {"evaluate_cell", "evaluate_frozen", "evaluate_curvature_cell"}
+    evaluations = {
+        "evaluate_cell",
+        "evaluate_frozen",
+        "evaluate_curvature_cell",
+        "evaluate_semantic_cell",
+    }
     assert sealed_readers == SEALED_PRODUCERS | evaluations
-    assert {"train_curvature_cell"} <= {job["rule"] for job in upstream}
+    controls = {"train_curvature_cell", "select_semantic_duration", "train_semantic_cell"}
+    assert controls <= {job["rule"] for job in upstream}
 
 
 def test_every_evaluation_waits_for_the_lock(repo_copy: Path):
