@@ -44,34 +44,6 @@ def test_unknown_module_is_an_error_listing_known_ones(fake_package: Path):
         code_hash(["nope"])
 
 
-@pytest.fixture
-def fake_subpackage(fake_package: Path) -> Path:
-    """Package p: its __init__ re-exports from p.x; p.x imports its sibling p.y relatively,
-    p.y imports p.z by absolute dotted name, and e imports p.z directly."""
-    package = fake_package / "p"
-    package.mkdir()
-    (package / "__init__.py").write_text("from hierbench.p.x import f\n")
-    (package / "x.py").write_text("from .y import g\nfrom . import z\n")
-    (package / "y.py").write_text("from hierbench.p.z import h\n")
-    (package / "z.py").write_text("h = 1\n")
-    (fake_package / "e.py").write_text("from hierbench.p import z\nfrom ..outside import q\n")
-    return package
-
-
-def test_packages_and_relative_imports_resolve(fake_subpackage: Path):
-    assert module_closure(("p",)) == ("p", "p.x", "p.y", "p.z")
-    assert module_closure(("p.y",)) == ("p.y", "p.z")
-    assert module_closure(("e",)) == ("e", "p", "p.x", "p.y", "p.z")
-
-
-def test_a_submodule_edit_reruns_only_its_importers(fake_subpackage: Path):
-    before_p, before_y, before_a = code_hash(["p"]), code_hash(["p.y"]), code_hash(["a"])
-    (fake_subpackage / "x.py").write_text("from .y import g\nfrom . import z\nk = 2\n")
-    assert code_hash(["p"]) != before_p
-    assert code_hash(["p.y"]) == before_y
-    assert code_hash(["a"]) == before_a
-
-
 def test_real_modules_resolve():
     closure = module_closure(("inputs",))
     assert {"inputs", "artifacts", "hashing", "provenance"} <= set(closure)
