@@ -19,7 +19,10 @@ LAYOUT_FOLDERS: dict[str, str] = {"cub": "CUB_200_2011", "nabirds": "nabirds"}
 # The generic levels every dataset maps onto, and the mean of the two upper ones.
 LEVELS: tuple[str, str, str] = ("leaf", "middle", "high")
 MEAN_HIERARCHY = "mean_hierarchy"
-LEVEL_ORDER: tuple[str, ...] = (*LEVELS, MEAN_HIERARCHY)
+# The level of scores that weigh every relation of a ranking at once, one value per query
+# (OT@K): they belong to no single level, and every query is scored.
+ALL_LEVELS = "all"
+LEVEL_ORDER: tuple[str, ...] = (*LEVELS, MEAN_HIERARCHY, ALL_LEVELS)
 
 # The Geometry x Loss factorial: codes as they appear in wildcards, cell names and tables.
 GEOMETRY_NAMES: dict[str, str] = {"E": "euclidean", "H": "poincare"}
