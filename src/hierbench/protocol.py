@@ -46,7 +46,11 @@ EFFECTS_BY_SEED = "effects_by_seed"
 EFFECTS_SUMMARY = "effects_summary"
 EFFECT_TABLES: tuple[str, ...] = (ARMS_SUMMARY, EFFECTS_BY_SEED, EFFECTS_SUMMARY)
 TABLE_FORMATS: tuple[str, ...] = ("parquet", "md", "tex", "csv")
-PAPER_TABLES: tuple[str, ...] = ("table_arms_map", "table_effects_map", "table_recall")
+# The paper's layouts: mAP per arm, effects on mean hierarchy mAP, Recall@K per arm.
+TABLE_ARMS_MAP = "table_arms_map"
+TABLE_EFFECTS_MAP = "table_effects_map"
+TABLE_RECALL = "table_recall"
+PAPER_TABLES: tuple[str, ...] = (TABLE_ARMS_MAP, TABLE_EFFECTS_MAP, TABLE_RECALL)
 PAPER_TABLE_FORMATS: tuple[str, ...] = ("md", "tex")
 PER_SEED_TABLE = "per_seed"
 SUMMARY_PAGE = "summary.md"

@@ -2,10 +2,12 @@
 
 ``schema`` holds the tables' columns, canonical order and validation; ``statistics`` the
 per-seed rows, mean ± SD per arm and the simple effects; ``render`` the Markdown, LaTeX and
-CSV renderings and the paper's layouts. The tables stage (``hierbench.stages.tables``)
-publishes them.
+CSV renderings and the paper's layouts; ``plan`` which of those tables a per-seed table
+supports (tables take the metrics they are given). The tables stage
+(``hierbench.stages.tables``) publishes them.
 """
 
+from hierbench.effects.plan import EffectsPlan, plan_effects
 from hierbench.effects.render import (
     PM,
     arm_table,
@@ -38,6 +40,7 @@ from hierbench.effects.statistics import (
     EFFECT_FORMULAS,
     arms_summary,
     baseline_rows,
+    complete_mean_hierarchy,
     effects_by_seed,
     effects_summary,
     per_seed_from_evaluations,
@@ -55,18 +58,21 @@ __all__ = [
     "PM",
     "SORT_KEYS",
     "EffectsError",
+    "EffectsPlan",
     "add_arm",
     "arm_labels",
     "arm_table",
     "arms_summary",
     "baseline_rows",
     "canonical_order",
+    "complete_mean_hierarchy",
     "effects_by_seed",
     "effects_summary",
     "effects_table",
     "format_number",
     "latex_escape",
     "per_seed_from_evaluations",
+    "plan_effects",
     "read_per_seed",
     "recall_table",
     "render_csv",

@@ -133,6 +133,34 @@ def per_seed_from_evaluations(
     return validate_per_seed(long[list(PER_SEED_COLUMNS)], source=source)
 
 
+def _lacks_mean_hierarchy(levels: frozenset[str]) -> bool:
+    """Whether the levels of one arm, seed and metric hold middle and high but no mean of them."""
+    return {"middle", "high"} <= levels and MEAN_HIERARCHY not in levels
+
+
+def complete_mean_hierarchy(per_seed: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Add mean_hierarchy = (middle + high) / 2 wherever middle and high exist without it.
+
+    Tables published elsewhere often list only leaf, middle and high. Returns the validated
+    table with the derived rows, and one note per dataset and metric derived, saying so.
+    """
+    frame = validate_per_seed(per_seed)
+    keys = ["dataset", "geometry", "loss", "seed", "metric"]
+    levels = frame.groupby(keys, sort=True)["level"].agg(frozenset)
+    lacking = levels[[_lacks_mean_hierarchy(found) for found in levels]]
+    if lacking.empty:
+        return frame, []
+    chosen = frame.set_index(keys).index.isin(lacking.index)
+    derived = _mean_hierarchy_rows(frame[chosen], "per-seed table")
+    notes = [
+        f"derived level {MEAN_HIERARCHY!r} = (middle + high) / 2 for dataset {dataset!r}, "
+        f"metric {metric!r} ({len(rows)} arm-seed rows)"
+        for (dataset, metric), rows in derived.groupby(["dataset", "metric"], sort=True)
+    ]
+    combined = pd.concat([frame, derived[list(PER_SEED_COLUMNS)]], ignore_index=True)
+    return validate_per_seed(combined), notes
+
+
 def baseline_rows(per_seed: pd.DataFrame) -> pd.DataFrame:
     """The frozen-baseline rows of a per-seed table (empty when it has none)."""
     frame = validate_per_seed(per_seed)
