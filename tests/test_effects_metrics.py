@@ -1,5 +1,5 @@
-"""Tables take the metrics they are given: a per-seed table published elsewhere (mAP at leaf,
-middle and high only) through ``hierbench effects``."""
+"""Tables take the metrics they are given: OT@K at level "all", and a per-seed table published
+elsewhere (mAP at leaf, middle and high only) through ``hierbench effects``."""
 
 from __future__ import annotations
 
@@ -13,11 +13,19 @@ import pytest
 from hierbench.cli import main
 from hierbench.effects import (
     EffectsError,
+    arms_summary,
     complete_mean_hierarchy,
+    effects_by_seed,
+    effects_summary,
+    ot_effects_table,
+    ot_table,
+    per_seed_from_evaluations,
     plan_effects,
+    validate_per_seed,
 )
+from hierbench.protocol import PAPER_TABLES
 from hierbench.provenance import JobContext
-from hierbench.stages.tables import write_effects, write_plan
+from hierbench.stages.tables import summary_markdown, write_effects, write_plan
 
 JOB = JobContext(rule="effects", code="c0de")
 SEEDS = (42, 2024, 3407)
@@ -102,6 +110,8 @@ def test_published_table_goes_through_hierbench_effects(tmp_path: Path, capsys):
         "derived level 'mean_hierarchy' = (middle + high) / 2 for dataset 'nabirds', metric "
         "'map' (12 arm-seed rows)",
         "not written: table_recall (no Recall@K metric (r@K rows))",
+        "not written: table_ot (no OT@K metric (ot@K rows))",
+        "not written: table_effects_ot (no OT@K metric (ot@K rows))",
         f"16 files -> {tmp_path / 'out'}",
     ]
     written = sorted(p.name for p in (tmp_path / "out").iterdir() if ".prov" not in p.name)
@@ -135,6 +145,98 @@ def test_the_pipeline_insists_on_every_paper_table(tmp_path: Path):
     with pytest.raises(EffectsError, match=r"table_recall.*no Recall@K"):
         write_plan(plan_effects(published_table()), tmp_path, JOB, complete=True)
     assert not any(tmp_path.iterdir())
+
+
+# -------------------------------------------------------------------------------- OT@K
+
+
+def evaluation_summaries() -> pd.DataFrame:
+    """Summaries as the evaluation writes them: level rows with mAP, an "all" row with OT@K."""
+    rows = []
+    arms = [(f"{g}_{o}", g, o, s) for g in "EH" for o in "RS" for s in (1, 2)]
+    arms.append(("frozen", "frozen", "frozen", -1))
+    for index, (arm, geometry, loss, seed) in enumerate(arms):
+        for qg_seed, shift in ((7, 0.0), (8, 0.5)):
+            for level in ("leaf", "middle", "high", "all"):
+                scored = level == "all"
+                value = 0.1 * index + shift + 0.01 * max(seed, 0)
+                rows.append(
+                    {
+                        "dataset": "toy",
+                        "arm": arm,
+                        "geometry": geometry,
+                        "loss": loss,
+                        "seed": seed,
+                        "qg_seed": qg_seed,
+                        "aggregation": "query_micro",
+                        "level": level,
+                        "n_valid": 10,
+                        "map": np.nan if scored else value,
+                        "r@1": np.nan if scored else value / 2,
+                        "ot@50": 2 * value if scored else np.nan,
+                        "ot@5": value if scored else np.nan,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def test_per_seed_rows_hold_ot_at_level_all_only():
+    per_seed = per_seed_from_evaluations(evaluation_summaries())
+    ot = per_seed[per_seed["metric"].str.startswith("ot@")]
+    assert set(ot["level"]) == {"all"}
+    assert set(per_seed.loc[per_seed["level"] == "all", "metric"]) == {"ot@5", "ot@50"}
+    assert not per_seed["value"].isna().any()  # no row for a metric where it is not scored
+    row = _one(per_seed, geometry="H", loss="S", seed=2, level="all", metric="ot@5")
+    assert row["value"] == pytest.approx(0.1 * 7 + 0.25 + 0.02)  # arm 7, mean shift .25
+    assert per_seed["metric"].unique().tolist() == ["map", "r@1", "ot@5", "ot@50"]
+    assert per_seed["level"].unique().tolist() == [
+        "leaf",
+        "middle",
+        "high",
+        "mean_hierarchy",
+        "all",
+    ]
+    assert len(per_seed) == 9 * (2 * 4 + 2)
+
+
+def test_effects_on_ot_and_their_tables():
+    per_seed = per_seed_from_evaluations(evaluation_summaries())
+    summary = effects_summary(effects_by_seed(per_seed))
+    # arms in order E_R 0-1, E_S 2-3, H_R 4-5, H_S 6-7 (index · 0.1): geom_R = H_R − E_R = 0.4
+    row = _one(summary, level="all", metric="ot@5", effect="geom_R")
+    assert row["mean"] == pytest.approx(0.4) and row["positive_seeds"] == 2
+    table = ot_effects_table(summary)
+    assert list(table.columns) == ["dataset", "metric", "effect", "mean ± SD", "positive seeds"]
+    assert table["metric"].tolist() == ["ot@5"] * 5 + ["ot@50"] * 5
+    assert _one(table, metric="ot@50", effect="geom_R")["mean ± SD"] == "+0.8000 ± 0.0000"
+    arms = ot_table(arms_summary(per_seed))
+    assert list(arms.columns) == ["dataset", "arm", "ot@5", "ot@50"]
+    assert arms["arm"].tolist() == ["frozen", "E_R", "H_R", "E_S", "H_S"]
+    assert _one(arms, arm="frozen")["ot@5"] == "1.0500"  # one seed: no SD
+
+
+def test_pipeline_tables_write_every_paper_table_and_summary(tmp_path: Path):
+    per_seed = per_seed_from_evaluations(evaluation_summaries())
+    plan = plan_effects(per_seed)
+    assert list(plan.paper) == list(PAPER_TABLES) and plan.notes() == []
+    paths = write_plan(plan, tmp_path, JOB, complete=True)
+    assert {f"{name}.md" for name in PAPER_TABLES} <= set(paths)
+    page = summary_markdown("toy", plan)
+    assert "## OT@K per arm" in page and "## Simple effects on OT@K" in page
+    assert "| toy | ot@50 | geom_R | +0.8000 ± 0.0000 | 2/2 |" in page
+    # The mAP sections come first, as before
+    assert page.index("## mAP per arm") < page.index("## Recall@K") < page.index("## OT@K")
+
+
+def test_ot_metrics_are_only_scored_at_level_all():
+    table = published_table()
+    table.loc[0, "metric"] = "ot@10"
+    with pytest.raises(EffectsError, match=r"'ot@10' at level 'leaf'.*only at level 'all'"):
+        validate_per_seed(table)
+    table = published_table()
+    table.loc[0, "level"] = "all"
+    with pytest.raises(EffectsError, match=r"'map' at level 'all'.*not at 'all'"):
+        validate_per_seed(table)
 
 
 def test_write_effects_keeps_its_interface(tmp_path: Path):

@@ -46,15 +46,24 @@ EFFECTS_BY_SEED = "effects_by_seed"
 EFFECTS_SUMMARY = "effects_summary"
 EFFECT_TABLES: tuple[str, ...] = (ARMS_SUMMARY, EFFECTS_BY_SEED, EFFECTS_SUMMARY)
 TABLE_FORMATS: tuple[str, ...] = ("parquet", "md", "tex", "csv")
-# The paper's layouts: mAP per arm, effects on mean hierarchy mAP, Recall@K per arm.
+# The paper's layouts: mAP per arm, effects on mean hierarchy mAP, Recall@K per arm, OT@K per
+# arm and the effects on OT@K.
 TABLE_ARMS_MAP = "table_arms_map"
 TABLE_EFFECTS_MAP = "table_effects_map"
 TABLE_RECALL = "table_recall"
-PAPER_TABLES: tuple[str, ...] = (TABLE_ARMS_MAP, TABLE_EFFECTS_MAP, TABLE_RECALL)
+TABLE_OT = "table_ot"
+TABLE_EFFECTS_OT = "table_effects_ot"
+PAPER_TABLES: tuple[str, ...] = (
+    TABLE_ARMS_MAP,
+    TABLE_EFFECTS_MAP,
+    TABLE_RECALL,
+    TABLE_OT,
+    TABLE_EFFECTS_OT,
+)
 PAPER_TABLE_FORMATS: tuple[str, ...] = ("md", "tex")
 PER_SEED_TABLE = "per_seed"
 SUMMARY_PAGE = "summary.md"
-FIGURES: tuple[str, ...] = ("effects", "map_by_level", "hyperbolic_norms")
+FIGURES: tuple[str, ...] = ("effects", "map_by_level", "hyperbolic_norms", "ot_by_k")
 FIGURE_FORMATS: tuple[str, ...] = ("png", "pdf")
 
 

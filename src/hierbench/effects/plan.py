@@ -14,8 +14,14 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from hierbench.effects.render import arm_table, effects_table, recall_table
-from hierbench.effects.schema import RECALL_METRIC
+from hierbench.effects.render import (
+    arm_table,
+    effects_table,
+    ot_effects_table,
+    ot_table,
+    recall_table,
+)
+from hierbench.effects.schema import OT_METRIC, RECALL_METRIC
 from hierbench.effects.statistics import (
     arms_summary,
     complete_mean_hierarchy,
@@ -27,6 +33,8 @@ from hierbench.protocol import (
     PAPER_TABLES,
     TABLE_ARMS_MAP,
     TABLE_EFFECTS_MAP,
+    TABLE_EFFECTS_OT,
+    TABLE_OT,
     TABLE_RECALL,
 )
 
@@ -62,6 +70,7 @@ def plan_effects(per_seed: pd.DataFrame) -> EffectsPlan:
     by_seed = effects_by_seed(frame)
     summary = effects_summary(by_seed)
     map_effects = (summary["metric"] == MAP_METRIC) & (summary["level"] == MEAN_HIERARCHY)
+    no_ot = "no OT@K metric (ot@K rows)"
     tables: dict[str, tuple[bool, str, Callable[[], pd.DataFrame]]] = {
         TABLE_ARMS_MAP: (
             _has_metric(frame, MAP_METRIC),
@@ -77,6 +86,12 @@ def plan_effects(per_seed: pd.DataFrame) -> EffectsPlan:
             _has_metric(frame, RECALL_METRIC.pattern),
             "no Recall@K metric (r@K rows)",
             lambda: recall_table(arms),
+        ),
+        TABLE_OT: (_has_metric(frame, OT_METRIC.pattern), no_ot, lambda: ot_table(arms)),
+        TABLE_EFFECTS_OT: (
+            _has_metric(frame, OT_METRIC.pattern),
+            no_ot,
+            lambda: ot_effects_table(summary),
         ),
     }
     paper = {name: tables[name][2]() for name in PAPER_TABLES if tables[name][0]}

@@ -34,6 +34,8 @@ from hierbench.protocol import (
     SUMMARY_PAGE,
     TABLE_ARMS_MAP,
     TABLE_EFFECTS_MAP,
+    TABLE_EFFECTS_OT,
+    TABLE_OT,
     TABLE_RECALL,
 )
 from hierbench.provenance import JobContext
@@ -46,6 +48,11 @@ SUMMARY_SECTIONS: dict[str, str] = {
     TABLE_ARMS_MAP: "mAP per arm and level",
     TABLE_EFFECTS_MAP: "Simple effects on mean hierarchy mAP",
     TABLE_RECALL: "Recall@K per arm and level",
+    TABLE_OT: "OT@K per arm (lower is better; level all: every query, whole relation mix)",
+    TABLE_EFFECTS_OT: (
+        "Simple effects on OT@K (lower is better: a negative effect moves the top K closer to "
+        "the ideal mix of relations; positive seeds are seeds where OT@K grew)"
+    ),
 }
 
 
@@ -79,7 +86,7 @@ def write_effects(
     Writes ``arms_summary``, ``effects_by_seed`` and ``effects_summary`` as .parquet, .md,
     .tex and .csv, plus, as .md and .tex, the paper tables its metrics support:
     ``table_arms_map`` and ``table_effects_map`` (mean hierarchy mAP; derived from middle and
-    high when absent) and ``table_recall``. Returns the
+    high when absent), ``table_recall``, ``table_ot`` and ``table_effects_ot``. Returns the
     paths keyed by file name; :func:`write_plan` takes a plan and says what was left out.
     """
     frame = per_seed if isinstance(per_seed, pd.DataFrame) else read_per_seed(per_seed)
