@@ -124,6 +124,18 @@ def test_random_rankings_agree_with_scipy(geometry, trial):
     assert (actual[:, 0] == 0).all()  # K = the whole gallery: the ideal histogram itself
 
 
+def test_ot_is_the_mean_relation_beyond_the_ideal_top_k():
+    # The ideal cumulative shares are never below the actual ones, so W1 is the difference of
+    # the mean relations (README's reading of OT@K).
+    rng = np.random.default_rng(14)
+    for _ in range(20):
+        relations = rng.integers(0, 4, int(rng.integers(5, 30))).tolist()
+        ks = tuple(sorted({1, len(relations), *rng.integers(1, len(relations), 3).tolist()}))
+        for k, value in _ot(relations, ks).items():
+            expected = np.mean(relations[:k]) - np.mean(sorted(relations)[:k])
+            assert value == pytest.approx(expected, abs=1e-12)
+
+
 # ------------------------------------------------------------------------ extremes
 
 # Relation counts of the gallery: 3 leaf, 2 middle, 4 high, 5 other.

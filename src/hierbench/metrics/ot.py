@@ -7,7 +7,9 @@ of the ideal top K, the gallery sorted by relation (how ties are ordered does no
 histogram): OT@K is the 1-D Wasserstein-1 distance between the two histograms as probability
 distributions (counts / K) with unit spacing, Σ_{t=0}^{2} |F_actual(t) − F_ideal(t)|, F the
 cumulative share up to relation t. It is 0 when the top K holds the ideal mix and at most 3
-(K "other" items where K same-leaf items were available).
+(K "other" items where K same-leaf items were available). The ideal cumulative shares are never
+below the actual ones, so OT@K also equals the mean relation of the top K minus that of the
+ideal top K, and the ranking that puts "other" first, then high, middle, leaf, scores the most.
 
 The engine knows the exact rank of every strict positive (every item in relation 0, 1 or 2), so
 the top-K histogram is a count of positives with rank < K per relation; "other" fills the rest.
