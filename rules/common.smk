@@ -114,14 +114,23 @@ def tau_label(tau):
     return f"{tau:g}"
 
 
+# Evaluation keys that only the sealed evaluation reads: changing them must not retrain.
+SEALED_ONLY_EVALUATION_KEYS = ("ot_ks",)
+
+
 def model_config(dataset):
     """The config keys that define training, tuning and scoring for a dataset (a params value)."""
     block = config["datasets"][dataset]
+    evaluation = {
+        key: value
+        for key, value in config["evaluation"].items()
+        if key not in SEALED_ONLY_EVALUATION_KEYS
+    }
     return {
         "head": config["head"],
         "training": config["training"],
         "tuning": config["tuning"],
-        "evaluation": config["evaluation"],
+        "evaluation": evaluation,
         "datasets": {dataset: {"hyperbolic": block["hyperbolic"], "tau": block["tau"]}},
     }
 

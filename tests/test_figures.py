@@ -15,6 +15,7 @@ from hierbench.figures import (
     figure_writer,
     map_by_level_figure,
     norms_figure,
+    ot_by_k_figure,
     prototype_norms,
 )
 from hierbench.hashing import sha256_file
@@ -74,3 +75,20 @@ def test_prototype_norms_shrink_towards_the_origin_for_broader_groups():
     assert norms["leaf"] > norms["middle"] > norms["high"]
     figure = norms_figure(prototype_norms(points, labels, 1.0).assign(cell="HS-42"), "norms")
     assert figure.axes
+
+
+def test_ot_by_k_draws_one_line_per_arm_in_k_order(tmp_path: Path):
+    rows = [
+        {"arm": arm, "metric": f"ot@{k}", "mean": shift + k / 100, "sd": 0.01}
+        for arm, shift in (("H_S", 0.5), ("frozen", 1.0), ("E_R", 0.8))
+        for k in (50, 10, 100)
+    ]
+    figure = ot_by_k_figure(pd.DataFrame(rows), "ot")
+    axis = figure.axes[0]
+    assert axis.get_xticks().tolist() == [10, 50, 100]
+    assert [text.get_text() for text in axis.get_legend().get_texts()] == ["frozen", "E_R", "H_S"]
+    lines = [container.lines[0] for container in axis.containers]
+    assert [line.get_xdata().tolist() for line in lines] == [[10, 50, 100]] * 3
+    assert lines[2].get_ydata().tolist() == [0.6, 1.0, 1.5]  # H_S: 0.5 + K/100, by K
+    paths = [publish(tmp_path / f"ot.{s}", figure_writer(figure, s), JOB) for s in ("png", "pdf")]
+    assert all(path.stat().st_size > 1000 for path in paths)

@@ -84,7 +84,13 @@ def test_every_arm_is_scored_on_the_same_locked_draws(built_repo: Path):
                 "ap",
                 "r@1",
                 "r@20",
+                "ot@5",
+                "ot@20",
             } <= set(per_query.columns)
+            # OT@K: one row of level "all" per query and draw, every query scored
+            scored = per_query[per_query["level"] == "all"]
+            assert len(scored) == per_query["query"].groupby(per_query["qg_seed"]).nunique().sum()
+            assert scored["valid"].all() and scored["ot@20"].between(0, 3).all()
         lock = json.loads((base / "lock/final_lock.json").read_text())
         assert set(lock["artifacts"]["checkpoints"]) == {
             f"results/{dataset}/cells/{c}/model.safetensors" for c in CELLS
@@ -154,13 +160,19 @@ def test_tables_and_figures_of_the_study(built_repo: Path):
         summary = (base / "tables/summary.md").read_text()
         for arm in ("frozen", "E_R", "H_R", "E_S", "H_S"):
             assert f"| {dataset} | {arm} |" in summary
+        assert "## OT@K per arm" in summary and "## Simple effects on OT@K" in summary
+        assert (
+            (base / "tables/table_ot.md")
+            .read_text()
+            .startswith("| dataset | arm | ot@5 | ot@10 | ot@20 |")
+        )
         effects = pd.read_parquet(base / "tables/effects_summary.parquet")
         assert set(effects["effect"]) == {"geom_R", "geom_S", "loss_E", "loss_H", "int"}
         # Tiny NABirds has no test supergroup with two parents: no valid high-level query.
         complete = effects[effects["level"].isin(["leaf", "middle"]) | (dataset == "cub")]
         assert (complete["n"] == 3).all()
         assert (base / "tables/group_macro/arms_summary.md").is_file()
-        for name in ("effects", "map_by_level", "hyperbolic_norms"):
+        for name in ("effects", "map_by_level", "hyperbolic_norms", "ot_by_k"):
             assert (base / f"figures/{name}.png").stat().st_size > 1000
             assert (base / f"figures/{name}.pdf").read_bytes()[:5] == b"%PDF-"
 
@@ -181,5 +193,6 @@ def test_html_report_is_built_with_tables_and_figures(built_repo: Path):
     snakemake(built_repo, "--report", "report.html", *TINY)
     html = (built_repo / "report.html").read_text(encoding="utf-8", errors="replace")
     assert len(html) > 100_000
-    for name in ("summary.md", "effects.png", "map_by_level.png", "hyperbolic_norms.png"):
+    figures = ("effects.png", "map_by_level.png", "hyperbolic_norms.png", "ot_by_k.png")
+    for name in ("summary.md", *figures):
         assert name in html

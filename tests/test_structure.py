@@ -84,6 +84,9 @@ PROTOCOL_LITERALS = [
     r'\{"E": "euclidean"',
     r'"table_arms_map"',
     r'"hyperbolic_norms"',
+    r'"ot_by_k"',
+    r'"table_ot"',
+    r'"table_effects_ot"',
     r'"CUB_200_2011"',
 ]
 

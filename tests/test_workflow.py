@@ -185,6 +185,14 @@ def test_training_hyperparameter_change_reruns_training_and_what_follows(built_r
     assert _scheduled(built_repo) == TRAINING
 
 
+def test_changing_the_ot_cut_offs_reruns_the_evaluation_but_no_training(built_repo: Path):
+    config = built_repo / "configs/tiny.yaml"
+    text = config.read_text()
+    assert "  ot_ks: [5, 10, 20]" in text
+    config.write_text(text.replace("  ot_ks: [5, 10, 20]", "  ot_ks: [5, 10]"))
+    assert _scheduled(built_repo) == EVALUATION
+
+
 def test_touching_inputs_without_changing_them_reruns_nothing(built_repo: Path):
     for path in ("resources/cub_aliases.json", "resources/cub_classes.txt", "configs/tiny.yaml"):
         os.utime(built_repo / path)

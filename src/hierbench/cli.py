@@ -16,12 +16,12 @@ from hierbench import __version__
 from hierbench.artifacts import write_parquet
 from hierbench.codehash import code_hash, module_closure
 from hierbench.config import ConfigError, check_inputs_exist, load_config
-from hierbench.effects import EffectsError, read_per_seed
+from hierbench.effects import EffectsError, plan_effects, read_per_seed
 from hierbench.manifest import MANIFEST_NAME, manifest_table, report_json, report_lines, verify
 from hierbench.provenance import JobContext
 from hierbench.seal import SealPaths, archive_seal, list_reseals, reseal_lines, sealed_test_was_read
 from hierbench.shipped import shipped_file
-from hierbench.stages.tables import write_effects
+from hierbench.stages.tables import write_plan
 from hierbench.stages.taxonomy import build_cub_taxonomy, build_nabirds_taxonomy
 from hierbench.taxonomy import DEFAULT_FUZZY_MARGIN, DEFAULT_FUZZY_THRESHOLD, TaxonomyError
 
@@ -122,10 +122,16 @@ def _taxonomy_nabirds(args: argparse.Namespace) -> int:
 
 
 def _effects(args: argparse.Namespace) -> int:
-    """Re-aggregate a per-seed table (ours or published numbers) into the effect tables."""
-    per_seed = read_per_seed(args.per_seed)
+    """Re-aggregate a per-seed table (ours or published numbers) into the effect tables.
+
+    Prints what it derived (mean_hierarchy from middle and high) and which paper tables its
+    metrics do not support, then how many files it wrote.
+    """
+    plan = plan_effects(read_per_seed(args.per_seed))
     job = JobContext(rule="cli:effects", inputs=(str(args.per_seed),), code=code_hash(["effects"]))
-    written = write_effects(per_seed, args.out, job)
+    written = write_plan(plan, args.out, job)
+    for note in plan.notes():
+        print(note)
     print(f"{len(written)} files -> {args.out}")
     return 0
 

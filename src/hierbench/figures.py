@@ -5,7 +5,9 @@
 - mAP by level: leaf, middle and high mAP for each arm and the frozen baseline (how the
   arms redistribute retrieval quality across levels);
 - hyperbolic norms: for the Poincaré cells, the norm of group prototypes at each taxonomy
-  level (prototype = the group's mean tangent vector mapped back onto the ball).
+  level (prototype = the group's mean tangent vector mapped back onto the ball);
+- OT@K by K: the optimal-transport hierarchy score against K for each arm and the frozen
+  baseline (lower is better: how far the relation mix of the top K is from the ideal mix).
 """
 
 from __future__ import annotations
@@ -68,6 +70,36 @@ def map_by_level_figure(arms: pd.DataFrame, title: str) -> Figure:
     axis.set_ylabel("mAP (query-micro)")
     axis.set_title(title)
     axis.legend(ncol=len(present), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12))
+    figure.tight_layout()
+    return figure
+
+
+def ot_by_k_figure(arms: pd.DataFrame, title: str) -> Figure:
+    """Mean OT@K against K for each arm, the SD over seeds as error bars.
+
+    ``arms`` holds arms-summary rows of the ``ot@K`` metrics with an ``arm`` column.
+    """
+    figure = Figure(figsize=(6, 3.5))
+    axis = figure.subplots()
+    ks = arms["metric"].astype(str).str.removeprefix("ot@").astype(int)
+    present = [arm for arm in ARM_ORDER if arm in set(arms["arm"])]
+    for arm in present:
+        rows = arms[arms["arm"] == arm].assign(k=ks).sort_values("k")
+        axis.errorbar(
+            rows["k"],
+            rows["mean"],
+            yerr=rows["sd"].fillna(0),
+            marker="o",
+            markersize=4,
+            capsize=3,
+            label=arm,
+            color=f"C{ARM_ORDER.index(arm)}",
+        )
+    axis.set_xticks(sorted(set(ks)))
+    axis.set_xlabel("K")
+    axis.set_ylabel("OT@K (query-micro; lower is better)")
+    axis.set_title(title)
+    axis.legend(ncol=len(present), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18))
     figure.tight_layout()
     return figure
 

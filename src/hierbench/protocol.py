@@ -21,7 +21,10 @@ LAYOUT_FOLDERS: dict[str, str] = {"cub": "CUB_200_2011", "nabirds": "nabirds"}
 # The generic levels every dataset maps onto, and the mean of the two upper ones.
 LEVELS: tuple[str, str, str] = ("leaf", "middle", "high")
 MEAN_HIERARCHY = "mean_hierarchy"
-LEVEL_ORDER: tuple[str, ...] = (*LEVELS, MEAN_HIERARCHY)
+# The level of scores that weigh every relation of a ranking at once, one value per query
+# (OT@K): they belong to no single level, and every query is scored.
+ALL_LEVELS = "all"
+LEVEL_ORDER: tuple[str, ...] = (*LEVELS, MEAN_HIERARCHY, ALL_LEVELS)
 
 # The Geometry x Loss factorial: codes as they appear in wildcards, cell names and tables.
 GEOMETRY_NAMES: dict[str, str] = {"E": "euclidean", "H": "poincare"}
@@ -45,11 +48,24 @@ EFFECTS_BY_SEED = "effects_by_seed"
 EFFECTS_SUMMARY = "effects_summary"
 EFFECT_TABLES: tuple[str, ...] = (ARMS_SUMMARY, EFFECTS_BY_SEED, EFFECTS_SUMMARY)
 TABLE_FORMATS: tuple[str, ...] = ("parquet", "md", "tex", "csv")
-PAPER_TABLES: tuple[str, ...] = ("table_arms_map", "table_effects_map", "table_recall")
+# The paper's layouts: mAP per arm, effects on mean hierarchy mAP, Recall@K per arm, OT@K per
+# arm and the effects on OT@K.
+TABLE_ARMS_MAP = "table_arms_map"
+TABLE_EFFECTS_MAP = "table_effects_map"
+TABLE_RECALL = "table_recall"
+TABLE_OT = "table_ot"
+TABLE_EFFECTS_OT = "table_effects_ot"
+PAPER_TABLES: tuple[str, ...] = (
+    TABLE_ARMS_MAP,
+    TABLE_EFFECTS_MAP,
+    TABLE_RECALL,
+    TABLE_OT,
+    TABLE_EFFECTS_OT,
+)
 PAPER_TABLE_FORMATS: tuple[str, ...] = ("md", "tex")
 PER_SEED_TABLE = "per_seed"
 SUMMARY_PAGE = "summary.md"
-FIGURES: tuple[str, ...] = ("effects", "map_by_level", "hyperbolic_norms")
+FIGURES: tuple[str, ...] = ("effects", "map_by_level", "hyperbolic_norms", "ot_by_k")
 FIGURE_FORMATS: tuple[str, ...] = ("png", "pdf")
 # The controls: each one's name in paths, its tables and its figure.
 CURVATURE_CONTROL = "curvature"

@@ -2,16 +2,20 @@
 
 ``schema`` holds the tables' columns, canonical order and validation; ``statistics`` the
 per-seed rows, mean ± SD per arm and the simple effects; ``render`` the Markdown, LaTeX and
-CSV renderings and the paper's layouts. The tables stage (``hierbench.stages.tables``)
-publishes them.
+CSV renderings and the paper's layouts; ``plan`` which of those tables a per-seed table
+supports (tables take the metrics they are given). The tables stage
+(``hierbench.stages.tables``) publishes them.
 """
 
+from hierbench.effects.plan import EffectsPlan, plan_effects
 from hierbench.effects.render import (
     PM,
     arm_table,
     effects_table,
     format_number,
     latex_escape,
+    ot_effects_table,
+    ot_table,
     recall_table,
     render_csv,
     render_latex,
@@ -22,6 +26,7 @@ from hierbench.effects.schema import (
     EFFECTS_BY_SEED_COLUMNS,
     EFFECTS_SUMMARY_COLUMNS,
     EVALUATION_COLUMNS,
+    OT_METRIC,
     PER_SEED_COLUMNS,
     PER_SEED_KEYS,
     SORT_KEYS,
@@ -38,6 +43,7 @@ from hierbench.effects.statistics import (
     EFFECT_FORMULAS,
     arms_summary,
     baseline_rows,
+    complete_mean_hierarchy,
     effects_by_seed,
     effects_summary,
     per_seed_from_evaluations,
@@ -50,23 +56,29 @@ __all__ = [
     "EFFECT_DEFINITIONS",
     "EFFECT_FORMULAS",
     "EVALUATION_COLUMNS",
+    "OT_METRIC",
     "PER_SEED_COLUMNS",
     "PER_SEED_KEYS",
     "PM",
     "SORT_KEYS",
     "EffectsError",
+    "EffectsPlan",
     "add_arm",
     "arm_labels",
     "arm_table",
     "arms_summary",
     "baseline_rows",
     "canonical_order",
+    "complete_mean_hierarchy",
     "effects_by_seed",
     "effects_summary",
     "effects_table",
     "format_number",
     "latex_escape",
+    "ot_effects_table",
+    "ot_table",
     "per_seed_from_evaluations",
+    "plan_effects",
     "read_per_seed",
     "recall_table",
     "render_csv",

@@ -14,6 +14,7 @@ import pandas as pd
 from hierbench.effects.schema import (
     ARMS_COLUMNS,
     EFFECTS_SUMMARY_COLUMNS,
+    OT_METRIC,
     RECALL_METRIC,
     SORT_KEYS,
     EffectsError,
@@ -21,7 +22,7 @@ from hierbench.effects.schema import (
     canonical_order,
     require_columns,
 )
-from hierbench.protocol import MEAN_HIERARCHY
+from hierbench.protocol import ALL_LEVELS, MEAN_HIERARCHY
 
 PM = "±"
 
@@ -141,6 +142,18 @@ def recall_table(arms: pd.DataFrame, *, digits: int = 4) -> pd.DataFrame:
     return _wide(chosen, ["dataset", "arm", "level"], "metric")
 
 
+def ot_table(arms: pd.DataFrame, *, digits: int = 4) -> pd.DataFrame:
+    """OT@K per arm (lower is better): rows (dataset, arm), one "mean ± SD" column per K."""
+    require_columns(arms, ARMS_COLUMNS, "arms summary")
+    chosen = add_arm(arms[arms["metric"].astype(str).str.match(OT_METRIC.pattern)])
+    if chosen.empty:
+        raise EffectsError("arms summary has no OT@K metric (ot@K rows)")
+    chosen = chosen.assign(
+        cell=[_mean_sd(m, s, digits) for m, s in zip(chosen["mean"], chosen["sd"], strict=True)]
+    )
+    return _wide(chosen, ["dataset", "arm"], "metric")
+
+
 def _wide(frame: pd.DataFrame, rows: list[str], columns: str) -> pd.DataFrame:
     """Pivot the ``cell`` texts to rows × columns in canonical order; gaps become ""."""
     wide = frame.pivot(index=rows, columns=columns, values="cell").fillna("")
@@ -172,3 +185,26 @@ def effects_table(
         }
     )
     return canonical_order(table, ("dataset", "effect"))
+
+
+def ot_effects_table(effects: pd.DataFrame, *, digits: int = 4) -> pd.DataFrame:
+    """Effects on every OT@K: rows (dataset, metric, effect) in the layout of effects_table.
+
+    OT@K is lower-is-better, so a negative effect is an improvement and "positive seeds"
+    counts the seeds on which the difference made OT@K worse.
+    """
+    require_columns(effects, EFFECTS_SUMMARY_COLUMNS, "effects summary")
+    metrics = sorted(
+        {m for m in effects["metric"].astype(str) if OT_METRIC.match(m)}, key=SORT_KEYS["metric"]
+    )
+    if not metrics:
+        raise EffectsError("effects summary has no OT@K metric (ot@K rows)")
+    parts = [
+        effects_table(effects, metric, ALL_LEVELS, digits=digits).assign(metric=metric)
+        for metric in metrics
+    ]
+    table = pd.concat(parts, ignore_index=True)
+    table = table[
+        ["dataset", "metric", *[c for c in table.columns if c not in ("dataset", "metric")]]
+    ]
+    return canonical_order(table, ("dataset", "metric", "effect"))

@@ -5,8 +5,8 @@ within each training seed; the training seeds are the statistical units (mean ±
 ddof = 1).
 
 Formats (every frame returned here is in canonical order: datasets and seeds ascending, arms
-frozen, E_R, H_R, E_S, H_S, levels leaf, middle, high, mean_hierarchy, metrics map then r@K by
-K, effects geom_R, geom_S, loss_E, loss_H, int; the index is a plain range):
+frozen, E_R, H_R, E_S, H_S, levels leaf, middle, high, mean_hierarchy, all, metrics map, r@K by
+K, then ot@K by K, effects geom_R, geom_S, loss_E, loss_H, int; the index is a plain range):
 
 - per-seed table: ``dataset, geometry, loss, seed, level, metric, value`` (long format), one row
   per (dataset, geometry, loss, seed, level, metric). ``geometry`` is E or H and ``loss`` R or S;
@@ -16,6 +16,11 @@ K, effects geom_R, geom_S, loss_E, loss_H, int; the index is a plain range):
 - effects by seed: ``dataset, level, metric, effect, seed, value`` from the four factorial arms
   of the same seed; the frozen baseline takes no part.
 - effects summary: ``dataset, level, metric, effect, mean, sd, n, positive_seeds``.
+
+Levels and metrics: mAP and Recall@K are scored at leaf, middle and high (and their
+mean_hierarchy); OT@K (``ot@K``, lower is better) is one score per query over the whole relation
+mix, so it is scored only at level ``all`` (:data:`hierbench.protocol.ALL_LEVELS`). A per-seed
+row that pairs a metric with a level where it is not scored is an error.
 
 NaN values (a level without valid queries) are skipped by the summaries: ``n`` counts the
 non-NaN values, ``sd`` is NaN when ``n`` < 2 and ``positive_seeds`` counts values > 0.
@@ -33,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from hierbench.protocol import (
+    ALL_LEVELS,
     ARM_ORDER,
     EFFECT_ORDER,
     FACTORIAL_ARMS,
@@ -40,6 +46,7 @@ from hierbench.protocol import (
     GEOMETRIES,
     LEVEL_ORDER,
     LOSSES,
+    MEAN_HIERARCHY,
 )
 
 __all__ = ["FACTORIAL_ARMS"]  # re-exported for the statistics module
@@ -88,6 +95,7 @@ EVALUATION_COLUMNS: tuple[str, ...] = (
 )
 
 RECALL_METRIC = re.compile(r"^r@(\d+)$")
+OT_METRIC = re.compile(r"^ot@(\d+)$")
 
 
 class EffectsError(ValueError):
@@ -104,11 +112,24 @@ def _listed_key(order: Sequence[str]) -> Callable[[Any], tuple]:
 
 
 def metric_key(metric: Any) -> tuple:
-    """Sort key of metric names: map, then r@K by K, then the rest by name."""
-    match = RECALL_METRIC.match(str(metric))
+    """Sort key of metric names: map, then r@K by K, then ot@K by K, then the rest by name."""
     if metric == "map":
         return (0, 0, "")
-    return (1, int(match.group(1)), "") if match else (2, 0, str(metric))
+    for rank, pattern in enumerate((RECALL_METRIC, OT_METRIC), start=1):
+        match = pattern.match(str(metric))
+        if match:
+            return (rank, int(match.group(1)), "")
+    return (3, 0, str(metric))
+
+
+def is_ot_metric(metrics: pd.Series) -> pd.Series:
+    """Whether each metric name is an OT@K score (``ot@K``), scored only at level ``all``."""
+    return metrics.astype(str).str.match(OT_METRIC.pattern)
+
+
+def scored_here(frame: pd.DataFrame) -> pd.Series:
+    """Whether each row's metric is scored at its level: OT@K at ``all``, the rest elsewhere."""
+    return is_ot_metric(frame["metric"]) == (frame["level"] == ALL_LEVELS)
 
 
 SORT_KEYS: dict[str, Callable[[Any], tuple]] = {
@@ -229,6 +250,21 @@ def check_arms(frame: pd.DataFrame, source: str) -> None:
         )
 
 
+def check_metric_levels(frame: pd.DataFrame, source: str) -> None:
+    """Raise naming the first row whose metric is not scored at its level (OT@K only at all)."""
+    wrong = ~scored_here(frame)
+    if wrong.any():
+        row = frame[wrong].iloc[0]
+        if OT_METRIC.match(row["metric"]):
+            scored = f"only at level {ALL_LEVELS!r}"
+        else:
+            scored = f"at the taxonomy levels and {MEAN_HIERARCHY!r}, not at {ALL_LEVELS!r}"
+        raise EffectsError(
+            f"{source}: metric {row['metric']!r} at level {row['level']!r} (dataset "
+            f"{row['dataset']!r}); that metric is scored {scored}"
+        )
+
+
 def check_unique(frame: pd.DataFrame, keys: Sequence[str], source: str) -> None:
     """Raise naming the first key that occurs on more than one row."""
     duplicated = frame.duplicated(list(keys), keep=False)
@@ -250,6 +286,7 @@ def validate_per_seed(frame: pd.DataFrame, source: str = "per-seed table") -> pd
     result.insert(3, "seed", integer_column(frame, "seed", source).to_numpy())
     check_arms(result, source)
     check_choices(result["level"], "level", LEVEL_ORDER, source)
+    check_metric_levels(result, source)
     result["value"] = value_column(frame, "value", source, PER_SEED_KEYS).to_numpy()
     check_unique(result, PER_SEED_KEYS, source)
     return canonical_order(result, ("dataset", "arm", "seed", "level", "metric"))

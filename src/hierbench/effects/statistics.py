@@ -16,6 +16,7 @@ from hierbench.effects.schema import (
     EFFECTS_BY_SEED_COLUMNS,
     EFFECTS_SUMMARY_COLUMNS,
     EVALUATION_COLUMNS,
+    OT_METRIC,
     PER_SEED_COLUMNS,
     RECALL_METRIC,
     EffectsError,
@@ -24,8 +25,10 @@ from hierbench.effects.schema import (
     check_arms,
     check_unique,
     integer_column,
+    is_ot_metric,
     metric_key,
     require_columns,
+    scored_here,
     text_column,
     validate_effects,
     validate_per_seed,
@@ -51,8 +54,11 @@ EFFECT_DEFINITIONS: dict[str, str] = {
 
 
 def _metric_columns(summaries: pd.DataFrame) -> list[str]:
-    """The metric columns of evaluation summaries: map and every r@K, in canonical order."""
-    found = [str(c) for c in summaries.columns if c == "map" or RECALL_METRIC.match(str(c))]
+    """The metric columns of evaluation summaries: map, every r@K and ot@K, in canonical order."""
+    patterns = (RECALL_METRIC, OT_METRIC)
+    found = [
+        str(c) for c in summaries.columns if c == "map" or any(p.match(str(c)) for p in patterns)
+    ]
     return sorted(found, key=metric_key)
 
 
@@ -129,8 +135,38 @@ def per_seed_from_evaluations(
     keys = ["dataset", "geometry", "loss", "seed", "level"]
     means = rows.groupby(keys, sort=True)[metrics].mean(skipna=False).reset_index()
     long = means.melt(id_vars=keys, value_vars=metrics, var_name="metric", value_name="value")
-    long = pd.concat([long, _mean_hierarchy_rows(long, source)], ignore_index=True)
+    long = long[scored_here(long)]  # OT@K at level all, mAP and Recall@K at the three levels
+    by_level = long[~is_ot_metric(long["metric"])]
+    long = pd.concat([long, _mean_hierarchy_rows(by_level, source)], ignore_index=True)
     return validate_per_seed(long[list(PER_SEED_COLUMNS)], source=source)
+
+
+def _lacks_mean_hierarchy(levels: frozenset[str]) -> bool:
+    """Whether the levels of one arm, seed and metric hold middle and high but no mean of them."""
+    return {"middle", "high"} <= levels and MEAN_HIERARCHY not in levels
+
+
+def complete_mean_hierarchy(per_seed: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Add mean_hierarchy = (middle + high) / 2 wherever middle and high exist without it.
+
+    Tables published elsewhere often list only leaf, middle and high. Returns the validated
+    table with the derived rows, and one note per dataset and metric derived, saying so.
+    """
+    frame = validate_per_seed(per_seed)
+    keys = ["dataset", "geometry", "loss", "seed", "metric"]
+    levels = frame.groupby(keys, sort=True)["level"].agg(frozenset)
+    lacking = levels[[_lacks_mean_hierarchy(found) for found in levels]]
+    if lacking.empty:
+        return frame, []
+    chosen = frame.set_index(keys).index.isin(lacking.index)
+    derived = _mean_hierarchy_rows(frame[chosen], "per-seed table")
+    notes = [
+        f"derived level {MEAN_HIERARCHY!r} = (middle + high) / 2 for dataset {dataset!r}, "
+        f"metric {metric!r} ({len(rows)} arm-seed rows)"
+        for (dataset, metric), rows in derived.groupby(["dataset", "metric"], sort=True)
+    ]
+    combined = pd.concat([frame, derived[list(PER_SEED_COLUMNS)]], ignore_index=True)
+    return validate_per_seed(combined), notes
 
 
 def baseline_rows(per_seed: pd.DataFrame) -> pd.DataFrame:

@@ -1,4 +1,5 @@
-"""Retrieval metrics: AP and Recall@K per query at the leaf, middle and high levels.
+"""Retrieval metrics: AP and Recall@K per query at the leaf, middle and high levels, and the
+optimal-transport hierarchy score OT@K per query.
 
 Definitions (the protocol's "Evaluation", strict positives from :mod:`hierbench.relations`):
 
@@ -12,6 +13,11 @@ Definitions (the protocol's "Evaluation", strict positives from :mod:`hierbench.
   Bitwise identical gallery embeddings always get equal distances, so they always tie.
 - Recall@K = 1 if a strict positive is among the first K, else 0.
 - AP(q) = (1/N⁺) Σ_k precision@k · rel_k over the whole ranking, N⁺ the number of positives.
+- OT@K (:mod:`hierbench.metrics.ot`; lower is better): each gallery item's relation to the query
+  on the ordinal support leaf = 0, middle = 1, high = 2, other = 3; the 1-D Wasserstein-1
+  distance between the relation histogram of the top K of the ranking and that of the ideal
+  top K (the gallery sorted by relation), both divided by K. One value per query, every query
+  scored; K may not exceed the gallery size.
 - Distances: Euclidean, or the geodesic distance of ``geoopt.PoincareBall(c=curvature)``,
   (2/√c)·artanh(√c·‖(−x)⊕_c y‖), both in float64 from ‖x − y‖² = ‖x‖² + ‖y‖² − 2⟨x, y⟩ (one
   BLAS product; absolute error about 1e-16·(‖x‖² + ‖y‖²)). Non-finite distances (NaN
@@ -24,29 +30,48 @@ Formats:
 - Per-query frame (:func:`evaluate`): one row per (query, level), rows sorted by query index,
   then leaf, middle, high; columns ``query`` (index into the query arrays), ``level``, ``valid``,
   ``ap`` and one ``r@K`` column per K (float 0/1); metrics are NaN where ``valid`` is False.
+  With ``ot_ks``, each query has a fourth row of level ``all`` (:data:`protocol.ALL_LEVELS`),
+  always valid, and the frame one ``ot@K`` column per K: the query's OT@K on its ``all`` row,
+  NaN on its level rows (and ``ap``, ``r@K`` are NaN on the ``all`` row).
 - Summary frame (:func:`query_micro`, :func:`group_macro`): one row per level in the order
-  leaf, middle, high; columns ``level``, ``n_valid`` (valid queries), ``n_groups`` (groups with a
-  valid query; group-macro only), ``map`` (mean AP) and the ``r@K`` means. Levels without any
-  valid query have NaN metrics.
+  leaf, middle, high (then all, with OT@K); columns ``level``, ``n_valid`` (valid queries),
+  ``n_groups`` (groups with a valid query; group-macro only), ``map`` (mean AP), the ``r@K``
+  means and the ``ot@K`` means. Levels without any valid query have NaN metrics. OT@K is the
+  mean over all queries in both summaries (at level all each query is its own group).
 
 The engine avoids a full comparison sort: per chunk of queries it ranks the gallery by 16-bit
 monotone quantised distances (NumPy's stable radix sort), then makes the ranks of the strict
 positives exact by re-ordering them inside their runs of equal keys by (distance, index) (rows
 with very long runs are sorted exactly instead). The ranks equal those of a stable sort by
-(distance, gallery index).
+(distance, gallery index). OT@K reuses those exact ranks: the top-K histogram counts the
+positives ranked before K per relation, and the items that are no positive are "other".
 """
 
 from hierbench.metrics.aggregate import group_macro, mean_hierarchy, query_micro
 from hierbench.metrics.distances import GEOMETRIES, pairwise_distances
 from hierbench.metrics.engine import evaluate, recall_columns, worker_count
+from hierbench.metrics.ot import (
+    OT_PREFIX,
+    check_ot_ks,
+    ideal_counts,
+    ordinal_wasserstein,
+    ot_columns,
+    top_k_counts,
+)
 
 __all__ = [
     "GEOMETRIES",
+    "OT_PREFIX",
+    "check_ot_ks",
     "evaluate",
     "group_macro",
+    "ideal_counts",
     "mean_hierarchy",
+    "ordinal_wasserstein",
+    "ot_columns",
     "pairwise_distances",
     "query_micro",
     "recall_columns",
+    "top_k_counts",
     "worker_count",
 ]

@@ -1,5 +1,10 @@
 """Summaries of the per-query frame: query-micro (mean over valid queries), group-macro (equal
-weight per group) and the mean hierarchy mAP."""
+weight per group) and the mean hierarchy mAP.
+
+OT@K scores every query once, on the rows of level ``all`` (all valid): both summaries give
+its plain mean over all queries. At that level every query is its own group (it belongs to no
+single level's group), so its group-macro value equals the query mean.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ import numpy as np
 import pandas as pd
 
 from hierbench.metrics.labels import check_labels
+from hierbench.metrics.ot import OT_PREFIX
+from hierbench.protocol import ALL_LEVELS
 from hierbench.relations import LEVELS
 
 
@@ -16,9 +23,9 @@ def query_micro(frame: pd.DataFrame) -> pd.DataFrame:
     """Summary frame of means over valid queries per level (CUB's registered endpoint)."""
     metrics = _metric_columns(frame)
     rows = []
-    for level in LEVELS:
+    for level in _levels(frame):
         valid = frame[(frame["level"] == level) & frame["valid"]]
-        means = {_summary_name(name): _mean(valid[name]) for name in metrics}
+        means = {_summary_name(name): _mean(valid[name], name, level) for name in metrics}
         rows.append({"level": level, "n_valid": len(valid), **means})
     return pd.DataFrame(rows, columns=["level", "n_valid", *map(_summary_name, metrics)])
 
@@ -39,12 +46,15 @@ def group_macro(frame: pd.DataFrame, query_labels: Any) -> pd.DataFrame:
             "that the frame was evaluated with"
         )
     rows = []
-    for index, level in enumerate(LEVELS):
+    for level in _levels(frame):
         chosen = ((frame["level"] == level) & frame["valid"]).to_numpy()
         valid = frame.loc[chosen, list(metrics)]
-        groups = labels[queries[chosen], index]
+        # At level "all" each query is its own group; the group mean is then the query mean.
+        groups = (
+            queries[chosen] if level == ALL_LEVELS else labels[queries[chosen], LEVELS.index(level)]
+        )
         group_means = valid.groupby(groups, sort=True).mean()
-        means = {_summary_name(name): _mean(group_means[name]) for name in metrics}
+        means = {_summary_name(name): _mean(group_means[name], name, level) for name in metrics}
         rows.append({"level": level, "n_valid": len(valid), "n_groups": len(group_means), **means})
     columns = ["level", "n_valid", "n_groups", *map(_summary_name, metrics)]
     return pd.DataFrame(rows, columns=columns)
@@ -74,7 +84,13 @@ def _metric_columns(frame: pd.DataFrame) -> list[str]:
         raise ValueError(
             f"per-query frame lacks columns {sorted(missing)}; pass the output of evaluate()"
         )
-    return ["ap", *[name for name in frame.columns if str(name).startswith("r@")]]
+    recalls = [name for name in frame.columns if str(name).startswith("r@")]
+    return ["ap", *recalls, *[name for name in frame.columns if str(name).startswith(OT_PREFIX)]]
+
+
+def _levels(frame: pd.DataFrame) -> tuple[str, ...]:
+    """The summary's levels: leaf, middle, high, and all when the frame holds OT@K rows."""
+    return (*LEVELS, ALL_LEVELS) if (frame["level"] == ALL_LEVELS).any() else LEVELS
 
 
 def _summary_name(metric: str) -> str:
@@ -82,6 +98,10 @@ def _summary_name(metric: str) -> str:
     return "map" if metric == "ap" else metric
 
 
-def _mean(values: pd.Series) -> float:
-    """Mean of a column, NaN when empty."""
-    return float(values.mean()) if len(values) else float("nan")
+def _mean(values: pd.Series, metric: str, level: str) -> float:
+    """Mean of a column, NaN when empty or when the metric is not scored at the level.
+
+    OT@K is scored only at level ``all``, AP and Recall@K only at leaf, middle and high.
+    """
+    scored = str(metric).startswith(OT_PREFIX) == (level == ALL_LEVELS)
+    return float(values.mean()) if len(values) and scored else float("nan")

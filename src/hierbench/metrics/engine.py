@@ -1,5 +1,6 @@
-"""The metric engine: AP and Recall@K per query and level, chunk by chunk, without a full
-comparison sort (see :mod:`hierbench.metrics` for the definitions and the method)."""
+"""The metric engine: AP and Recall@K per query and level, and OT@K per query, chunk by chunk,
+without a full comparison sort (see :mod:`hierbench.metrics` for the definitions and the
+method)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from hierbench.metrics.distances import (
     squared_distances,
 )
 from hierbench.metrics.labels import label_codes
+from hierbench.metrics.ot import check_ot_ks, ot_columns, ot_scores
+from hierbench.protocol import ALL_LEVELS
 from hierbench.relations import LEVELS
 
 _KEY_MAX = np.iinfo(np.uint16).max
@@ -53,8 +56,12 @@ def evaluate(
     ks: Sequence[int] = (1, 5, 10, 20),
     chunk_size: int = 256,
     distance_clip: float = 1e6,
+    ot_ks: Sequence[int] = (),
 ) -> pd.DataFrame:
-    """AP and Recall@K per query and level (the per-query frame), computed chunk by chunk.
+    """AP and Recall@K per query and level, and OT@K per query (the per-query frame).
+
+    ``ot_ks`` are the cut-offs of OT@K (none by default; each at most the gallery size); with
+    any, every query gets a row of level ``all`` holding its OT@K scores.
 
     At most ``chunk_size`` queries' distance rows are held at once; each chunk is ranked in
     blocks of at most 64 queries, spread over :func:`worker_count` threads. Results depend on
@@ -66,6 +73,7 @@ def evaluate(
         query_labels, gallery_labels, len(queries), len(gallery)
     )
     ks = _check_ks(ks)
+    ot_ks = check_ot_ks(ot_ks, len(gallery))
     chunk_size = _check_chunk_size(chunk_size)
     metric = check_metric(geometry, curvature, distance_clip)
     prepared = prepare_gallery(gallery)
@@ -86,13 +94,13 @@ def evaluate(
                 gallery_codes,
                 metric,
                 ks,
+                ot_ks,
             )
             block = min(_BLOCK_ROWS, -(-len(squared) // workers))
             blocks = [slice(first, first + block) for first in range(0, len(squared), block)]
             results.extend(pool.map(run, blocks))
-    ap = np.concatenate([chunk_ap for chunk_ap, _ in results])
-    hits = np.concatenate([chunk_hits for _, chunk_hits in results])
-    return _per_query_frame(ap, hits, ks)
+    ap, hits, ot = (np.concatenate(parts) for parts in zip(*results, strict=True))
+    return _per_query_frame(ap, hits, ot, ks, ot_ks)
 
 
 def worker_count() -> int:
@@ -156,9 +164,10 @@ def _evaluate_block(
     gallery_codes: np.ndarray,
     metric: Metric,
     ks: tuple[int, ...],
+    ot_ks: tuple[int, ...],
     rows: slice,
-) -> tuple[np.ndarray, np.ndarray]:
-    """AP (rows, levels) and Recall@K (rows, levels, ks) of the query ``rows`` of a chunk."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """AP (rows, levels), Recall@K (rows, levels, ks) and OT@K (rows, ot_ks) of ``rows``."""
     dist = sanitised_distances(squared[rows], queries[rows], gallery, metric)
     query_codes = query_codes[rows]
     positives = _positive_ranks(dist, query_codes, gallery_codes)
@@ -169,7 +178,12 @@ def _evaluate_block(
         ap[:, level], hits[:, level] = _level_scores(
             positives.rows[chosen], positives.ranks[chosen], len(dist), ks
         )
-    return ap, hits
+    ot = np.empty((len(dist), 0))
+    if ot_ks:
+        ot = ot_scores(
+            positives.rows, positives.ranks, positives.levels, len(dist), dist.shape[1], ot_ks
+        )
+    return ap, hits, ot
 
 
 def _positive_ranks(
@@ -283,15 +297,34 @@ def _level_scores(
     return ap, hits
 
 
-def _per_query_frame(ap: np.ndarray, hits: np.ndarray, ks: tuple[int, ...]) -> pd.DataFrame:
-    """The per-query frame: rows by query, then leaf, middle, high."""
-    n_queries, n_levels = ap.shape
+def _per_query_frame(
+    ap: np.ndarray,
+    hits: np.ndarray,
+    ot: np.ndarray,
+    ks: tuple[int, ...],
+    ot_ks: tuple[int, ...],
+) -> pd.DataFrame:
+    """The per-query frame: rows by query, then leaf, middle, high (and all, with ``ot_ks``).
+
+    Rows of level ``all`` are valid and hold OT@K only; the level rows hold OT@K as NaN.
+    """
+    n_queries = len(ap)
+    levels = (*LEVELS, ALL_LEVELS) if ot_ks else LEVELS
+    extra = len(levels) - len(LEVELS)
+    ap = np.pad(ap, ((0, 0), (0, extra)), constant_values=np.nan)
+    hits = np.pad(hits, ((0, 0), (0, extra), (0, 0)), constant_values=np.nan)
+    valid = ~np.isnan(ap)
+    valid[:, len(LEVELS) :] = True
     columns = {
-        "query": np.repeat(np.arange(n_queries), n_levels),
-        "level": np.tile(np.array(LEVELS, dtype=object), n_queries),
-        "valid": ~np.isnan(ap.ravel()),
+        "query": np.repeat(np.arange(n_queries), len(levels)),
+        "level": np.tile(np.array(levels, dtype=object), n_queries),
+        "valid": valid.ravel(),
         "ap": ap.ravel(),
     }
     for index, name in enumerate(recall_columns(ks)):
         columns[name] = hits[:, :, index].ravel()
+    for index, name in enumerate(ot_columns(ot_ks)):
+        scores = np.full((n_queries, len(levels)), np.nan)
+        scores[:, len(LEVELS) :] = ot[:, index : index + 1]
+        columns[name] = scores.ravel()
     return pd.DataFrame(columns)

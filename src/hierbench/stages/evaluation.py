@@ -18,7 +18,7 @@ from hierbench.artifacts import write_json, write_parquet, write_text
 from hierbench.cells import CellSpec, embed, load_checkpoint
 from hierbench.featurestore import read_labelled_features
 from hierbench.lock import build_lock, verify_against_lock
-from hierbench.metrics import evaluate, group_macro, query_micro
+from hierbench.metrics import check_ot_ks, evaluate, group_macro, query_micro
 from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES
 from hierbench.provenance import JobContext
 from hierbench.seal import (
@@ -36,6 +36,7 @@ from hierbench.splits import role_ids, rows_for_ids
 log = logging.getLogger(__name__)
 
 AGGREGATIONS = {"query_micro": query_micro, "group_macro": group_macro}
+OT_KS_KEY = "evaluation.ot_ks"
 
 
 def _previous_lock(path: Path) -> dict[str, Any] | None:
@@ -121,6 +122,7 @@ def _score_draws(
         gallery = rows_for_ids(
             frame_ids, role_ids(sealed_table, split, "gallery"), f"{split}/gallery"
         )
+        check_ot_ks(metric["ot_ks"], len(gallery), f"config key '{OT_KS_KEY}' ({split}/gallery)")
         frame = evaluate(
             embeddings[queries], embeddings[gallery], labels[queries], labels[gallery], **metric
         )
@@ -142,6 +144,7 @@ def _metric_settings(
         "geometry": geometry,
         "curvature": curvature,
         "ks": tuple(config["evaluation"]["recall_ks"]),
+        "ot_ks": tuple(config["evaluation"]["ot_ks"]),
         "chunk_size": config["evaluation"]["query_chunk"],
         "distance_clip": config["training"]["distance_clip_test"],
     }

@@ -1,4 +1,5 @@
-"""Figures stage: effects, mAP by level, and hyperbolic prototype norms for one dataset."""
+"""Figures stage: effects, mAP by level, hyperbolic prototype norms and OT@K by K for one
+dataset."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import pandas as pd
 
 from hierbench.artifacts import publish
 from hierbench.cells import CellSpec, embed, load_checkpoint
-from hierbench.effects import add_arm
+from hierbench.effects import OT_METRIC, add_arm
 from hierbench.featurestore import read_labelled_features
 from hierbench.figures import (
     effects_figure,
     figure_writer,
     map_by_level_figure,
     norms_figure,
+    ot_by_k_figure,
     prototype_norms,
 )
 from hierbench.protocol import FIGURES, MEAN_HIERARCHY, POINCARE
@@ -53,16 +55,18 @@ def build_figures(
     outputs: dict[str, list[str]],
     job: JobContext,
 ) -> None:
-    """Write the three figures of a dataset, each as PNG and PDF."""
+    """Write the figures of a dataset, each as PNG and PDF."""
     effects = pd.read_parquet(effects_by_seed)
     chosen = effects[(effects["level"] == MEAN_HIERARCHY) & (effects["metric"] == METRIC)]
-    arms = pd.read_parquet(arms_summary)
-    arms = add_arm(arms[arms["metric"] == METRIC])
+    summary = add_arm(pd.read_parquet(arms_summary))
+    arms = summary[summary["metric"] == METRIC]
+    ot = summary[summary["metric"].astype(str).str.fullmatch(OT_METRIC.pattern)]
     norms = hyperbolic_norms(records, checkpoints, features)
     drawn = (
         effects_figure(chosen, f"{dataset}: simple effects (mean hierarchy mAP)"),
         map_by_level_figure(arms, f"{dataset}: mAP by level"),
         norms_figure(norms, f"{dataset}: prototype norms, Poincaré cells"),
+        ot_by_k_figure(ot, f"{dataset}: OT@K by K (distance to the ideal relation mix)"),
     )
     for name, figure in zip(FIGURES, drawn, strict=True):
         for target in outputs[name]:

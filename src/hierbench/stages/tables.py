@@ -2,7 +2,9 @@
 
 The query/gallery perturbations are averaged within each training seed; the seeds are the
 statistical units. Query-micro is the main aggregation; group-macro is the sensitivity table
-(in ``group_macro/``). ``summary.md`` holds the paper's layout of the main results.
+(in ``group_macro/``). ``summary.md`` holds the paper's layout of the main results. Tables take
+the metrics they are given (:func:`hierbench.effects.plan_effects`): the pipeline's tables hold
+them all, a table published elsewhere gets the paper tables its metrics support.
 """
 
 from __future__ import annotations
@@ -17,50 +19,49 @@ from hierbench.artifacts import write_parquet, write_text
 from hierbench.effects import (
     EFFECT_DEFINITIONS,
     PER_SEED_KEYS,
-    arm_table,
-    arms_summary,
-    effects_by_seed,
-    effects_summary,
-    effects_table,
+    EffectsError,
+    EffectsPlan,
     per_seed_from_evaluations,
+    plan_effects,
     read_per_seed,
-    recall_table,
     render_csv,
     render_latex,
     render_markdown,
-    validate_per_seed,
 )
 from hierbench.protocol import (
     EFFECT_TABLES,
-    MEAN_HIERARCHY,
-    PAPER_TABLES,
     PER_SEED_TABLE,
     SUMMARY_PAGE,
+    TABLE_ARMS_MAP,
+    TABLE_EFFECTS_MAP,
+    TABLE_EFFECTS_OT,
+    TABLE_OT,
+    TABLE_RECALL,
 )
 from hierbench.provenance import JobContext
 
 log = logging.getLogger(__name__)
 
 SENSITIVITY = "group_macro"
+# The sections of summary.md: a paper table each, in this order, under this heading.
+SUMMARY_SECTIONS: dict[str, str] = {
+    TABLE_ARMS_MAP: "mAP per arm and level",
+    TABLE_EFFECTS_MAP: "Simple effects on mean hierarchy mAP",
+    TABLE_RECALL: "Recall@K per arm and level",
+    TABLE_OT: "OT@K per arm (lower is better; level all: every query, whole relation mix)",
+    TABLE_EFFECTS_OT: (
+        "Simple effects on OT@K (lower is better: a negative effect moves the top K closer to "
+        "the ideal mix of relations; positive seeds are seeds where OT@K grew)"
+    ),
+}
 
 
-def summary_markdown(dataset: str, per_seed: pd.DataFrame) -> str:
-    """The paper's tables for one dataset, as Markdown."""
-    arms = arms_summary(per_seed)
-    effects = effects_summary(effects_by_seed(per_seed))
-    parts = [
-        f"# {dataset}: results (query-micro, mean ± SD over training seeds)",
-        "",
-        "## mAP per arm and level",
-        "",
-        render_markdown(arm_table(arms, metric="map")),
-        "## Simple effects on mean hierarchy mAP",
-        "",
-        render_markdown(effects_table(effects, metric="map", level=MEAN_HIERARCHY)),
-        "## Recall@K per arm and level",
-        "",
-        render_markdown(recall_table(arms)),
-    ]
+def summary_markdown(dataset: str, plan: EffectsPlan) -> str:
+    """The paper's tables for one dataset that its metrics support, as Markdown."""
+    parts = [f"# {dataset}: results (query-micro, mean ± SD over training seeds)", ""]
+    for name, heading in SUMMARY_SECTIONS.items():
+        if name in plan.paper:
+            parts += [f"## {heading}", "", render_markdown(plan.paper[name])]
     return "\n".join(parts)
 
 
@@ -83,32 +84,39 @@ def write_effects(
     """Re-aggregate a per-seed table into arm and effect tables (parquet, md, tex, csv).
 
     Writes ``arms_summary``, ``effects_by_seed`` and ``effects_summary`` as .parquet, .md,
-    .tex and .csv, plus the paper tables ``table_arms_map``, ``table_effects_map`` (mean
-    hierarchy) and ``table_recall`` as .md and .tex. Returns the paths keyed by file name.
+    .tex and .csv, plus, as .md and .tex, the paper tables its metrics support:
+    ``table_arms_map`` and ``table_effects_map`` (mean hierarchy mAP; derived from middle and
+    high when absent), ``table_recall``, ``table_ot`` and ``table_effects_ot``. Returns the
+    paths keyed by file name; :func:`write_plan` takes a plan and says what was left out.
     """
     frame = per_seed if isinstance(per_seed, pd.DataFrame) else read_per_seed(per_seed)
-    frame = validate_per_seed(frame)
+    return write_plan(plan_effects(frame), out_dir, job)
+
+
+def write_plan(
+    plan: EffectsPlan, out_dir: str | os.PathLike[str], job: JobContext, *, complete: bool = False
+) -> dict[str, Path]:
+    """Write the tables of a plan; with ``complete``, every paper table must be in it."""
+    if complete and plan.skipped:
+        raise EffectsError(
+            "per-seed table lacks metrics of paper tables: " + "; ".join(plan.notes())
+        )
+    for note in plan.notes():
+        log.info("%s", note)
     out = Path(out_dir)
-    arms = arms_summary(frame)
-    by_seed = effects_by_seed(frame)
-    summary = effects_summary(by_seed)
-    facts = {"datasets": sorted(set(frame["dataset"].tolist()))}
-    tables = dict(zip(EFFECT_TABLES, (arms, by_seed, summary), strict=True))
+    facts = {"datasets": sorted(set(plan.per_seed["dataset"].tolist()))}
+    tables = dict(zip(EFFECT_TABLES, (plan.arms, plan.by_seed, plan.summary), strict=True))
     paths: list[Path] = []
     for name, table in tables.items():
         metadata = {"table": name, "sd": "sample, ddof=1, over seeds"}
-        if table is not arms:
+        if table is not plan.arms:
             metadata["effects"] = EFFECT_DEFINITIONS
+        if plan.derived:
+            metadata["derived"] = list(plan.derived)
         target = out / f"{name}.parquet"
         paths.append(write_parquet(table, target, job, sort_by=(), metadata=metadata, facts=facts))
         paths.extend(_write_renderings(table, out / name, job, csv=True))
-    paper_tables = (
-        arm_table(arms, "map"),
-        effects_table(summary, "map", MEAN_HIERARCHY),
-        recall_table(arms),
-    )
-    paper = dict(zip(PAPER_TABLES, paper_tables, strict=True))
-    for name, table in paper.items():
+    for name, table in plan.paper.items():
         paths.extend(_write_renderings(table, out / name, job, csv=False))
     return {path.name: path for path in paths}
 
@@ -122,10 +130,11 @@ def build_tables(
     per_seed = per_seed_from_evaluations(frames, "query_micro")
     keys = list(PER_SEED_KEYS)
     write_parquet(per_seed, out / f"{PER_SEED_TABLE}.parquet", job, sort_by=keys)
-    write_effects(per_seed, out, job)
+    plan = plan_effects(per_seed)
+    write_plan(plan, out, job, complete=True)
     sensitivity = per_seed_from_evaluations(frames, SENSITIVITY)
     write_parquet(sensitivity, out / SENSITIVITY / f"{PER_SEED_TABLE}.parquet", job, sort_by=keys)
-    write_effects(sensitivity, out / SENSITIVITY, job)
-    write_text(summary_markdown(dataset, per_seed), out / SUMMARY_PAGE, job)
+    write_plan(plan_effects(sensitivity), out / SENSITIVITY, job, complete=True)
+    write_text(summary_markdown(dataset, plan), out / SUMMARY_PAGE, job)
     log.info("%s tables written to %s", dataset, out)
     return per_seed
