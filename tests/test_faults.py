@@ -114,9 +114,10 @@ def test_refuse_stops_a_changed_lock_until_unseal(built_repo: Path):
     snakemake(built_repo, *refuse)
     reseal = json.loads((built_repo / "results/cub/reseals/001/reseal.json").read_text())
     assert reseal["reason"] == "audit table rebuilt by hand"
-    assert (built_repo / "results/cub/reseals/001/eval/ER-42_summary.parquet").read_bytes() == (
-        kept[EVALUATION]
-    )
+    archive = built_repo / "results/cub/reseals/001"
+    assert (archive / "eval/ER-42_summary.parquet").read_bytes() == kept[EVALUATION]
+    assert (archive / "tables/summary.md").is_file() and (archive / "figures").is_dir()
+    assert (built_repo / EVALUATION).read_bytes() == kept[EVALUATION]  # rebuilt, same draws
     audit = _hierbench(built_repo, "audit", "results")
     assert audit.returncode == 0, audit.stdout
     assert "RESEAL results/cub/reseals/001: audit table rebuilt by hand" in audit.stdout
@@ -172,7 +173,7 @@ def test_a_killed_job_reruns_to_identical_bytes(built_repo: Path, target: str):
     log = target.replace("results/", "logs/", 1) + ".log"
     _kill_once_running(built_repo, target, log)
     snakemake(built_repo, "--unlock", *TINY)
-    snakemake(built_repo, *TINY, target)
+    snakemake(built_repo, target, *TINY)  # the target first: --configfile takes many values
     assert sha256_file(built_repo / target) == before
     assert _temporaries(built_repo) == []
 
@@ -184,7 +185,7 @@ def test_a_second_run_in_the_same_folder_is_refused(built_repo: Path):
     target = "results/cub/features/dev.parquet"
     before = sha256_file(built_repo / target)
     first = subprocess.Popen(
-        [SNAKEMAKE, "--cores", "1", *TINY, "--force", target],
+        [SNAKEMAKE, "--cores", "2", *TINY, "--force", target],  # a job's threads set its bytes
         cwd=built_repo,
         env=_env(built_repo),
         stdout=subprocess.PIPE,

@@ -164,6 +164,7 @@ def test_refuse_stops_a_changed_lock_after_a_sealed_read_and_names_unseal(tmp_pa
 def test_archive_moves_the_old_seal_and_records_why(tmp_path: Path):
     _write_lock(tmp_path, {"lr": 1}, "archive")
     _read_the_test(tmp_path)
+    _artifact(tmp_path / "results/cub/tables/summary.md", "tables from the old evaluations\n")
     _write_lock(tmp_path, {"lr": 1}, "archive", checkpoint="retrained")
     seal = _seal(tmp_path)
     (entry,) = list_reseals(tmp_path / "results")
@@ -175,6 +176,8 @@ def test_archive_moves_the_old_seal_and_records_why(tmp_path: Path):
     assert (folder / "eval/ER-42.parquet").is_file()
     assert (folder / "eval/ER-42.parquet.prov.json").is_file()
     assert not seal.access_log.exists() and not list(seal.eval_dir.glob("*"))
+    assert (folder / "tables/summary.md").is_file()  # derived from the archived evaluations
+    assert not (tmp_path / "results/cub/tables").exists()
     assert "locked artifacts changed" in reseal_history_markdown("cub", seal)
     assert "locked artifacts changed" in seal.lock.with_name("reseal_history.md").read_text()
 

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 from conftest import TINY, snakemake
 
-from hierbench.artifacts import read_parquet_metadata, read_provenance
+from hierbench.artifacts import provenance_path, read_parquet_metadata, read_provenance
 from hierbench.featurestore import read_feature_matrix
+from hierbench.hashing import sha256_file
 from hierbench.lock import LockError
 from hierbench.provenance import JobContext
 from hierbench.splits import split_identity
@@ -19,6 +20,19 @@ from hierbench.stages.evaluation import evaluate_cell_on_sealed_test
 
 DATASETS = ("cub", "nabirds")
 CELLS = [f"{g}{o}-{s}" for g in "EH" for o in "RS" for s in (42, 2024, 3407)]
+# configs/tiny.yaml runs both controls on CUB only.
+CONTROLS = {
+    "cub": [
+        f"{control}/{variant}/{cell}-{s}"
+        for control, variants, cell in (
+            ("curvature", ("c1e-06_r0.4", "c1_r0.4"), "HR"),
+            ("semantic", ("leaf", "leaf_parent", "full", "shuffle"), "ES"),
+        )
+        for variant in variants
+        for s in (42, 2024, 3407)
+    ],
+    "nabirds": [],
+}
 
 
 def test_sealed_features_hold_exactly_the_test_images(built_repo: Path):
@@ -93,13 +107,13 @@ def test_every_arm_is_scored_on_the_same_locked_draws(built_repo: Path):
             assert scored["valid"].all() and scored["ot@20"].between(0, 3).all()
         lock = json.loads((base / "lock/final_lock.json").read_text())
         assert set(lock["artifacts"]["checkpoints"]) == {
-            f"results/{dataset}/cells/{c}/model.safetensors" for c in CELLS
+            f"results/{dataset}/cells/{c}/model.safetensors" for c in CELLS + CONTROLS[dataset]
         }
 
 
 def test_test_data_reads_are_logged_after_the_lock(built_repo: Path):
     lines = (built_repo / "logs/cub/lock/test_access.log").read_text().splitlines()
-    assert len(lines) == len(CELLS) + 1
+    assert len(lines) == len(CELLS) + 1 + len(CONTROLS["cub"])
     lock = json.loads((built_repo / "results/cub/lock/final_lock.json").read_text())
     assert min(line.split()[0] for line in lines) >= lock["training_finished_at"]
 
@@ -138,6 +152,10 @@ def test_evaluation_refuses_a_checkpoint_changed_after_the_lock(
     data = bytearray(monkey.read_bytes())
     data[-1] ^= 0xFF
     monkey.write_bytes(bytes(data))
+    # The record made to match, so the job's verified read passes and the lock itself refuses.
+    record_path = provenance_path(monkey)
+    record = json.loads(record_path.read_text())
+    record_path.write_text(json.dumps(record | {"sha256": sha256_file(monkey)}))
     monkeypatch.chdir(built_repo)
     with pytest.raises(LockError, match=r"HS-42/model\.safetensors changed after the Final lock"):
         _evaluate(Path("."), Path("results/cub/lock/final_lock.json"), tmp_path)

@@ -5,8 +5,10 @@ it exists, a new Final lock that differs from the old one in anything it covers 
 split, a checkpoint, an audit, a record) is never written silently. ``seal.on_change`` decides:
 ``refuse`` stops the lock until ``hierbench unseal DATASET --reason ...``; ``archive`` goes on by
 itself with the reason "config changed" or "locked artifacts changed". Either way the old lock,
-its evaluations and its access log move into ``results/<dataset>/reseals/<NNN>/`` beside a
-``reseal.json`` that says why; the audit and the report list every re-seal. This is the
+its evaluations, the tables and figures computed from them and its access log move into
+``results/<dataset>/reseals/<NNN>/`` beside a ``reseal.json`` that says why (so a plain
+``snakemake`` rebuilds what is gone: Snakemake does not rebuild missing intermediate files
+under outputs that still exist); the audit and the report list every re-seal. This is the
 protocol's pre-registration, enforced by code.
 """
 
@@ -41,6 +43,7 @@ class SealPaths:
     eval_dir: Path
     access_log: Path
     reseals: Path
+    derived: tuple[Path, ...] = ()  # what is computed from the evaluations: tables, figures
 
     @classmethod
     def of(cls, dataset: str, results: str | Path, logs: str | Path) -> SealPaths:
@@ -51,13 +54,15 @@ class SealPaths:
             eval_dir=root / "eval",
             access_log=Path(logs) / dataset / ACCESS_LOG,
             reseals=root / RESEALS,
+            derived=(root / "tables", root / "figures"),
         )
 
     @classmethod
     def for_lock(cls, lock: str | Path, access_log: str | Path) -> SealPaths:
         """The paths of the dataset whose lock is ``lock`` (as a rule names its files)."""
         root = Path(lock).parents[1]
-        return cls(Path(lock), root / "eval", Path(access_log), root / RESEALS)
+        derived = (root / "tables", root / "figures")
+        return cls(Path(lock), root / "eval", Path(access_log), root / RESEALS, derived)
 
 
 def sealed_test_was_read(paths: SealPaths) -> bool:
@@ -145,6 +150,10 @@ def archive_seal(paths: SealPaths, reason: str, changes: list[str]) -> Path:
         relative = evaluation.parent.relative_to(paths.eval_dir)
         record["moved"] += _move(evaluation, folder / "eval" / relative)
     record["moved"] += _move(paths.access_log, folder / "lock")
+    for derived in paths.derived:  # stale without the evaluations; snakemake rebuilds them
+        if derived.is_dir():
+            shutil.move(str(derived), folder / derived.name)
+            record["moved"].append(derived.as_posix() + "/")
     write_json_plain(record, folder / RESEAL_RECORD)
     return folder
 
