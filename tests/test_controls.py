@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from hierbench.controls.common import per_seed_by_variant
 from hierbench.controls.curvature import (
     CurvatureControlError,
     cell_label,
@@ -16,7 +17,6 @@ from hierbench.controls.curvature import (
     curvature_points,
     curvature_table,
     parse_point,
-    per_seed_by_variant,
     point_label,
 )
 from hierbench.controls.semantic import (

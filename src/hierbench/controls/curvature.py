@@ -19,14 +19,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hierbench.effects import per_seed_from_evaluations
+from hierbench.controls.common import seeds_mean_sd
 from hierbench.protocol import MEAN_HIERARCHY, POINCARE, REGRESSION, cell_name
 
 POINT_PATTERN = r"c[0-9.e+-]+_r[0-9.e+-]+"
 MATCHED_EUCLIDEAN = "E_R"
 OPERATING_POINT = "H_R"
 LEVELS_SHOWN = ("middle", "high", MEAN_HIERARCHY)
-PM = "±"
 
 
 class CurvatureControlError(ValueError):
@@ -68,15 +67,6 @@ def curvature_points(config: dict[str, Any], dataset: str) -> list[tuple[float, 
     return points
 
 
-def per_seed_by_variant(summaries: pd.DataFrame, aggregation: str) -> pd.DataFrame:
-    """Per-seed rows of every variant: its Q/G draws averaged within each training seed."""
-    if "variant" not in summaries.columns:
-        raise CurvatureControlError("curvature summaries lack the 'variant' column")
-    parts = [
-        per_seed_from_evaluations(part.drop(columns="variant"), aggregation).assign(variant=name)
-        for name, part in summaries.groupby("variant", sort=True)
-    ]
-    return pd.concat(parts, ignore_index=True)
 
 
 def _map_rows(per_seed: pd.DataFrame) -> pd.DataFrame:
@@ -91,10 +81,6 @@ def variant_order(variants: list[str]) -> list[str]:
     return ends + points + [v for v in (OPERATING_POINT,) if v in variants]
 
 
-def _mean_sd(values: pd.Series) -> str:
-    """ "mean ± sd" over seeds (the mean alone for one seed)."""
-    mean, sd = float(values.mean()), float(values.std(ddof=1))
-    return f"{mean:.4f}" if math.isnan(sd) else f"{mean:.4f} {PM} {sd:.4f}"
 
 
 def _text(value: float | str) -> str:
@@ -116,7 +102,7 @@ def curvature_table(per_seed: pd.DataFrame, operating_point: tuple[float, float]
             arm, (c, r) = "H_R", parse_point(variant)
         entry = {"arm": arm, "curvature": _text(c), "radius": _text(r)}
         for level in LEVELS_SHOWN:
-            entry[level] = _mean_sd(part[part["level"] == level]["value"])
+            entry[level] = seeds_mean_sd(part[part["level"] == level]["value"])
         table.append(entry)
     return pd.DataFrame(table)
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from hierbench.cells import CellSpec, cell_spec
-from hierbench.effects import per_seed_from_evaluations
+from hierbench.controls.common import seeds_mean_sd
 from hierbench.protocol import EUCLIDEAN, MEAN_HIERARCHY, SUPCON
 
 # The paired seed differences the paper reports (its Table 2), as (minuend, subtrahend) arms.
@@ -33,7 +33,6 @@ ARM_NAMES = {
     "full": "Full",
     "shuffle": "Shuffle",
 }
-PM = "±"
 
 
 class SemanticControlError(ValueError):
@@ -115,23 +114,13 @@ def best_epoch(scores: list[float]) -> int:
     return int(np.nanargmax(values)) + 1
 
 
-def per_seed_by_arm(summaries: pd.DataFrame, aggregation: str) -> pd.DataFrame:
-    """Per-seed rows of every arm: its Q/G draws averaged within each training seed."""
-    parts = [
-        per_seed_from_evaluations(part.drop(columns="variant"), aggregation).assign(variant=name)
-        for name, part in summaries.groupby("variant", sort=True)
-    ]
-    return pd.concat(parts, ignore_index=True)
 
 
-def _arm_order(arms: list[str]) -> list[str]:
+def arm_order(arms: list[str]) -> list[str]:
     known = [name for name in ARM_NAMES if name in arms]
     return known + sorted(set(arms) - set(known))
 
 
-def _mean_sd(values: pd.Series) -> str:
-    mean, sd = float(values.mean()), float(values.std(ddof=1))
-    return f"{mean:.4f}" if math.isnan(sd) else f"{mean:.4f} {PM} {sd:.4f}"
 
 
 # The paper's Table 2 columns: (column, level, metric).
@@ -147,12 +136,12 @@ TABLE_COLUMNS = (
 def semantic_table(per_seed: pd.DataFrame, epochs: dict[str, int]) -> pd.DataFrame:
     """The paper's Table-2 layout: a row per arm, mean ± SD over seeds, and its epochs."""
     rows = []
-    for arm in _arm_order(sorted(set(per_seed["variant"]))):
+    for arm in arm_order(sorted(set(per_seed["variant"]))):
         part = per_seed[per_seed["variant"] == arm]
         entry: dict[str, Any] = {"arm": ARM_NAMES.get(arm, arm), "epochs": epochs.get(arm, 0)}
         for column, level, metric in TABLE_COLUMNS:
             chosen = part[(part["level"] == level) & (part["metric"] == metric)]["value"]
-            entry[column] = _mean_sd(chosen)
+            entry[column] = seeds_mean_sd(chosen)
         rows.append(entry)
     return pd.DataFrame(rows)
 

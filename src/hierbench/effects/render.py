@@ -103,7 +103,7 @@ def render_csv(frame: pd.DataFrame, *, digits: int = 6) -> str:
     )
 
 
-def _mean_sd(mean: float, sd: float, digits: int, *, signed: bool = False) -> str:
+def mean_sd(mean: float, sd: float, digits: int, *, signed: bool = False) -> str:
     """ "mean ± sd" text; the mean alone when the SD is undefined (fewer than two seeds)."""
     text = format_number(float(mean), digits, signed=signed)
     if math.isnan(mean) or math.isnan(sd):
@@ -125,7 +125,7 @@ def arm_table(arms: pd.DataFrame, metric: str = "map", *, digits: int = 4) -> pd
     require_columns(arms, ARMS_COLUMNS, "arms summary")
     chosen = add_arm(_select(arms, "metric", metric, "arms summary"))
     chosen = chosen.assign(
-        cell=[_mean_sd(m, s, digits) for m, s in zip(chosen["mean"], chosen["sd"], strict=True)]
+        cell=[mean_sd(m, s, digits) for m, s in zip(chosen["mean"], chosen["sd"], strict=True)]
     )
     return _wide(chosen, ["dataset", "arm"], "level")
 
@@ -137,7 +137,7 @@ def recall_table(arms: pd.DataFrame, *, digits: int = 4) -> pd.DataFrame:
     if chosen.empty:
         raise EffectsError("arms summary has no Recall@K metric (r@K rows)")
     chosen = chosen.assign(
-        cell=[_mean_sd(m, s, digits) for m, s in zip(chosen["mean"], chosen["sd"], strict=True)]
+        cell=[mean_sd(m, s, digits) for m, s in zip(chosen["mean"], chosen["sd"], strict=True)]
     )
     return _wide(chosen, ["dataset", "arm", "level"], "metric")
 
@@ -149,7 +149,7 @@ def ot_table(arms: pd.DataFrame, *, digits: int = 4) -> pd.DataFrame:
     if chosen.empty:
         raise EffectsError("arms summary has no OT@K metric (ot@K rows)")
     chosen = chosen.assign(
-        cell=[_mean_sd(m, s, digits) for m, s in zip(chosen["mean"], chosen["sd"], strict=True)]
+        cell=[mean_sd(m, s, digits) for m, s in zip(chosen["mean"], chosen["sd"], strict=True)]
     )
     return _wide(chosen, ["dataset", "arm"], "metric")
 
@@ -175,7 +175,7 @@ def effects_table(
             "dataset": chosen["dataset"].astype(str).to_numpy(),
             "effect": chosen["effect"].astype(str).to_numpy(),
             f"mean {PM} SD": [
-                _mean_sd(m, s, digits, signed=True)
+                mean_sd(m, s, digits, signed=True)
                 for m, s in zip(chosen["mean"], chosen["sd"], strict=True)
             ],
             "positive seeds": [

@@ -10,15 +10,15 @@ from pathlib import Path
 import pandas as pd
 
 from hierbench.artifacts import publish, write_parquet, write_text
+from hierbench.controls.common import per_seed_by_variant
 from hierbench.controls.curvature import (
     MATCHED_EUCLIDEAN,
     OPERATING_POINT,
     curvature_contrasts,
     curvature_table,
-    per_seed_by_variant,
     variant_order,
 )
-from hierbench.controls.semantic import per_seed_by_arm, semantic_contrasts, semantic_table
+from hierbench.controls.semantic import arm_order, semantic_contrasts, semantic_table
 from hierbench.effects import PER_SEED_KEYS, render_csv, render_latex, render_markdown
 from hierbench.figures import control_figure, figure_writer
 from hierbench.protocol import REGISTERED_AGGREGATION
@@ -86,7 +86,7 @@ def build_semantic_tables(
     """Write the semantic-alignment control's per-seed table, its two tables and its figure,
     under the dataset's registered aggregation, scored with the true taxonomy."""
     frame = pd.concat([pd.read_parquet(path) for path in summaries], ignore_index=True)
-    per_seed = per_seed_by_arm(frame, REGISTERED_AGGREGATION[dataset])
+    per_seed = per_seed_by_variant(frame, REGISTERED_AGGREGATION[dataset])
     epochs = {}
     for path in durations:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -96,7 +96,7 @@ def build_semantic_tables(
     _write_table(semantic_table(per_seed, epochs), Path(outputs["table"][0]).with_suffix(""), job)
     contrasts = semantic_contrasts(per_seed)
     _write_table(contrasts, Path(outputs["contrasts"][0]).with_suffix(""), job)
-    order = [arm for arm in ("leaf", "leaf_parent", "full", "shuffle") if arm in epochs]
+    order = arm_order(sorted(epochs))
     figure = control_figure(per_seed, order, f"{dataset}: semantic-alignment control (E_S)")
     for target in outputs["figure"]:
         publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)

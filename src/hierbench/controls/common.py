@@ -1,0 +1,24 @@
+"""What the controls share: per-seed rows of labelled variants, mean ± SD over seeds as text."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from hierbench.effects import mean_sd, per_seed_from_evaluations
+
+
+def per_seed_by_variant(summaries: pd.DataFrame, aggregation: str) -> pd.DataFrame:
+    """Per-seed rows of every variant (a curvature point, a semantic arm, a factorial arm): its
+    Q/G draws averaged within each training seed, under ``aggregation``."""
+    if "variant" not in summaries.columns:
+        raise ValueError("control evaluation summaries lack the 'variant' column")
+    parts = [
+        per_seed_from_evaluations(part.drop(columns="variant"), aggregation).assign(variant=name)
+        for name, part in summaries.groupby("variant", sort=True)
+    ]
+    return pd.concat(parts, ignore_index=True)
+
+
+def seeds_mean_sd(values: pd.Series) -> str:
+    """ "mean ± SD" over seeds, four decimals (the mean alone for one seed)."""
+    return mean_sd(float(values.mean()), float(values.std(ddof=1)), 4)
