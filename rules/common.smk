@@ -1,7 +1,7 @@
 # Path wiring and wildcard constraints only; every decision is a tested library function.
 
 from hierbench.codehash import code_hash
-from hierbench.config import enabled_datasets, locked_config
+from hierbench.config import enabled_datasets, locked_config, training_config
 from hierbench.controls.curvature import curvature_points, parse_point, point_label
 from hierbench.controls.semantic import semantic_arms
 from hierbench.hashing import source_fingerprint
@@ -114,25 +114,9 @@ def tau_label(tau):
     return f"{tau:g}"
 
 
-# Evaluation keys that only the sealed evaluation reads: changing them must not retrain.
-SEALED_ONLY_EVALUATION_KEYS = ("ot_ks",)
-
-
 def model_config(dataset):
     """The config keys that define training, tuning and scoring for a dataset (a params value)."""
-    block = config["datasets"][dataset]
-    evaluation = {
-        key: value
-        for key, value in config["evaluation"].items()
-        if key not in SEALED_ONLY_EVALUATION_KEYS
-    }
-    return {
-        "head": config["head"],
-        "training": config["training"],
-        "tuning": config["tuning"],
-        "evaluation": evaluation,
-        "datasets": {dataset: {"hyperbolic": block["hyperbolic"], "tau": block["tau"]}},
-    }
+    return training_config(config, dataset)
 
 
 def tuning_scores(wildcards):
@@ -338,10 +322,7 @@ def semantic_evals(dataset):
 
 def semantic_config(dataset):
     """The config keys the semantic control's jobs read (a params value)."""
-    block = config["datasets"][dataset]
-    model = model_config(dataset)
-    model["datasets"][dataset]["controls"] = {"semantic": block["controls"]["semantic"]}
-    return model
+    return training_config(config, dataset, controls=("semantic",))
 
 
 def semantic_outputs(dataset):

@@ -17,6 +17,7 @@ from hierbench.config import (
     load_yaml,
     locked_config,
     missing_inputs,
+    training_config,
     validate_config,
 )
 
@@ -179,3 +180,25 @@ def test_the_locked_config_leaves_out_other_datasets_and_the_seal_policy():
         "training": {"lr": 5e-5},
         "datasets": {"cub": {"source": "demo"}},
     }
+
+
+def test_training_params_leave_out_sealed_only_keys_and_add_asked_controls():
+    config = {
+        "head": {"hidden_dim": 8},
+        "training": {"lr": 5e-5},
+        "tuning": {"seed": 42},
+        "evaluation": {"recall_ks": [1], "ot_ks": [10]},
+        "datasets": {
+            "cub": {
+                "hyperbolic": {"curvature": 2.0, "radius": 0.4},
+                "tau": {"E": None, "H": None},
+                "controls": {"semantic": {"enabled": True}, "curvature": {"enabled": False}},
+                "source": "demo",
+            }
+        },
+    }
+    plain = training_config(config, "cub")
+    assert plain["evaluation"] == {"recall_ks": [1]}
+    assert set(plain["datasets"]["cub"]) == {"hyperbolic", "tau"}
+    semantic = training_config(config, "cub", controls=("semantic",))
+    assert semantic["datasets"]["cub"]["controls"] == {"semantic": {"enabled": True}}

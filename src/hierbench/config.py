@@ -180,3 +180,31 @@ def locked_config(config: dict[str, Any], dataset: str) -> dict[str, Any]:
     """
     shared = {k: v for k, v in config.items() if k != "datasets" and k not in UNLOCKED_KEYS}
     return {**shared, "datasets": {dataset: config["datasets"][dataset]}}
+
+
+# Evaluation keys that only the sealed evaluation reads: changing them must not retrain.
+SEALED_ONLY_EVALUATION_KEYS = ("ot_ks",)
+
+
+def training_config(
+    config: dict[str, Any], dataset: str, *, controls: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The config keys that define training, tuning and validation scoring for a dataset (a
+    training rule's params): sealed-only evaluation keys are left out, so changing them reruns
+    no training; ``controls`` adds those controls' blocks of the dataset."""
+    block = config["datasets"][dataset]
+    evaluation = {
+        key: value
+        for key, value in config["evaluation"].items()
+        if key not in SEALED_ONLY_EVALUATION_KEYS
+    }
+    dataset_keys: dict[str, Any] = {"hyperbolic": block["hyperbolic"], "tau": block["tau"]}
+    if controls:
+        dataset_keys["controls"] = {name: block["controls"][name] for name in controls}
+    return {
+        "head": config["head"],
+        "training": config["training"],
+        "tuning": config["tuning"],
+        "evaluation": evaluation,
+        "datasets": {dataset: dataset_keys},
+    }
