@@ -15,6 +15,7 @@ from hierbench.splits import (
     cub_split_table,
     nabirds_split_table,
     parent_counts,
+    proportional_draws,
     resolve_count,
     sample_pool,
     sealed_query_gallery_rows,
@@ -245,3 +246,53 @@ def test_pool_sample_is_stratified_and_seeded():
     assert pool["image_id"].tolist() == sample_pool(frame, 100, seed=3)["image_id"].tolist()
     with pytest.raises(SplitError, match="exceeds the 200 images"):
         sample_pool(frame, 201, seed=3)
+
+
+def assert_outer_splits_disjoint(table: pd.DataFrame, labels: pd.DataFrame, count: int) -> None:
+    """Each outer split's train and test share no middle group and no leaf; its draws lie in its
+    test side, query and gallery apart; nothing of it is sealed. (Used on artifacts too.)"""
+    labels = labels.set_index("image_id")
+    for k in range(1, count + 1):
+        roles = _roles(table, f"outer-{k}")
+        assert roles["train"] and roles["test"] and not roles["train"] & roles["test"]
+        for column in ("middle_code", "leaf_code"):
+            train = set(labels.loc[sorted(roles["train"]), column])
+            test = set(labels.loc[sorted(roles["test"]), column])
+            assert not train & test, (k, column, sorted(train & test)[:3])
+        draws = sorted(s for s in table["split"].unique() if s.startswith(f"outer-{k}-qg-"))
+        assert draws, f"outer-{k} has no query/gallery draws"
+        for draw in draws:
+            drawn = _roles(table, draw)
+            assert drawn["query"] and drawn["gallery"] and not drawn["query"] & drawn["gallery"]
+            assert drawn["query"] | drawn["gallery"] <= roles["test"], draw
+    assert not table.loc[table["split"].str.startswith("outer"), "sealed"].any()
+
+
+def test_outer_splits_hold_out_whole_genera_with_the_sealed_draws_proportions():
+    frame = _cub_like()
+    table = _cub_table(frame)
+    assert_outer_splits_disjoint(table, frame, 3)
+    manifest = split_manifest(table, frame).set_index(["split", "role"])["count"]
+    for k in (1, 2, 3):
+        n_test = manifest[(f"outer-{k}", "test")]
+        for seed in (42, 2024, 3407):
+            queries = manifest[(f"outer-{k}-qg-{seed}", "query")]
+            gallery = manifest[(f"outer-{k}-qg-{seed}", "gallery")]
+            assert queries == round(870 / 5794 * n_test)
+            assert queries + gallery == n_test  # 870 + 4924 is the whole sealed test
+
+
+def test_nabirds_outer_splits_hold_out_whole_parents():
+    frame = _nabirds_like()
+    table = _nabirds_table(frame)
+    assert_outer_splits_disjoint(table, frame, 3)
+    manifest = split_manifest(table, frame).set_index(["split", "role"])["count"]
+    n_test = manifest[("outer-1", "test")]
+    assert manifest[("outer-1-qg-42", "query")] == round(0.2 * n_test)
+
+
+def test_proportional_draws_never_exceed_the_test_side():
+    spec = proportional_draws(QueryGallerySpec((1,), 870, 4924), 5794, 7)
+    assert spec.queries + spec.gallery <= 7 and spec.queries >= 1 and spec.gallery >= 1
+    fractions = proportional_draws(QueryGallerySpec((1,), 0.5, 0.5), 10, 3)
+    assert (fractions.queries, fractions.gallery) == (2, 1)

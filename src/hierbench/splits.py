@@ -4,107 +4,31 @@ A split set is one long table with a row per (split, role, image): for example
 (``final``, ``train``), (``tuning``, ``query``), (``qg-42``, ``gallery``), (``outer-1``, ``test``).
 Rows whose role belongs to the sealed test set carry ``sealed = True`` and are written only
 into sealed artifacts. Every (split, role) is identified by the SHA256 of its canonical id
-list: the sorted image ids, one per line, each line ending in a newline (UTF-8), so the
-identifier does not depend on how the split is stored.
-
-Sampling is stratified: a total is shared out over groups (leaf classes, or parents) in
-proportion to their size by the largest-remainder method, ties broken by a seeded order,
-then each group's members are drawn by a seeded permutation.
+list (``hierbench.sampling.split_identity``). Sampling is stratified (``hierbench.sampling``).
+Each outer split's test side has its own query/gallery draws (``outer-1-qg-42``), in the
+sealed draws' proportions and seeds.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from hierbench.relations import LABEL_COLUMNS, valid_query_counts
+from hierbench.sampling import (  # noqa: F401  (re-exported: the splits' public API)
+    FRACTION_TOLERANCE,
+    SplitError,
+    allocate,
+    canonical_id_text,
+    resolve_count,
+    split_identity,
+    stratified_pick,
+)
 
 SPLIT_COLUMNS = ("split", "role", "seed", "sealed", "image_id")
-FRACTION_TOLERANCE = 1e-9
-
-
-class SplitError(ValueError):
-    """A split cannot be made as configured; the message gives the numbers."""
-
-
-# ------------------------------------------------------------------------------ identity
-
-
-def canonical_id_text(image_ids: Iterable[str]) -> str:
-    """The canonical text form of an id list: sorted ids, one per line, newline-terminated."""
-    return "".join(f"{image_id}\n" for image_id in sorted(str(i) for i in image_ids))
-
-
-def split_identity(image_ids: Iterable[str]) -> str:
-    """SHA256 of an id list's canonical text: the split's identifier."""
-    return hashlib.sha256(canonical_id_text(image_ids).encode("utf-8")).hexdigest()
-
-
-# ----------------------------------------------------------------------------- counting
-
-
-def resolve_count(spec: int | float, available: int, what: str) -> int:
-    """A configured count (integer) or fraction (0 < x < 1) of ``available``, checked."""
-    if isinstance(spec, bool) or spec <= 0:
-        raise SplitError(f"{what}: {spec!r} is not a positive count or fraction")
-    count = spec if isinstance(spec, int) else round(spec * available)
-    if isinstance(spec, float) and spec >= 1:
-        raise SplitError(f"{what}: fraction {spec} must be below 1 (give an integer for a count)")
-    if count > available:
-        raise SplitError(f"{what}: asked for {count} but only {available} are available")
-    return int(count)
-
-
-def allocate(
-    weights: pd.Series, total: int, rng: np.random.Generator, capacity: pd.Series | None = None
-) -> pd.Series:
-    """Share ``total`` over groups in proportion to ``weights`` (largest remainder).
-
-    No group gets more than its ``capacity`` (default: unlimited); remainders are handed out
-    largest first, ties in a seeded order.
-    """
-    if capacity is None:
-        capacity = pd.Series(total, index=weights.index)
-    if total > capacity.sum():
-        raise SplitError(f"cannot share out {total} items: only {int(capacity.sum())} available")
-    exact = weights / weights.sum() * total
-    share = np.minimum(np.floor(exact), capacity).astype(int)
-    order = pd.DataFrame(
-        {"remainder": exact - share, "tiebreak": rng.permutation(len(weights))},
-        index=weights.index,
-    ).sort_values(["remainder", "tiebreak"], ascending=[False, True])
-    left = total - int(share.sum())
-    while left > 0:
-        for group in order.index:
-            if left and share[group] < capacity[group]:
-                share[group] += 1
-                left -= 1
-    return share
-
-
-def stratified_pick(
-    frame: pd.DataFrame, by: str, total: int, rng: np.random.Generator, *, keep: int = 0
-) -> pd.Index:
-    """Index labels of ``total`` rows drawn from ``frame``, stratified by column ``by``."""
-    ordered = frame.sort_values(["image_id"])
-    sizes = ordered.groupby(by, sort=True).size()
-    capacity = (sizes - keep).clip(lower=0)
-    if total > capacity.sum():
-        raise SplitError(
-            f"cannot draw {total} of {len(frame)} images while leaving {keep} per {by} group "
-            f"({int(capacity.sum())} can be drawn)"
-        )
-    share = allocate(sizes, total, rng, capacity)
-    picked: list = []
-    for group, members in ordered.groupby(by, sort=True):
-        count = int(share[group])
-        if count:
-            picked.extend(members.index[rng.permutation(len(members))[:count]])
-    return pd.Index(sorted(picked, key=lambda label: frame.at[label, "image_id"]))
 
 
 # --------------------------------------------------------------------------- split sets
@@ -136,7 +60,14 @@ def _rows(
 
 
 def sealed_query_gallery_rows(test: pd.DataFrame, spec: QueryGallerySpec) -> list[pd.DataFrame]:
-    """One sealed query/gallery draw of the test images per seed, stratified by leaf.
+    """One sealed query/gallery draw of the test images per seed, stratified by leaf."""
+    return query_gallery_draws(test, spec, "qg", sealed=True)
+
+
+def query_gallery_draws(
+    test: pd.DataFrame, spec: QueryGallerySpec, prefix: str, *, sealed: bool
+) -> list[pd.DataFrame]:
+    """One query/gallery draw of ``test`` per seed (split ``<prefix>-<seed>``), stratified by leaf.
 
     Queries are shared out over leaf classes leaving at least one image of each class for
     the gallery where the class has two or more; the gallery is drawn from the rest.
@@ -156,9 +87,22 @@ def sealed_query_gallery_rows(test: pd.DataFrame, spec: QueryGallerySpec) -> lis
         query_index = stratified_pick(test, "leaf_code", queries, rng, keep=keep)
         rest = test.drop(query_index)
         gallery_index = stratified_pick(rest, "leaf_code", gallery, rng)
-        rows.append(_rows(f"qg-{seed}", "query", seed, True, test.loc[query_index, "image_id"]))
-        rows.append(_rows(f"qg-{seed}", "gallery", seed, True, rest.loc[gallery_index, "image_id"]))
+        split = f"{prefix}-{seed}"
+        rows.append(_rows(split, "query", seed, sealed, test.loc[query_index, "image_id"]))
+        rows.append(_rows(split, "gallery", seed, sealed, rest.loc[gallery_index, "image_id"]))
     return rows
+
+
+def proportional_draws(spec: QueryGallerySpec, n_sealed: int, n_test: int) -> QueryGallerySpec:
+    """The sealed draws' shares of the sealed test, as counts of another test side of ``n_test``
+    images (the outer splits' draws take what the sealed draws take, in proportion)."""
+    shares = [
+        value / n_sealed if isinstance(value, int) else value
+        for value in (spec.queries, spec.gallery)
+    ]
+    queries = max(1, round(shares[0] * n_test))
+    gallery = min(max(1, round(shares[1] * n_test)), n_test - queries)
+    return QueryGallerySpec(spec.seeds, queries, gallery)
 
 
 def query_gallery_from(
@@ -177,9 +121,15 @@ def query_gallery_from(
 
 
 def group_disjoint_outer(
-    dev: pd.DataFrame, group: str, count: int, seed: int, test_fraction: float
+    dev: pd.DataFrame,
+    group: str,
+    count: int,
+    seed: int,
+    test_fraction: float,
+    draws: Callable[[int], QueryGallerySpec],
 ) -> list[pd.DataFrame]:
-    """``count`` outer splits of the development images, disjoint in ``group`` (e.g. genus).
+    """``count`` outer splits of the development images, disjoint in ``group`` (e.g. genus),
+    each test side with its query/gallery draws (``draws(n_test)``, splits ``outer-k-qg-<seed>``).
 
     Drawn inside the development data so that the sealed test set stays sealed.
     """
@@ -195,6 +145,8 @@ def group_disjoint_outer(
         name = f"outer-{k + 1}"
         rows.append(_rows(name, "train", seed + k, False, dev.loc[~is_test, "image_id"]))
         rows.append(_rows(name, "test", seed + k, False, dev.loc[is_test, "image_id"]))
+        test = dev[is_test]
+        rows.extend(query_gallery_draws(test, draws(len(test)), f"{name}-qg", sealed=False))
     return rows
 
 
@@ -252,7 +204,14 @@ def cub_split_table(
         _rows("tuning", "train", seed, False, train.drop(val_index)["image_id"]),
         *query_gallery_from(validation, "tuning", validation_query_fraction, seed),
         *sealed_query_gallery_rows(test, query_gallery),
-        *group_disjoint_outer(train, "middle_code", outer_count, outer_seed, outer_test_fraction),
+        *group_disjoint_outer(
+            train,
+            "middle_code",
+            outer_count,
+            outer_seed,
+            outer_test_fraction,
+            lambda n: proportional_draws(query_gallery, len(test), n),
+        ),
     ]
     return _assemble(parts)
 
@@ -319,7 +278,14 @@ def nabirds_split_table(
         _rows("tuning", "train", seed, False, train["image_id"]),
         *query_gallery_from(validation, "tuning", validation_query_fraction, seed),
         *sealed_query_gallery_rows(test, query_gallery),
-        *group_disjoint_outer(dev, "middle_code", outer_count, outer_seed, outer_test_fraction),
+        *group_disjoint_outer(
+            dev,
+            "middle_code",
+            outer_count,
+            outer_seed,
+            outer_test_fraction,
+            lambda n: proportional_draws(query_gallery, len(test), n),
+        ),
     ]
     return _assemble(parts)
 
