@@ -270,7 +270,7 @@ def test_histograms_of_different_mass_are_not_compared():
 
 def _draw(ot_ks: list[int]) -> tuple:
     """Ten items, one sealed draw qg-1 (2 queries, 8 gallery items), the stage's settings."""
-    from hierbench.stages.evaluation import _metric_settings
+    from hierbench.scoring import metric_settings
 
     rng = np.random.default_rng(13)
     ids = pd.Series([f"img{i}" for i in range(10)])
@@ -285,17 +285,17 @@ def _draw(ot_ks: list[int]) -> tuple:
         "evaluation": {"recall_ks": [1], "ot_ks": ot_ks, "query_chunk": 4},
         "training": {"distance_clip_test": 1e6},
     }
-    metric = _metric_settings(config, "euclidean", None)
+    metric = metric_settings(config, "euclidean", None)
     return rng.normal(size=(10, 3)), _tree(rng.integers(0, 12, 10)), ids, sealed, [1], metric
 
 
-def test_the_evaluation_stage_scores_ot_and_names_the_config_key():
-    from hierbench.stages.evaluation import _score_draws
+def test_scoring_the_draws_gives_ot_and_names_the_config_key():
+    from hierbench.scoring import score_draws
 
-    per_query, summary = _score_draws(*_draw([8, 3]))
+    per_query, summary = score_draws(*_draw([8, 3]))
     assert {"ot@8", "ot@3"} <= set(per_query.columns)
     assert (per_query.loc[per_query["level"] == "all", "ot@8"] == 0.0).all()
     micro = summary[(summary["aggregation"] == "query_micro") & (summary["level"] == "all")]
     assert len(micro) == 1 and micro["n_valid"].item() == 2
     with pytest.raises(ValueError, match=r"'evaluation\.ot_ks' \(qg-1/gallery\): K = \[9\]"):
-        _score_draws(*_draw([5, 9]))
+        score_draws(*_draw([5, 9]))

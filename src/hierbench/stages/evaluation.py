@@ -11,16 +11,16 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from hierbench.artifacts import write_json, write_parquet, write_text
+from hierbench.baselines.pca import load_pca, project
 from hierbench.cells import CellSpec, embed, load_checkpoint
 from hierbench.featurestore import read_labelled_features
 from hierbench.lock import build_lock, verify_against_lock
-from hierbench.metrics import check_ot_ks, evaluate, group_macro, query_micro
-from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES
+from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES, HIER, PCA
 from hierbench.provenance import JobContext
+from hierbench.scoring import l2_normalised, metric_settings, qg_seeds, score_draws
 from hierbench.seal import (
     ON_CHANGE_CHOICES,
     SealChangedError,
@@ -31,12 +31,8 @@ from hierbench.seal import (
     reseal_history_markdown,
     sealed_test_was_read,
 )
-from hierbench.splits import role_ids, rows_for_ids
 
 log = logging.getLogger(__name__)
-
-AGGREGATIONS = {"query_micro": query_micro, "group_macro": group_macro}
-OT_KS_KEY = "evaluation.ot_ks"
 
 
 def _previous_lock(path: Path) -> dict[str, Any] | None:
@@ -106,55 +102,6 @@ def _note_test_access(access_log: str | Path, what: str) -> None:
         handle.write(f"{now} {what}\n")
 
 
-def _score_draws(
-    embeddings: np.ndarray,
-    labels: np.ndarray,
-    frame_ids: pd.Series,
-    sealed_table: pd.DataFrame,
-    qg_seeds: list[int],
-    metric: dict[str, Any],
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per-query rows and summaries of every query/gallery draw."""
-    per_query, summaries = [], []
-    for qg_seed in qg_seeds:
-        split = f"qg-{qg_seed}"
-        queries = rows_for_ids(frame_ids, role_ids(sealed_table, split, "query"), f"{split}/query")
-        gallery = rows_for_ids(
-            frame_ids, role_ids(sealed_table, split, "gallery"), f"{split}/gallery"
-        )
-        check_ot_ks(metric["ot_ks"], len(gallery), f"config key '{OT_KS_KEY}' ({split}/gallery)")
-        frame = evaluate(
-            embeddings[queries], embeddings[gallery], labels[queries], labels[gallery], **metric
-        )
-        for name, aggregate in AGGREGATIONS.items():
-            summary = (
-                aggregate(frame) if name == "query_micro" else aggregate(frame, labels[queries])
-            )
-            summaries.append(summary.assign(qg_seed=qg_seed, aggregation=name))
-        frame.insert(0, "image_id", frame_ids.to_numpy()[queries][frame["query"].to_numpy()])
-        per_query.append(frame.assign(qg_seed=qg_seed))
-    return pd.concat(per_query, ignore_index=True), pd.concat(summaries, ignore_index=True)
-
-
-def _metric_settings(
-    config: dict[str, Any], geometry: str, curvature: float | None
-) -> dict[str, Any]:
-    """The metric engine's settings from the evaluation config."""
-    return {
-        "geometry": geometry,
-        "curvature": curvature,
-        "ks": tuple(config["evaluation"]["recall_ks"]),
-        "ot_ks": tuple(config["evaluation"]["ot_ks"]),
-        "chunk_size": config["evaluation"]["query_chunk"],
-        "distance_clip": config["training"]["distance_clip_test"],
-    }
-
-
-def _qg_seeds(config: dict[str, Any], dataset: str) -> list[int]:
-    """The seeds of the sealed query/gallery draws of a dataset."""
-    return config["datasets"][dataset]["splits"]["query_gallery"]["seeds"]
-
-
 def _write_scores(
     per_query: pd.DataFrame,
     summary: pd.DataFrame,
@@ -185,7 +132,8 @@ def evaluate_cell_on_sealed_test(
 ) -> pd.DataFrame:
     """Verify the lock, then score one final cell on every sealed query/gallery draw.
 
-    ``variant`` labels a control's cell (a curvature point) in a ``variant`` column.
+    ``variant`` labels a control's cell (a curvature point) in a ``variant`` column; a
+    HIER-style baseline cell is the arm ``hier``.
     """
     verify_against_lock(lock, [checkpoint, sealed_features, sealed_splits])
     spec = CellSpec.from_record(json.loads(Path(record).read_text(encoding="utf-8")))
@@ -193,19 +141,18 @@ def evaluate_cell_on_sealed_test(
     _note_test_access(access_log, f"{dataset} {what} ({job.rule})")
     ids, labels, matrix = read_labelled_features(sealed_features)
     model = load_checkpoint(checkpoint, spec, matrix.shape[1])
-    metric = _metric_settings(config, GEOMETRY_NAMES[spec.geometry], spec.curvature)
-    qg_seeds = _qg_seeds(config, dataset)
-    per_query, summary = _score_draws(
+    metric = metric_settings(config, GEOMETRY_NAMES[spec.geometry], spec.curvature)
+    per_query, summary = score_draws(
         embed(model, matrix),
         labels,
         ids,
         pd.read_parquet(sealed_splits),
-        qg_seeds,
+        qg_seeds(config, dataset),
         metric,
     )
     identity = {
         "dataset": dataset,
-        "arm": f"{spec.geometry}_{spec.loss}",
+        "arm": HIER if spec.loss == HIER else f"{spec.geometry}_{spec.loss}",
         "geometry": spec.geometry,
         "loss": spec.loss,
         "seed": spec.seed,
@@ -229,13 +176,38 @@ def evaluate_frozen_on_sealed_test(
     verify_against_lock(lock, [sealed_features, sealed_splits])
     _note_test_access(access_log, f"{dataset} {FROZEN} ({job.rule})")
     ids, labels, matrix = read_labelled_features(sealed_features)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    normalised = matrix / np.maximum(norms, 1e-12)
-    metric = _metric_settings(config, GEOMETRY_NAMES[EUCLIDEAN], None)
-    qg_seeds = _qg_seeds(config, dataset)
-    per_query, summary = _score_draws(
-        normalised, labels, ids, pd.read_parquet(sealed_splits), qg_seeds, metric
+    normalised = l2_normalised(matrix)
+    metric = metric_settings(config, GEOMETRY_NAMES[EUCLIDEAN], None)
+    per_query, summary = score_draws(
+        normalised, labels, ids, pd.read_parquet(sealed_splits), qg_seeds(config, dataset), metric
     )
     identity = {"dataset": dataset, "arm": FROZEN, "geometry": FROZEN, "loss": FROZEN, "seed": -1}
+    _write_scores(per_query, summary, identity, outputs, job)
+    return summary.assign(**identity)
+
+
+def evaluate_pca_on_sealed_test(
+    dataset: str,
+    projection: str | Path,
+    lock: str | Path,
+    sealed_features: str | Path,
+    sealed_splits: str | Path,
+    config: dict[str, Any],
+    outputs: dict[str, str | Path],
+    job: JobContext,
+    *,
+    access_log: str | Path,
+) -> pd.DataFrame:
+    """The PCA baseline: the locked projection (fitted on development images), L2-normalised,
+    Euclidean, the same engine and draws."""
+    verify_against_lock(lock, [projection, sealed_features, sealed_splits])
+    _note_test_access(access_log, f"{dataset} {PCA} ({job.rule})")
+    ids, labels, matrix = read_labelled_features(sealed_features)
+    embeddings = project(load_pca(projection), matrix)
+    metric = metric_settings(config, GEOMETRY_NAMES[EUCLIDEAN], None)
+    per_query, summary = score_draws(
+        embeddings, labels, ids, pd.read_parquet(sealed_splits), qg_seeds(config, dataset), metric
+    )
+    identity = {"dataset": dataset, "arm": PCA, "geometry": PCA, "loss": PCA, "seed": -1}
     _write_scores(per_query, summary, identity, outputs, job)
     return summary.assign(**identity)

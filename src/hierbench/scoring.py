@@ -1,0 +1,77 @@
+"""Scoring embeddings on query/gallery draws with the metric engine: the one path every
+evaluation takes, sealed (``qg-<seed>`` draws of the sealed test) or not (an outer split's
+``outer-k-qg-<seed>`` draws of development images).
+
+Scores are per query (``metrics.evaluate``) and aggregated both ways (per query and per group),
+each row labelled with its draw's seed and aggregation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hierbench.metrics import check_ot_ks, evaluate, group_macro, query_micro
+from hierbench.splits import role_ids, rows_for_ids
+
+AGGREGATIONS = {"query_micro": query_micro, "group_macro": group_macro}
+OT_KS_KEY = "evaluation.ot_ks"
+SEALED_DRAWS = "qg"
+
+
+def score_draws(
+    embeddings: np.ndarray,
+    labels: np.ndarray,
+    frame_ids: pd.Series,
+    split_table: pd.DataFrame,
+    qg_seeds: list[int],
+    metric: dict[str, Any],
+    prefix: str = SEALED_DRAWS,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-query rows and summaries of every query/gallery draw ``<prefix>-<seed>``."""
+    per_query, summaries = [], []
+    for qg_seed in qg_seeds:
+        split = f"{prefix}-{qg_seed}"
+        queries = rows_for_ids(frame_ids, role_ids(split_table, split, "query"), f"{split}/query")
+        gallery = rows_for_ids(
+            frame_ids, role_ids(split_table, split, "gallery"), f"{split}/gallery"
+        )
+        check_ot_ks(metric["ot_ks"], len(gallery), f"config key '{OT_KS_KEY}' ({split}/gallery)")
+        frame = evaluate(
+            embeddings[queries], embeddings[gallery], labels[queries], labels[gallery], **metric
+        )
+        for name, aggregate in AGGREGATIONS.items():
+            summary = (
+                aggregate(frame) if name == "query_micro" else aggregate(frame, labels[queries])
+            )
+            summaries.append(summary.assign(qg_seed=qg_seed, aggregation=name))
+        frame.insert(0, "image_id", frame_ids.to_numpy()[queries][frame["query"].to_numpy()])
+        per_query.append(frame.assign(qg_seed=qg_seed))
+    return pd.concat(per_query, ignore_index=True), pd.concat(summaries, ignore_index=True)
+
+
+def metric_settings(
+    config: dict[str, Any], geometry: str, curvature: float | None
+) -> dict[str, Any]:
+    """The metric engine's settings from the evaluation config."""
+    return {
+        "geometry": geometry,
+        "curvature": curvature,
+        "ks": tuple(config["evaluation"]["recall_ks"]),
+        "ot_ks": tuple(config["evaluation"]["ot_ks"]),
+        "chunk_size": config["evaluation"]["query_chunk"],
+        "distance_clip": config["training"]["distance_clip_test"],
+    }
+
+
+def qg_seeds(config: dict[str, Any], dataset: str) -> list[int]:
+    """The seeds of a dataset's query/gallery draws (the sealed ones and the outer splits')."""
+    return config["datasets"][dataset]["splits"]["query_gallery"]["seeds"]
+
+
+def l2_normalised(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (the frozen baseline's embeddings)."""
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.maximum(norms, 1e-12)
