@@ -29,6 +29,7 @@ wildcard_constraints:
     tau=r"[0-9.]+",
     point=POINT_PATTERN,
     arm=r"[a-z][a-z0-9_]*",
+    outer=r"outer-\d+",
 
 
 include: "rules/common.smk"

@@ -1,12 +1,19 @@
 # Path wiring and wildcard constraints only; every decision is a tested library function.
 
+from hierbench.baselines import baselines_enabled, pca_dimensions
 from hierbench.codehash import code_hash
 from hierbench.config import enabled_datasets, locked_config, training_config
 from hierbench.controls.curvature import curvature_points, parse_point, point_label
+from hierbench.controls.outer import outer_cells, outer_splits
 from hierbench.controls.semantic import semantic_arms
 from hierbench.hashing import source_fingerprint
 from hierbench.protocol import (
     ARMS_SUMMARY,
+    BASELINES,
+    HIER,
+    OUTER_CONTROL,
+    OUTER_TABLES,
+    PCA,
     CURVATURE_CONTROL,
     CURVATURE_TABLES,
     EUCLIDEAN,
@@ -67,6 +74,8 @@ def final_outputs():
     targets += [
         path for dataset in DATASETS if semantic_arms(config, dataset) for path in semantic_outputs(dataset)
     ]
+    targets += [path for dataset in DATASETS for path in baseline_outputs(dataset)]
+    targets += [path for dataset in DATASETS for path in outer_outputs(dataset)]
     return targets
 
 
@@ -175,10 +184,14 @@ def lock_inputs(wildcards):
     return {
         "checkpoints": cell_outputs(dataset, "model.safetensors")
         + curvature_cells(dataset, "model.safetensors")
-        + semantic_cells(dataset, "model.safetensors"),
+        + semantic_cells(dataset, "model.safetensors")
+        + hier_cells(dataset, "model.safetensors")
+        + pca_outputs(dataset, "projection.safetensors"),
         "records": cell_outputs(dataset, "record.json")
         + curvature_cells(dataset, "record.json")
-        + semantic_cells(dataset, "record.json"),
+        + semantic_cells(dataset, "record.json")
+        + hier_cells(dataset, "record.json")
+        + pca_outputs(dataset, "record.json"),
         "audits": [f"{RESULTS}/{dataset}/audit/fairness.parquet"],
         "taxonomy": [f"{RESULTS}/{dataset}/taxonomy/taxonomy.parquet"],
         "features": [f"{RESULTS}/{dataset}/features/dev.parquet"],
@@ -320,6 +333,11 @@ def semantic_evals(dataset):
     ]
 
 
+def baselines_config(dataset):
+    """The config keys the HIER-style cells read (a params value)."""
+    return training_config(config, dataset, controls=("baselines",))
+
+
 def semantic_config(dataset):
     """The config keys the semantic control's jobs read (a params value)."""
     return training_config(config, dataset, controls=("semantic",))
@@ -334,3 +352,65 @@ def semantic_outputs(dataset):
     ]
     per_seed = [f"{RESULTS}/{dataset}/tables/controls/{SEMANTIC_CONTROL}_{PER_SEED_TABLE}.parquet"]
     return tables + per_seed + figure_outputs(dataset, SEMANTIC_CONTROL)
+
+
+# ---- the context baselines: PCA of the frozen features and a HIER-style model
+
+
+def pca_outputs(dataset, name):
+    """The PCA projection's file ``name`` of a dataset (none when the baselines are off)."""
+    return [f"{RESULTS}/{dataset}/{BASELINES}/{PCA}/{name}"] if baselines_enabled(config, dataset) else []
+
+
+def hier_cells(dataset, name):
+    """One output file of every HIER-style cell of a dataset."""
+    if not baselines_enabled(config, dataset):
+        return []
+    return [
+        f"{RESULTS}/{dataset}/cells/{HIER}/{HIER}-{seed}/{name}" for seed in config["training"]["seeds"]
+    ]
+
+
+def baseline_evals(dataset):
+    """The evaluation summaries the baselines table reads: frozen, PCA, HIER-style, factorial."""
+    return (
+        [f"{RESULTS}/{dataset}/eval/frozen_summary.parquet", f"{RESULTS}/{dataset}/eval/{PCA}_summary.parquet"]
+        + [
+            f"{RESULTS}/{dataset}/eval/{HIER}/{HIER}-{seed}_summary.parquet"
+            for seed in config["training"]["seeds"]
+        ]
+        + [path for g in GEOMETRIES for loss in LOSSES for path in factorial_summaries(dataset, g, loss)]
+    )
+
+
+def baseline_outputs(dataset):
+    """Every file the baselines table writes for a dataset (none when the baselines are off)."""
+    if not baselines_enabled(config, dataset):
+        return []
+    tables = [f"{RESULTS}/{dataset}/tables/{BASELINES}.{ext}" for ext in TABLE_FORMATS]
+    per_seed = [f"{RESULTS}/{dataset}/tables/{BASELINES}_{PER_SEED_TABLE}.parquet"]
+    return tables + per_seed + figure_outputs(dataset, BASELINES)
+
+
+# ---- the outer hierarchy-disjoint splits (development data: no lock, no seal)
+
+
+def outer_cell_files(dataset, split, name):
+    """One output file of every cell an outer split trains."""
+    return [f"{RESULTS}/{dataset}/cells/{OUTER_CONTROL}/{split}/{cell}/{name}" for cell in outer_cells(config, dataset)]
+
+
+def outer_scores(dataset):
+    """Every outer split's scores of a dataset."""
+    return [f"{RESULTS}/{dataset}/{OUTER_CONTROL}/{split}/scores.parquet" for split in outer_splits(config, dataset)]
+
+
+def outer_outputs(dataset):
+    """Every file the outer-splits tables write for a dataset (none when they are off)."""
+    if not outer_splits(config, dataset):
+        return []
+    tables = [
+        f"{RESULTS}/{dataset}/tables/controls/{name}.{ext}" for name in OUTER_TABLES for ext in TABLE_FORMATS
+    ]
+    per_split = [f"{RESULTS}/{dataset}/tables/controls/{OUTER_CONTROL}_per_split.parquet"]
+    return tables + per_split + figure_outputs(dataset, OUTER_CONTROL)

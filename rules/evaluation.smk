@@ -121,3 +121,70 @@ rule evaluate_semantic_cell:
         "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"
+
+
+rule evaluate_pca:
+    input:
+        unpack(lambda wildcards: sealed_inputs(wildcards.dataset)),
+        lock=f"{RESULTS}/{{dataset}}/lock/final_lock.json",
+        projection=f"{RESULTS}/{{dataset}}/{BASELINES}/{PCA}/projection.safetensors",
+    output:
+        per_query=f"{RESULTS}/{{dataset}}/eval/{PCA}.parquet",
+        summary=f"{RESULTS}/{{dataset}}/eval/{PCA}_summary.parquet",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/eval/{PCA}.parquet"),
+    benchmark:
+        benchmark_for(f"{RESULTS}/{{dataset}}/eval/{PCA}.parquet")
+    params:
+        code=code("stages.evaluation"),
+        config=lambda wildcards: eval_config(wildcards.dataset),
+        access_log=lambda wildcards: access_log(wildcards.dataset),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/evaluate.py"
+
+
+rule evaluate_hier_cell:
+    input:
+        unpack(lambda wildcards: sealed_inputs(wildcards.dataset)),
+        lock=f"{RESULTS}/{{dataset}}/lock/final_lock.json",
+        model=f"{RESULTS}/{{dataset}}/cells/{HIER}/{HIER}-{{seed}}/model.safetensors",
+        record=f"{RESULTS}/{{dataset}}/cells/{HIER}/{HIER}-{{seed}}/record.json",
+    output:
+        per_query=f"{RESULTS}/{{dataset}}/eval/{HIER}/{HIER}-{{seed}}.parquet",
+        summary=f"{RESULTS}/{{dataset}}/eval/{HIER}/{HIER}-{{seed}}_summary.parquet",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/eval/{HIER}/{HIER}-{{seed}}.parquet"),
+    benchmark:
+        benchmark_for(f"{RESULTS}/{{dataset}}/eval/{HIER}/{HIER}-{{seed}}.parquet")
+    params:
+        code=code("stages.evaluation"),
+        config=lambda wildcards: eval_config(wildcards.dataset),
+        access_log=lambda wildcards: access_log(wildcards.dataset),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/evaluate.py"
+
+
+# Not sealed: an outer split's test side is development data, scored without the lock.
+rule score_outer_split:
+    input:
+        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
+        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+        records=lambda wildcards: outer_cell_files(wildcards.dataset, wildcards.outer, "record.json"),
+        models=lambda wildcards: outer_cell_files(wildcards.dataset, wildcards.outer, "model.safetensors"),
+    output:
+        f"{RESULTS}/{{dataset}}/{OUTER_CONTROL}/{{outer}}/scores.parquet",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/{OUTER_CONTROL}/{{outer}}/scores.parquet"),
+    benchmark:
+        benchmark_for(f"{RESULTS}/{{dataset}}/{OUTER_CONTROL}/{{outer}}/scores.parquet")
+    params:
+        code=code("stages.outer"),
+        config=lambda wildcards: eval_config(wildcards.dataset),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/score_outer_split.py"

@@ -104,3 +104,49 @@ rule semantic_tables:
         "../environment.yml"
     script:
         "../workflow_scripts/semantic_tables.py"
+
+
+rule baselines_tables:
+    input:
+        lambda wildcards: baseline_evals(wildcards.dataset),
+    output:
+        per_seed=[f"{RESULTS}/{{dataset}}/tables/{BASELINES}_{PER_SEED_TABLE}.parquet"],
+        table=[f"{RESULTS}/{{dataset}}/tables/{BASELINES}.{ext}" for ext in TABLE_FORMATS],
+        figure=report(
+            figure_outputs("{dataset}", BASELINES),
+            caption="../report/baselines.rst",
+            category="Baselines",
+            subcategory="{dataset}",
+        ),
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/tables/{BASELINES}.md"),
+    params:
+        code=code("stages.controls"),
+        dimensions=lambda wildcards: pca_dimensions(config, wildcards.dataset),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/baselines_tables.py"
+
+
+rule outer_tables:
+    input:
+        lambda wildcards: outer_scores(wildcards.dataset),
+    output:
+        per_split=[f"{RESULTS}/{{dataset}}/tables/controls/{OUTER_CONTROL}_per_split.parquet"],
+        table=[f"{RESULTS}/{{dataset}}/tables/controls/{OUTER_TABLES[0]}.{ext}" for ext in TABLE_FORMATS],
+        gains=[f"{RESULTS}/{{dataset}}/tables/controls/{OUTER_TABLES[1]}.{ext}" for ext in TABLE_FORMATS],
+        figure=report(
+            figure_outputs("{dataset}", OUTER_CONTROL),
+            caption="../report/outer.rst",
+            category="Controls",
+            subcategory="{dataset}",
+        ),
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/tables/controls/{OUTER_CONTROL}.md"),
+    params:
+        code=code("stages.controls"),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/outer_tables.py"

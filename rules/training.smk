@@ -129,14 +129,86 @@ rule train_semantic_cell:
         "../workflow_scripts/train_semantic_cell.py"
 
 
-# The fairness audit covers the control's cells too: same initial weights and batch order as
-# the factorial's cells of their seed.
+# The context baselines: PCA fitted on final/train features, and HIER-style cells (the
+# factorial's Poincaré head, seeds, batch order, optimiser and epochs, HIER's objective).
+rule fit_pca:
+    input:
+        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
+        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+    output:
+        model=f"{RESULTS}/{{dataset}}/{BASELINES}/{PCA}/projection.safetensors",
+        record=f"{RESULTS}/{{dataset}}/{BASELINES}/{PCA}/record.json",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/{BASELINES}/{PCA}/projection.safetensors"),
+    benchmark:
+        benchmark_for(f"{RESULTS}/{{dataset}}/{BASELINES}/{PCA}/projection.safetensors")
+    params:
+        code=code("stages.baselines"),
+        dimensions=lambda wildcards: pca_dimensions(config, wildcards.dataset),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/fit_pca.py"
+
+
+rule train_hier_cell:
+    input:
+        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
+        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+    output:
+        model=f"{RESULTS}/{{dataset}}/cells/{HIER}/{HIER}-{{seed}}/model.safetensors",
+        log=f"{RESULTS}/{{dataset}}/cells/{HIER}/{HIER}-{{seed}}/train_log.parquet",
+        record=f"{RESULTS}/{{dataset}}/cells/{HIER}/{HIER}-{{seed}}/record.json",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/cells/{HIER}/{HIER}-{{seed}}/model.safetensors"),
+    benchmark:
+        benchmark_for(f"{RESULTS}/{{dataset}}/cells/{HIER}/{HIER}-{{seed}}/model.safetensors")
+    params:
+        code=code("stages.training"),
+        config=lambda wildcards: baselines_config(wildcards.dataset),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/train_hier_cell.py"
+
+
+# The outer splits: the factorial's cells trained on an outer split's train side (dev data).
+rule train_outer_cell:
+    input:
+        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
+        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+        selection=selection_input,
+    output:
+        model=f"{RESULTS}/{{dataset}}/cells/{OUTER_CONTROL}/{{outer}}/{{geometry}}{{loss}}-{{seed}}/model.safetensors",
+        log=f"{RESULTS}/{{dataset}}/cells/{OUTER_CONTROL}/{{outer}}/{{geometry}}{{loss}}-{{seed}}/train_log.parquet",
+        record=f"{RESULTS}/{{dataset}}/cells/{OUTER_CONTROL}/{{outer}}/{{geometry}}{{loss}}-{{seed}}/record.json",
+    log:
+        log_for(
+            f"{RESULTS}/{{dataset}}/cells/{OUTER_CONTROL}/{{outer}}/{{geometry}}{{loss}}-{{seed}}/model.safetensors"
+        ),
+    benchmark:
+        benchmark_for(
+            f"{RESULTS}/{{dataset}}/cells/{OUTER_CONTROL}/{{outer}}/{{geometry}}{{loss}}-{{seed}}/model.safetensors"
+        )
+    params:
+        code=code("stages.training"),
+        config=lambda wildcards: model_config(wildcards.dataset),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/train_outer_cell.py"
+
+
+# The fairness audit covers the control's and the HIER-style baseline's cells too: same initial
+# weights and batch order as the factorial's cells of their seed.
 rule fairness_audit:
     input:
         records=lambda wildcards: cell_outputs(wildcards.dataset, "record.json")
-        + curvature_cells(wildcards.dataset, "record.json"),
+        + curvature_cells(wildcards.dataset, "record.json")
+        + hier_cells(wildcards.dataset, "record.json"),
         models=lambda wildcards: cell_outputs(wildcards.dataset, "model.safetensors")
-        + curvature_cells(wildcards.dataset, "model.safetensors"),
+        + curvature_cells(wildcards.dataset, "model.safetensors")
+        + hier_cells(wildcards.dataset, "model.safetensors"),
         features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
         splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
     output:

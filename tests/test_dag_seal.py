@@ -63,10 +63,26 @@ def test_no_rule_upstream_of_the_lock_reads_a_sealed_artifact(repo_copy: Path):
         "evaluate_frozen",
         "evaluate_curvature_cell",
         "evaluate_semantic_cell",
+        "evaluate_pca",
+        "evaluate_hier_cell",
     }
     assert sealed_readers == SEALED_PRODUCERS | evaluations
     controls = {"train_curvature_cell", "select_semantic_duration", "train_semantic_cell"}
-    assert controls <= {job["rule"] for job in upstream}
+    baselines = {"fit_pca", "train_hier_cell"}  # locked, so fitted before any sealed read
+    assert controls | baselines <= {job["rule"] for job in upstream}
+
+
+def test_the_pca_fit_and_the_outer_splits_see_development_data_only(repo_copy: Path):
+    """PCA is fitted on development rows only: neither it nor anything it needs takes a sealed
+    artifact or the lock in; the outer splits (development data) need neither either."""
+    jobs = _jobs(snakemake(repo_copy, "-n", "-F", *TINY).stdout)
+    for rules in ({"fit_pca"}, {"outer_tables"}):
+        upstream = _upstream(jobs, rules)
+        assert rules <= {job["rule"] for job in upstream}
+        for job in upstream:
+            assert not any("/sealed/" in p or "/lock/" in p for p in job["input"]), job
+    (fit,) = [job for job in jobs if job["rule"] == "fit_pca"]
+    assert fit["input"] == ["results/cub/features/dev.parquet", "results/cub/splits/dev.parquet"]
 
 
 def test_every_evaluation_waits_for_the_lock(repo_copy: Path):

@@ -414,7 +414,7 @@ def test_settings_from_config_takes_known_keys_and_rejects_an_unknown_one():
     ("field", "value"),
     [("proxies", 0), ("topk", 2.5), ("gumbel_tau", 0.0), ("proxy_clip_r", -1.0),
      ("hier_weight", float("nan")), ("pa_alpha", True), ("lca_lr", -1e-3)],
-)  # fmt: skip
+)
 def test_settings_check_names_the_nonsense_field(field, value):
     with pytest.raises(ValueError, match=field):
         HierSettings.from_config({field: value})

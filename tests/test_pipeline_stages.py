@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import TINY, snakemake
+from test_splits import assert_outer_splits_disjoint
 
 from hierbench.artifacts import provenance_path, read_parquet_metadata, read_provenance
 from hierbench.featurestore import read_feature_matrix
@@ -20,7 +21,7 @@ from hierbench.stages.evaluation import evaluate_cell_on_sealed_test
 
 DATASETS = ("cub", "nabirds")
 CELLS = [f"{g}{o}-{s}" for g in "EH" for o in "RS" for s in (42, 2024, 3407)]
-# configs/tiny.yaml runs both controls on CUB only.
+# configs/tiny.yaml runs the controls and the baselines on CUB only.
 CONTROLS = {
     "cub": [
         f"{control}/{variant}/{cell}-{s}"
@@ -30,9 +31,11 @@ CONTROLS = {
         )
         for variant in variants
         for s in (42, 2024, 3407)
-    ],
+    ]
+    + [f"hier/hier-{s}" for s in (42, 2024, 3407)],
     "nabirds": [],
 }
+PCA = {"cub": ["results/cub/baselines/pca/projection.safetensors"], "nabirds": []}
 
 
 def test_sealed_features_hold_exactly_the_test_images(built_repo: Path):
@@ -108,12 +111,12 @@ def test_every_arm_is_scored_on_the_same_locked_draws(built_repo: Path):
         lock = json.loads((base / "lock/final_lock.json").read_text())
         assert set(lock["artifacts"]["checkpoints"]) == {
             f"results/{dataset}/cells/{c}/model.safetensors" for c in CELLS + CONTROLS[dataset]
-        }
+        } | set(PCA[dataset])
 
 
 def test_test_data_reads_are_logged_after_the_lock(built_repo: Path):
     lines = (built_repo / "logs/cub/lock/test_access.log").read_text().splitlines()
-    assert len(lines) == len(CELLS) + 1 + len(CONTROLS["cub"])
+    assert len(lines) == len(CELLS) + 1 + len(CONTROLS["cub"]) + len(PCA["cub"])
     lock = json.loads((built_repo / "results/cub/lock/final_lock.json").read_text())
     assert min(line.split()[0] for line in lines) >= lock["training_finished_at"]
 
@@ -214,3 +217,29 @@ def test_html_report_is_built_with_tables_and_figures(built_repo: Path):
     figures = ("effects.png", "map_by_level.png", "hyperbolic_norms.png", "ot_by_k.png")
     for name in ("summary.md", *figures):
         assert name in html
+
+
+def test_the_baselines_and_outer_splits_ran_on_their_artifacts(built_repo: Path):
+    base = built_repo / "results/cub"
+    labels = pd.read_parquet(
+        base / "features/dev.parquet", columns=["image_id", "leaf_code", "middle_code", "high_code"]
+    )
+    assert_outer_splits_disjoint(pd.read_parquet(base / "splits/dev.parquet"), labels, 3)
+    pca = json.loads((base / "baselines/pca/record.json").read_text())
+    dev = pd.read_parquet(base / "splits/dev.parquet")
+    final_train = ((dev["split"] == "final") & (dev["role"] == "train")).sum()
+    assert pca["fit_examples"] == final_train and pca["dimensions"] == 8
+    table = pd.read_parquet(base / "tables/baselines.parquet")
+    assert table["arm"].tolist()[:3] == ["Frozen features", "PCA-8", "HIER-style"]
+    audit = pd.read_parquet(base / "audit/fairness.parquet")
+    assert audit["scope"].astype(str).str.contains("hier-42").any()
+    for split in ("outer-1", "outer-2", "outer-3"):
+        record = json.loads((base / f"cells/outer/{split}/HS-42/record.json").read_text())
+        n_train = ((dev["split"] == split) & (dev["role"] == "train")).sum()
+        assert record["train_split"] == split and record["train_examples"] == n_train
+        scores = pd.read_parquet(base / f"outer/{split}/scores.parquet")
+        assert set(scores["arm"]) == {"frozen", "E_R", "H_R", "E_S", "H_S"}
+    outer = pd.read_parquet(base / "tables/controls/outer.parquet")
+    assert outer["arm"].tolist() == ["frozen", "E_R", "H_R", "E_S", "H_S"]
+    gains = pd.read_parquet(base / "tables/controls/outer_gains.parquet")
+    assert (gains["splits"] == 3).all()

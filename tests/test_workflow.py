@@ -12,8 +12,10 @@ from conftest import TINY, dag_jobs, scheduled_rules, snakemake
 from hierbench.artifacts import PROVENANCE_SUFFIX
 from hierbench.hashing import sha256_path
 
-# configs/tiny.yaml runs both controls on CUB only: the curvature control at 2 points and the
-# semantic control's 4 arms, each x 3 seeds.
+# configs/tiny.yaml runs every control on CUB only: the curvature control at 2 points and the
+# semantic control's 4 arms, each x 3 seeds; the baselines (PCA, 3 HIER-style cells); the outer
+# splits (3 splits x 4 cells at seed 42).
+OUTER_SCORING = {"score_outer_split": 3, "outer_tables": 1}
 CUB_CONTROL = {
     "train_curvature_cell": 6,
     "evaluate_curvature_cell": 6,
@@ -22,8 +24,15 @@ CUB_CONTROL = {
     "train_semantic_cell": 12,
     "evaluate_semantic_cell": 12,
     "semantic_tables": 1,
+    "fit_pca": 1,
+    "train_hier_cell": 3,
+    "evaluate_pca": 1,
+    "evaluate_hier_cell": 3,
+    "baselines_tables": 1,
+    "train_outer_cell": 12,
+    **OUTER_SCORING,
 }
-CONTROL_TABLES = {"curvature_tables": 1, "semantic_tables": 1}
+CONTROL_TABLES = {"curvature_tables": 1, "semantic_tables": 1, "baselines_tables": 1}
 REPORT = {"effect_tables": 2, "figures": 2, **CONTROL_TABLES, "all": 1}
 EVALUATION = {
     "final_lock": 2,
@@ -31,6 +40,8 @@ EVALUATION = {
     "evaluate_frozen": 2,
     "evaluate_curvature_cell": 6,
     "evaluate_semantic_cell": 12,
+    "evaluate_pca": 1,
+    "evaluate_hier_cell": 3,
     **REPORT,
 }
 TRAINING = {
@@ -40,10 +51,13 @@ TRAINING = {
     "train_curvature_cell": 6,
     "select_semantic_duration": 4,
     "train_semantic_cell": 12,
+    "train_hier_cell": 3,
+    "train_outer_cell": 12,
     "fairness_audit": 2,
+    **OUTER_SCORING,
     **EVALUATION,
 }
-SPLITS = {"splits": 2, "features_dev": 2, "features_sealed_test": 2, **TRAINING}
+SPLITS = {"splits": 2, "features_dev": 2, "features_sealed_test": 2, "fit_pca": 1, **TRAINING}
 DATA = {"demo_cub": 1, "demo_nabirds": 1, "image_table": 2, **SPLITS}
 TAXONOMY = {"taxonomy_cub": 1, "taxonomy_nabirds": 1, "taxonomy_shuffled": 2, **DATA}
 EVERYTHING = {"stage_input": 3, **TAXONOMY}
@@ -124,7 +138,7 @@ def test_editing_a_library_module_reruns_exactly_the_rules_that_declare_it(built
 
 def test_editing_the_figure_code_reruns_only_the_figures(built_repo: Path):
     _edit(built_repo / "src/hierbench/figures.py")
-    assert _scheduled(built_repo) == {"figures": 2, **CONTROL_TABLES, "all": 1}
+    assert _scheduled(built_repo) == {"figures": 2, **CONTROL_TABLES, "outer_tables": 1, "all": 1}
 
 
 def test_editing_the_loss_code_reruns_training_and_everything_after_it(built_repo: Path):
@@ -190,7 +204,7 @@ def test_changing_the_ot_cut_offs_reruns_the_evaluation_but_no_training(built_re
     text = config.read_text()
     assert "  ot_ks: [5, 10, 20]" in text
     config.write_text(text.replace("  ot_ks: [5, 10, 20]", "  ot_ks: [5, 10]"))
-    assert _scheduled(built_repo) == EVALUATION
+    assert _scheduled(built_repo) == {**EVALUATION, **OUTER_SCORING}  # outer splits score OT@K
 
 
 def test_touching_inputs_without_changing_them_reruns_nothing(built_repo: Path):

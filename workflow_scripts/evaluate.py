@@ -1,7 +1,11 @@
-"""Score a final cell, or the frozen-feature baseline, on the sealed test draws."""
+"""Score a final cell, the frozen-feature baseline or the PCA baseline on the sealed test draws."""
 
 from hierbench.jobs import start_job
-from hierbench.stages.evaluation import evaluate_cell_on_sealed_test, evaluate_frozen_on_sealed_test
+from hierbench.stages.evaluation import (
+    evaluate_cell_on_sealed_test,
+    evaluate_frozen_on_sealed_test,
+    evaluate_pca_on_sealed_test,
+)
 
 job = start_job(snakemake)
 common = {
@@ -13,6 +17,10 @@ common = {
 sealed = (snakemake.input.lock, snakemake.input.sealed_features, snakemake.input.sealed_splits)
 if snakemake.rule == "evaluate_frozen":
     evaluate_frozen_on_sealed_test(snakemake.wildcards.dataset, *sealed, **common)
+elif snakemake.rule == "evaluate_pca":
+    evaluate_pca_on_sealed_test(
+        snakemake.wildcards.dataset, snakemake.input.projection, *sealed, **common
+    )
 else:
     evaluate_cell_on_sealed_test(
         snakemake.wildcards.dataset,

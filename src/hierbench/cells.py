@@ -19,7 +19,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from hierbench.geometry import TRAIN_DISTANCE_CLIP, build_head
-from hierbench.protocol import GEOMETRIES, LOSSES, POINCARE, SUPCON, cell_name
+from hierbench.protocol import GEOMETRIES, HIER, LOSSES, POINCARE, SUPCON, cell_name
 
 # Rows of the development features whose embeddings prove that a checkpoint reloads exactly.
 VERIFICATION_ROWS = 256
@@ -31,7 +31,7 @@ class CellSpec:
 
     dataset: str
     geometry: str  # "E" Euclidean or "H" Poincare
-    loss: str  # "R" regression or "S" Taxonomy-SupCon
+    loss: str  # "R" regression, "S" Taxonomy-SupCon, or "hier" (the HIER-style baseline)
     seed: int
     epochs: int
     batch_size: int
@@ -64,10 +64,10 @@ class CellSpec:
 
     def check(self) -> None:
         """Refuse specs that cannot be trained, naming the cell and the field."""
-        if self.geometry not in GEOMETRIES or self.loss not in LOSSES:
+        if self.geometry not in GEOMETRIES or self.loss not in (*LOSSES, HIER):
             raise ValueError(
                 f"{self.dataset} {self.cell}: geometry must be {'|'.join(GEOMETRIES)} and loss "
-                f"{'|'.join(LOSSES)}"
+                f"{'|'.join((*LOSSES, HIER))}"
             )
         if self.geometry == POINCARE and (self.curvature is None or self.radius is None):
             raise ValueError(

@@ -6,6 +6,8 @@
   arms redistribute retrieval quality across levels);
 - hyperbolic norms: for the Poincaré cells, the norm of group prototypes at each taxonomy
   level (prototype = the group's mean tangent vector mapped back onto the ball);
+- baselines: mAP by level of the context baselines (frozen, PCA, HIER-style) beside the
+  factorial's arms;
 - OT@K by K: the optimal-transport hierarchy score against K for each arm and the frozen
   baseline (lower is better: how far the relation mix of the top K is from the ideal mix).
 """
@@ -56,18 +58,24 @@ def effects_figure(effects: pd.DataFrame, title: str) -> Figure:
     return figure
 
 
-def map_by_level_figure(arms: pd.DataFrame, title: str) -> Figure:
-    """Grouped bars of mAP per level for each arm, with the SD over seeds as error bars."""
+def map_by_level_figure(
+    arms: pd.DataFrame,
+    title: str,
+    order: tuple[str, ...] | list[str] = ARM_ORDER,
+    ylabel: str = "mAP (query-micro)",
+) -> Figure:
+    """Grouped bars of mAP per level for each arm (in ``order``), the SD over seeds as error
+    bars."""
     figure = Figure(figsize=(6.5, 3.5))
     axis = figure.subplots()
-    present = [arm for arm in ARM_ORDER if arm in set(arms["arm"])]
+    present = [arm for arm in order if arm in set(arms["arm"])]
     width = 0.8 / max(len(present), 1)
     for index, arm in enumerate(present):
         rows = arms[arms["arm"] == arm].set_index("level").reindex(list(LEVEL_ORDER))
         positions = np.arange(len(LEVEL_ORDER)) + (index - (len(present) - 1) / 2) * width
         axis.bar(positions, rows["mean"], width, yerr=rows["sd"].fillna(0), label=arm, capsize=2)
     axis.set_xticks(range(len(LEVEL_ORDER)), LEVEL_ORDER)
-    axis.set_ylabel("mAP (query-micro)")
+    axis.set_ylabel(ylabel)
     axis.set_title(title)
     axis.legend(ncol=len(present), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12))
     figure.tight_layout()
@@ -160,3 +168,14 @@ def control_figure(per_seed: pd.DataFrame, order: list[str], title: str) -> Figu
     axis.set_title(title)
     figure.tight_layout()
     return figure
+
+
+def baselines_figure(
+    per_seed: pd.DataFrame, order: list[str], aggregation: str, title: str
+) -> Figure:
+    """mAP by level of the context baselines and the factorial's arms (per-seed rows with a
+    ``variant`` naming the arm), mean ± SD over seeds."""
+    grouped = per_seed.groupby(["variant", "level"], sort=True)["value"]
+    arms = grouped.agg(mean="mean", sd=lambda v: v.std(ddof=1)).reset_index()
+    arms = arms.rename(columns={"variant": "arm"})
+    return map_by_level_figure(arms, title, order, f"mAP ({aggregation.replace('_', '-')})")

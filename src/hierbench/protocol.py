@@ -72,6 +72,16 @@ CURVATURE_CONTROL = "curvature"
 CURVATURE_TABLES: tuple[str, ...] = ("curvature", "curvature_contrasts")
 SEMANTIC_CONTROL = "semantic"
 SEMANTIC_TABLES: tuple[str, ...] = ("semantic", "semantic_contrasts")
+# The context baselines beside the frozen features: PCA of the features and a HIER-style model
+# (its cells' loss code; the head is the factorial's Poincaré head), with their table.
+BASELINES = "baselines"
+PCA = "pca"
+HIER = "hier"
+BASELINE_ARMS: tuple[str, ...] = (FROZEN, PCA, HIER)
+# The outer hierarchy-disjoint splits: their arms (the frozen features and the factorial's four)
+# and tables.
+OUTER_CONTROL = "outer"
+OUTER_TABLES: tuple[str, ...] = ("outer", "outer_gains")
 
 
 def cell_name(geometry: str, loss: str, seed: int | str) -> str:

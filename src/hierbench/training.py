@@ -72,10 +72,17 @@ def build_cell_model(spec: CellSpec, in_dim: int) -> torch.nn.Module:
 
 
 def batch_loss(
-    model: torch.nn.Module, features: torch.Tensor, labels: torch.Tensor, spec: CellSpec
+    model: torch.nn.Module,
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    spec: CellSpec,
+    objective: torch.nn.Module | None = None,
 ) -> tuple[torch.Tensor, dict[str, float | None]]:
-    """The cell's objective on one batch, with per-level values for the log."""
+    """The cell's objective on one batch, with per-level values for the log; a trainable
+    ``objective`` (a baseline's, with parameters of its own) takes the embeddings instead."""
     embeddings = model(features)
+    if objective is not None:
+        return objective(embeddings, labels)
     distances = sanitise_and_clip(model.distance(embeddings, embeddings), spec.distance_clip)
     return OBJECTIVES[spec.loss](distances, labels, spec)
 
@@ -96,13 +103,15 @@ def _update(
     features: torch.Tensor,
     labels: torch.Tensor,
     spec: CellSpec,
+    objective: torch.nn.Module | None,
 ) -> dict[str, float | None]:
     """One optimiser update; returns loss, gradient norm and per-level losses as floats.
 
     A non-finite loss or gradient norm is returned, not applied: the caller stops the job.
-    Distance sanitising can hide a NaN in the loss; a NaN gradient cannot hide.
+    Distance sanitising can hide a NaN in the loss; a NaN gradient cannot hide. The norm is the
+    head's (clipped at ``spec.grad_clip``); a trainable objective's parameters are not clipped.
     """
-    loss, levels = batch_loss(model, features, labels, spec)
+    loss, levels = batch_loss(model, features, labels, spec, objective)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     norm = torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip, foreach=True)
@@ -118,11 +127,14 @@ def train_cell(
     spec: CellSpec,
     *,
     on_epoch: Callable[[int, torch.nn.Module], dict[str, float]] | None = None,
+    objective: torch.nn.Module | None = None,
 ) -> TrainResult:
     """Train one cell for exactly ``spec.epochs`` epochs and return the endpoint model.
 
     ``on_epoch(epoch, model)`` may return diagnostics (validation metrics) for the log; they
-    never influence training.
+    never influence training. ``objective`` replaces the spec's loss by a module with
+    parameters of its own (``forward(embeddings, labels)``, ``param_groups(weight_decay)``),
+    optimised by the same AdamW beside the head; the head is built and seeded as always.
     """
     spec.check()
     use_deterministic_torch()
@@ -130,9 +142,9 @@ def train_cell(
     y = torch.as_tensor(labels, dtype=torch.long)
     model = build_cell_model(spec, x.shape[1])
     initial = state_hash(model)
-    optimizer = torch.optim.AdamW(
-        model.parameters(), lr=spec.lr, weight_decay=spec.weight_decay, fused=True
-    )
+    groups = [{"params": list(model.parameters())}]
+    groups += objective.param_groups(spec.weight_decay) if objective is not None else []
+    optimizer = torch.optim.AdamW(groups, lr=spec.lr, weight_decay=spec.weight_decay, fused=True)
     generator = torch.Generator().manual_seed(spec.seed)
     rows, order_hashes, updates = [], [], 0
     for epoch in range(1, spec.epochs + 1):
@@ -143,7 +155,12 @@ def train_cell(
         totals: dict[str, list[float]] = {}
         for step, batch in enumerate(batches, start=1):
             values = _update(
-                model, optimizer, x.index_select(0, batch), y.index_select(0, batch), spec
+                model,
+                optimizer,
+                x.index_select(0, batch),
+                y.index_select(0, batch),
+                spec,
+                objective,
             )
             if not all(math.isfinite(values[key]) for key in ("loss", "grad_norm")):
                 raise NonFiniteLossError(

@@ -22,3 +22,13 @@ def per_seed_by_variant(summaries: pd.DataFrame, aggregation: str) -> pd.DataFra
 def seeds_mean_sd(values: pd.Series) -> str:
     """ "mean ± SD" over seeds, four decimals (the mean alone for one seed)."""
     return mean_sd(float(values.mean()), float(values.std(ddof=1)), 4)
+
+
+def paired_summary(differences: pd.Series) -> dict[str, float | int]:
+    """Mean, SD, positive count and count of paired differences (over seeds or splits)."""
+    return {
+        "mean": float(differences.mean()),
+        "sd": float(differences.std(ddof=1)),
+        "positive": int((differences > 0).sum()),
+        "count": int(differences.notna().sum()),
+    }

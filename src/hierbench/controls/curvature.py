@@ -67,8 +67,6 @@ def curvature_points(config: dict[str, Any], dataset: str) -> list[tuple[float, 
     return points
 
 
-
-
 def _map_rows(per_seed: pd.DataFrame) -> pd.DataFrame:
     """The mAP rows at the levels the control reports."""
     return per_seed[(per_seed["metric"] == "map") & per_seed["level"].isin(LEVELS_SHOWN)]
@@ -79,8 +77,6 @@ def variant_order(variants: list[str]) -> list[str]:
     points = sorted((v for v in variants if re.fullmatch(POINT_PATTERN, v)), key=parse_point)
     ends = [v for v in (MATCHED_EUCLIDEAN,) if v in variants]
     return ends + points + [v for v in (OPERATING_POINT,) if v in variants]
-
-
 
 
 def _text(value: float | str) -> str:

@@ -114,13 +114,9 @@ def best_epoch(scores: list[float]) -> int:
     return int(np.nanargmax(values)) + 1
 
 
-
-
 def arm_order(arms: list[str]) -> list[str]:
     known = [name for name in ARM_NAMES if name in arms]
     return known + sorted(set(arms) - set(known))
-
-
 
 
 # The paper's Table 2 columns: (column, level, metric).

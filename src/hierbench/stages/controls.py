@@ -1,15 +1,19 @@
 """Controls stage: each control's per-seed rows, its table in the paper's layout, its paired
-contrasts and its figure (the curvature/radius control: Table 10; semantic alignment: Table 2)."""
+contrasts and its figure (the curvature/radius control: Table 10; semantic alignment: Table 2;
+the outer hierarchy-disjoint splits), and the context baselines' table beside the factorial."""
 
 from __future__ import annotations
 
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from hierbench.artifacts import publish, write_parquet, write_text
+from hierbench.baselines.tables import arm_order as baseline_order
+from hierbench.baselines.tables import baselines_per_seed, baselines_table
 from hierbench.controls.common import per_seed_by_variant
 from hierbench.controls.curvature import (
     MATCHED_EUCLIDEAN,
@@ -18,10 +22,11 @@ from hierbench.controls.curvature import (
     curvature_table,
     variant_order,
 )
+from hierbench.controls.outer import figure_rows, outer_gains, outer_per_split, outer_table
 from hierbench.controls.semantic import arm_order, semantic_contrasts, semantic_table
 from hierbench.effects import PER_SEED_KEYS, render_csv, render_latex, render_markdown
-from hierbench.figures import control_figure, figure_writer
-from hierbench.protocol import REGISTERED_AGGREGATION
+from hierbench.figures import baselines_figure, control_figure, figure_writer
+from hierbench.protocol import ARM_ORDER, REGISTERED_AGGREGATION
 from hierbench.provenance import JobContext
 
 log = logging.getLogger(__name__)
@@ -102,3 +107,53 @@ def build_semantic_tables(
         publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)
     log.info("%s semantic control: arms %s, epochs %s", dataset, order, epochs)
     return per_seed
+
+
+def _publish_figure(figure: Any, targets: list[str], job: JobContext) -> None:
+    """A figure in each of its formats (the target's suffix)."""
+    for target in targets:
+        publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)
+
+
+def build_baselines_tables(
+    dataset: str,
+    summaries: list[str | Path],
+    dimensions: int,
+    outputs: dict[str, list[str]],
+    job: JobContext,
+) -> pd.DataFrame:
+    """Write the context baselines' per-seed rows, their table beside the factorial's arms and
+    its figure, under the dataset's registered aggregation."""
+    frame = pd.concat([pd.read_parquet(path) for path in summaries], ignore_index=True)
+    per_seed = baselines_per_seed(frame, REGISTERED_AGGREGATION[dataset])
+    keys = ["variant", *[key for key in PER_SEED_KEYS if key not in ("geometry", "loss")]]
+    write_parquet(per_seed[[*keys, "value"]], outputs["per_seed"][0], job, sort_by=keys)
+    _write_table(
+        baselines_table(per_seed, dimensions), Path(outputs["table"][0]).with_suffix(""), job
+    )
+    order = baseline_order(sorted(set(per_seed["variant"])))
+    title = f"{dataset}: context baselines beside the factorial"
+    figure = baselines_figure(per_seed, order, REGISTERED_AGGREGATION[dataset], title)
+    _publish_figure(figure, outputs["figure"], job)
+    log.info("%s baselines: %s", dataset, order)
+    return per_seed
+
+
+def build_outer_tables(
+    dataset: str,
+    scores: list[str | Path],
+    outputs: dict[str, list[str]],
+    job: JobContext,
+) -> pd.DataFrame:
+    """Write the outer splits' per-split rows, their table, their paired gains and figure."""
+    frame = pd.concat([pd.read_parquet(path) for path in scores], ignore_index=True)
+    per_split = outer_per_split(frame)
+    keys = ["split", *PER_SEED_KEYS]
+    write_parquet(per_split[[*keys, "value"]], outputs["per_split"][0], job, sort_by=keys)
+    _write_table(outer_table(per_split), Path(outputs["table"][0]).with_suffix(""), job)
+    _write_table(outer_gains(per_split), Path(outputs["gains"][0]).with_suffix(""), job)
+    order = [arm for arm in ARM_ORDER if arm in set(per_split["arm"])]
+    title = f"{dataset}: outer hierarchy-disjoint splits (group-macro)"
+    _publish_figure(control_figure(figure_rows(per_split), order, title), outputs["figure"], job)
+    log.info("%s outer splits: %s", dataset, sorted(set(per_split["split"])))
+    return per_split

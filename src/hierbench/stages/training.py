@@ -5,6 +5,7 @@ Nothing here reads a sealed artifact: features and splits come from the developm
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -25,13 +26,13 @@ from hierbench.cells import (
 )
 from hierbench.controls.semantic import semantic_arm, semantic_spec, training_labels
 from hierbench.featurestore import role_data
-from hierbench.protocol import SUPCON
+from hierbench.losses.hier import HierObjective, HierSettings
+from hierbench.protocol import HIER, POINCARE, SUPCON
 from hierbench.provenance import JobContext
 from hierbench.training import train_cell
 from hierbench.tuning import selected_tau
 
 log = logging.getLogger(__name__)
-
 
 
 def _verify_reload(model: Any, path: Path, spec: CellSpec, features: np.ndarray) -> dict[str, Any]:
@@ -60,16 +61,19 @@ def train_final_cell(
     selection: str | Path | None = None,
     hyperbolic: dict[str, float] | None = None,
     label: str | None = None,
+    split: str = "final",
 ) -> dict[str, Any]:
     """Train one final cell on ``final/train`` and write checkpoint, log and record.
 
     ``hyperbolic`` trains at another Poincaré operating point (the curvature control);
-    ``label`` then names the cell in its record and in the fairness audit.
+    ``label`` then names the cell in its record and in the fairness audit. ``split`` trains on
+    another split's train side instead (an outer split, ``outer-1``).
     """
     tau = selected_tau(dataset, geometry, config, selection) if loss == SUPCON else None
     spec = cell_spec(dataset, geometry, loss, seed, config, tau=tau, hyperbolic=hyperbolic)
-    x, y = role_data(features, splits, "final", "train")
-    return _train_and_write(dataset, spec, x, y, outputs, job, label=label)
+    x, y = role_data(features, splits, split, "train")
+    extra = {"train_split": split} if split != "final" else None  # final records unchanged
+    return _train_and_write(dataset, spec, x, y, outputs, job, label=label, extra=extra)
 
 
 def _train_and_write(
@@ -81,9 +85,12 @@ def _train_and_write(
     job: JobContext,
     *,
     label: str | None,
+    objective: HierObjective | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Train a cell and publish its checkpoint, training log and record."""
-    result = train_cell(x, y, spec)
+    """Train a cell and publish its checkpoint, training log and record (``extra`` adds record
+    keys: a baseline's objective settings)."""
+    result = train_cell(x, y, spec, objective=objective)
     model_path = publish(outputs["model"], checkpoint_writer(result.model, spec), job)
     record = {
         "dataset": dataset,
@@ -97,6 +104,7 @@ def _train_and_write(
         "updates": result.updates,
         "updates_per_epoch": result.updates // spec.epochs,
         **_verify_reload(result.model, model_path, spec, x),
+        **(extra or {}),
     }
     write_parquet(result.log, outputs["log"], job, sort_by=["epoch"], metadata={"cell": spec.cell})
     write_json(record, outputs["record"], job)
@@ -131,3 +139,35 @@ def train_semantic_cell(
     taxonomy, shuffled = (pd.read_parquet(path) for path in taxonomies)
     labels = training_labels(y, chosen, taxonomy, shuffled)
     return _train_and_write(dataset, spec, x, labels, outputs, job, label=f"{arm}-{seed}")
+
+
+def train_hier_cell(
+    dataset: str,
+    seed: int,
+    features: str | Path,
+    splits: str | Path,
+    config: dict[str, Any],
+    outputs: dict[str, str | Path],
+    job: JobContext,
+) -> dict[str, Any]:
+    """Train one HIER-style baseline cell on ``final/train``: the factorial's Poincaré head,
+    seed, batch order, optimiser and epochs, with HIER's objective on leaf labels only."""
+    block = config["datasets"][dataset]["controls"]["baselines"]["hier"]
+    settings = HierSettings.from_config(block)
+    spec = cell_spec(dataset, POINCARE, HIER, seed, config)
+    x, y = role_data(features, splits, "final", "train")
+    objective = HierObjective(
+        sorted({int(code) for code in y[:, 0]}),
+        spec.embedding_dim,
+        float(spec.curvature or 0.0),
+        settings,
+        seed,
+        spec.distance_clip,
+    )
+    extra = {
+        "hier": dataclasses.asdict(settings),
+        "objective_parameters": sum(p.numel() for p in objective.parameters()),
+    }
+    return _train_and_write(
+        dataset, spec, x, y, outputs, job, label=f"{HIER}-{seed}", objective=objective, extra=extra
+    )

@@ -65,9 +65,7 @@ def validation_score(
         ks=tuple(ks),
     )
     summary = query_micro(frame).set_index("level")["map"]
-    scores = {
-        f"map_{level}": float(summary.get(level, np.nan)) for level in LEVELS
-    }
+    scores = {f"map_{level}": float(summary.get(level, np.nan)) for level in LEVELS}
     scores["score"] = float(np.nanmean([scores["map_middle"], scores["map_high"]]))
     return scores
 

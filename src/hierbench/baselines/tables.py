@@ -1,0 +1,66 @@
+"""The baselines table: the paper's context rows (frozen features, PCA, HIER-style) beside the
+factorial's four arms, mAP per level and mean hierarchy mAP, mean ± SD over training seeds.
+
+Every arm is read under the dataset's registered aggregation from its evaluation summaries on
+the sealed draws; the per-seed rows carry a ``variant`` column naming the arm.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from hierbench.controls.common import per_seed_by_variant, seeds_mean_sd
+from hierbench.protocol import (
+    BASELINE_ARMS,
+    FACTORIAL_ARMS,
+    FROZEN,
+    HIER,
+    LEVELS,
+    MEAN_HIERARCHY,
+    PCA,
+)
+
+LEVELS_SHOWN: tuple[str, ...] = (*LEVELS, MEAN_HIERARCHY)
+ARM_TITLES = {FROZEN: "Frozen features", PCA: "PCA-{dimensions}", HIER: "HIER-style"}
+
+
+class BaselinesError(ValueError):
+    """The baselines' inputs are unusable; the message names the arm."""
+
+
+def baseline_rows(summaries: pd.DataFrame) -> pd.DataFrame:
+    """Evaluation summaries of every arm with a ``variant`` naming it. A baseline's rows read as
+    the frozen baseline's shape (no factorial geometry or loss) for the per-seed step."""
+    labelled = summaries.assign(variant=summaries["arm"].astype(str))
+    is_baseline = labelled["variant"].isin(BASELINE_ARMS)
+    labelled.loc[is_baseline, ["arm", "geometry", "loss"]] = FROZEN
+    return labelled
+
+
+def baselines_per_seed(summaries: pd.DataFrame, aggregation: str) -> pd.DataFrame:
+    """Per-seed mAP rows of every arm (its Q/G draws averaged within each training seed)."""
+    missing = set(BASELINE_ARMS) - set(summaries["arm"].astype(str))
+    if missing:
+        raise BaselinesError(f"the baselines table has no evaluation of {sorted(missing)}")
+    per_seed = per_seed_by_variant(baseline_rows(summaries), aggregation)
+    chosen = per_seed[per_seed["metric"] == "map"]
+    return chosen.drop(columns=["geometry", "loss"]).reset_index(drop=True)
+
+
+def arm_order(arms: list[str]) -> list[str]:
+    """The context baselines first, then the factorial's arms, each in protocol order."""
+    return [arm for arm in (*BASELINE_ARMS, *FACTORIAL_ARMS) if arm in arms]
+
+
+def baselines_table(per_seed: pd.DataFrame, dimensions: int) -> pd.DataFrame:
+    """A row per arm: its kind, then mAP per level and mean hierarchy mAP (mean ± SD)."""
+    rows = []
+    for arm in arm_order(sorted(set(per_seed["variant"]))):
+        part = per_seed[per_seed["variant"] == arm]
+        title = ARM_TITLES.get(arm, arm).format(dimensions=dimensions)
+        entry = {"arm": title, "kind": "context" if arm in BASELINE_ARMS else "factorial"}
+        for level in LEVELS_SHOWN:
+            entry[level] = seeds_mean_sd(part[part["level"] == level]["value"])
+        entry["seeds"] = int(part["seed"].nunique())
+        rows.append(entry)
+    return pd.DataFrame(rows)

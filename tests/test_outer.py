@@ -1,0 +1,101 @@
+"""The outer hierarchy-disjoint splits' library code: which splits and cells, the per-split
+rows, the table over splits, the paired gains, and the scorer's refusal of a miswired cell."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hierbench.controls.outer import (
+    OuterSplitError,
+    outer_cells,
+    outer_gains,
+    outer_per_split,
+    outer_splits,
+    outer_table,
+)
+from hierbench.stages.outer import _checked_spec
+
+# Mean hierarchy mAP is the mean of middle and high: these values make it exact.
+ENDPOINTS = {
+    "outer-1": {"frozen": 0.30, "E_R": 0.31, "H_R": 0.32, "E_S": 0.35, "H_S": 0.36},
+    "outer-2": {"frozen": 0.28, "E_R": 0.30, "H_R": 0.29, "E_S": 0.33, "H_S": 0.31},
+    "outer-3": {"frozen": 0.33, "E_R": 0.32, "H_R": 0.34, "E_S": 0.31, "H_S": 0.38},
+}
+
+
+def _config(enabled: bool = True, count: int = 3) -> dict:
+    block = {
+        "splits": {"outer": {"count": count}},
+        "controls": {"outer": {"enabled": enabled, "seeds": [42]}},
+    }
+    return {"datasets": {"cub": block}}
+
+
+def test_splits_and_cells_follow_the_config() -> None:
+    assert outer_splits(_config(), "cub") == ["outer-1", "outer-2", "outer-3"]
+    assert outer_splits(_config(enabled=False), "cub") == []
+    assert outer_cells(_config(), "cub") == ["ER-42", "ES-42", "HR-42", "HS-42"]
+    with pytest.raises(OuterSplitError, match=r"datasets.cub.splits.outer.count is 0"):
+        outer_splits(_config(count=0), "cub")
+
+
+def _scores() -> pd.DataFrame:
+    rows = []
+    for split, arms in ENDPOINTS.items():
+        for arm, value in arms.items():
+            geometry, loss = ("frozen", "frozen") if arm == "frozen" else arm.split("_")
+            for qg in (42, 2024):
+                for aggregation, shift in (("group_macro", 0.0), ("query_micro", 0.1)):
+                    for level, level_value in (("leaf", 0.9), ("middle", value), ("high", value)):
+                        rows.append(
+                            {
+                                "dataset": "cub",
+                                "split": split,
+                                "arm": arm,
+                                "geometry": geometry,
+                                "loss": loss,
+                                "seed": -1 if arm == "frozen" else 42,
+                                "qg_seed": qg,
+                                "aggregation": aggregation,
+                                "level": level,
+                                "n_valid": 3,
+                                "map": level_value + shift,
+                            }
+                        )
+    return pd.DataFrame(rows)
+
+
+def test_table_reads_group_macro_mean_hierarchy_over_splits() -> None:
+    per_split = outer_per_split(_scores())
+    table = outer_table(per_split).set_index("arm")
+    assert list(table.index) == ["frozen", "E_R", "H_R", "E_S", "H_S"]
+    for split, arms in ENDPOINTS.items():
+        for arm, value in arms.items():
+            assert table.loc[arm, split] == pytest.approx(value)
+    values = [ENDPOINTS[s]["H_S"] for s in ENDPOINTS]
+    expected = f"{np.mean(values):.4f} ± {np.std(values, ddof=1):.4f}"
+    assert table.loc["H_S", "mean_sd"] == expected
+
+
+def test_gains_are_paired_per_split_with_positive_counts() -> None:
+    gains = outer_gains(outer_per_split(_scores())).set_index("gain")
+    assert list(gains.index) == ["E_S − E_R", "H_S − H_R", "H_R − E_R", "H_S − E_S"]
+    differences = [ENDPOINTS[s]["H_S"] - ENDPOINTS[s]["H_R"] for s in ENDPOINTS]
+    row = gains.loc["H_S − H_R"]
+    assert row["mean"] == pytest.approx(np.mean(differences))
+    assert row["sd"] == pytest.approx(np.std(differences, ddof=1))
+    assert row["positive_splits"] == sum(d > 0 for d in differences) and row["splits"] == 3
+    geometry = gains.loc["H_R − E_R"]
+    assert geometry["kind"] == "geometry at matched loss"
+    assert geometry["positive_splits"] == 2  # +0.01, −0.01, +0.02
+
+
+def test_a_cell_trained_on_another_split_is_refused(tmp_path) -> None:
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"train_split": "outer-2", "spec": {}}))
+    with pytest.raises(OuterSplitError, match="trained on 'outer-2', not on 'outer-1'"):
+        _checked_spec(record, "outer-1")
