@@ -99,3 +99,12 @@ def test_a_cell_trained_on_another_split_is_refused(tmp_path) -> None:
     record.write_text(json.dumps({"train_split": "outer-2", "spec": {}}))
     with pytest.raises(OuterSplitError, match="trained on 'outer-2', not on 'outer-1'"):
         _checked_spec(record, "outer-1")
+
+
+def test_a_split_without_valid_upper_queries_stays_in_the_table_as_nan() -> None:
+    scores = _scores()
+    scores.loc[(scores["split"] == "outer-2") & (scores["level"] == "high"), "map"] = float("nan")
+    table = outer_table(outer_per_split(scores)).set_index("arm")
+    assert list(table.index) == ["frozen", "E_R", "H_R", "E_S", "H_S"]
+    assert np.isnan(table.loc["E_R", "outer-2"])
+    assert table.loc["E_R", "outer-1"] == pytest.approx(0.31)

@@ -11,8 +11,8 @@ import pandas as pd
 
 from hierbench.controls.common import per_seed_by_variant, seeds_mean_sd
 from hierbench.protocol import (
+    ARM_ORDER,
     BASELINE_ARMS,
-    FACTORIAL_ARMS,
     FROZEN,
     HIER,
     LEVELS,
@@ -49,7 +49,8 @@ def baselines_per_seed(summaries: pd.DataFrame, aggregation: str) -> pd.DataFram
 
 def arm_order(arms: list[str]) -> list[str]:
     """The context baselines first, then the factorial's arms, each in protocol order."""
-    return [arm for arm in (*BASELINE_ARMS, *FACTORIAL_ARMS) if arm in arms]
+    factorial = [arm for arm in ARM_ORDER if arm not in BASELINE_ARMS]
+    return [arm for arm in (*BASELINE_ARMS, *factorial) if arm in arms]
 
 
 def baselines_table(per_seed: pd.DataFrame, dimensions: int) -> pd.DataFrame:
@@ -58,7 +59,10 @@ def baselines_table(per_seed: pd.DataFrame, dimensions: int) -> pd.DataFrame:
     for arm in arm_order(sorted(set(per_seed["variant"]))):
         part = per_seed[per_seed["variant"] == arm]
         title = ARM_TITLES.get(arm, arm).format(dimensions=dimensions)
-        entry = {"arm": title, "kind": "context" if arm in BASELINE_ARMS else "factorial"}
+        entry: dict[str, str | int] = {
+            "arm": title,
+            "kind": "context" if arm in BASELINE_ARMS else "factorial",
+        }
         for level in LEVELS_SHOWN:
             entry[level] = seeds_mean_sd(part[part["level"] == level]["value"])
         entry["seeds"] = int(part["seed"].nunique())

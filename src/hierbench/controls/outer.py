@@ -72,9 +72,10 @@ def outer_per_split(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def _endpoint_by_split(per_split: pd.DataFrame) -> pd.DataFrame:
-    """Mean hierarchy mAP, arms as columns and splits as rows (seeds averaged within a split)."""
+    """Mean hierarchy mAP, arms as columns and splits as rows (seeds averaged within a split; a
+    split without a valid upper-level query stays NaN rather than vanishing)."""
     chosen = per_split[per_split["level"] == MEAN_HIERARCHY]
-    return chosen.pivot_table(index="split", columns="arm", values="value", aggfunc="mean")
+    return chosen.groupby(["split", "arm"], sort=True)["value"].mean().unstack("arm")
 
 
 def outer_table(per_split: pd.DataFrame) -> pd.DataFrame:
