@@ -412,8 +412,15 @@ def test_settings_from_config_takes_known_keys_and_rejects_an_unknown_one():
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("proxies", 0), ("topk", 2.5), ("gumbel_tau", 0.0), ("proxy_clip_r", -1.0),
-     ("hier_weight", float("nan")), ("pa_alpha", True), ("lca_lr", -1e-3)],
+    [
+        ("proxies", 0),
+        ("topk", 2.5),
+        ("gumbel_tau", 0.0),
+        ("proxy_clip_r", -1.0),
+        ("hier_weight", float("nan")),
+        ("pa_alpha", True),
+        ("lca_lr", -1e-3),
+    ],
 )
 def test_settings_check_names_the_nonsense_field(field, value):
     with pytest.raises(ValueError, match=field):

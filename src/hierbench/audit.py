@@ -75,6 +75,7 @@ def check_records(
         ):
             passed, detail = _same(group, key)
             rows.append(_row(check, f"seed {seed}", passed, detail))
+        rows += _extra_weight_rows(seed, group)
     expected_updates = {r["cell"]: epochs * (r["train_examples"] // batch_size) for r in records}
     bad = {r["cell"]: r["updates"] for r in records if r["updates"] != expected_updates[r["cell"]]}
     passed, detail = _same(records, "updates")
@@ -126,3 +127,20 @@ def raise_on_failure(table: pd.DataFrame, dataset: str) -> None:
     if len(failed):
         lines = [f"{r.check} [{r.scope}]: {r.detail}" for r in failed.itertuples()]
         raise AuditError(f"{dataset}: fairness audit failed:\n  " + "\n  ".join(lines))
+
+
+def _extra_weight_rows(seed: int, group: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Parameters beyond the shared projector (a learnable curvature, an objective's group
+    embeddings and temperature) listed per cell: cells of a seed that share one must have
+    initialised it identically (they all draw it from the same separate generator)."""
+    holders: dict[str, dict[str, str]] = defaultdict(dict)
+    for record in group:
+        for name, digest in record.get("initial_extra_hashes", {}).items():
+            holders[name][record["cell"]] = digest
+    rows = []
+    for name, by_cell in sorted(holders.items()):
+        passed = len(set(by_cell.values())) == 1
+        cells = ", ".join(sorted(by_cell))
+        detail = f"{name} in {cells}" + ("" if passed else f": differs {by_cell}")
+        rows.append(_row("extra_initial_weights", f"seed {seed}", passed, detail))
+    return rows

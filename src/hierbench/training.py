@@ -15,7 +15,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -45,15 +45,45 @@ class TrainResult:
     updates: int
     parameters: int
     log: pd.DataFrame
+    initial_extra_hashes: dict[str, str] = field(default_factory=dict)
 
 
-def state_hash(model: torch.nn.Module) -> str:
-    """SHA256 over the names, dtypes, shapes and bytes of every tensor in a state dict."""
+PROJECTOR_PREFIX = "projector."
+
+
+def state_hash(model: torch.nn.Module, prefix: str = "") -> str:
+    """SHA256 over the names, dtypes, shapes and bytes of every tensor in a state dict (those
+    whose name starts with ``prefix``)."""
     digest = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
+        if not name.startswith(prefix):
+            continue
         array = tensor.detach().cpu().contiguous().numpy()
         digest.update(f"{name}|{array.dtype}|{array.shape}|".encode())
         digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def extra_initial_hashes(
+    model: torch.nn.Module, objective: torch.nn.Module | None
+) -> dict[str, str]:
+    """Hashes of every parameter beyond the shared projector as initialised (a learnable
+    curvature, an objective's embeddings and temperature), for the fairness audit."""
+    extras = {
+        f"head.{name}": state_hash_of(tensor)
+        for name, tensor in model.named_parameters()
+        if not name.startswith(PROJECTOR_PREFIX)
+    }
+    if objective is not None:
+        extras |= {f"objective.{n}": state_hash_of(t) for n, t in objective.named_parameters()}
+    return extras
+
+
+def state_hash_of(tensor: torch.Tensor) -> str:
+    """SHA256 of one tensor's dtype, shape and bytes."""
+    array = tensor.detach().cpu().contiguous().numpy()
+    digest = hashlib.sha256(f"{array.dtype}|{array.shape}|".encode())
+    digest.update(array.tobytes())
     return digest.hexdigest()
 
 
@@ -77,12 +107,14 @@ def batch_loss(
     labels: torch.Tensor,
     spec: CellSpec,
     objective: torch.nn.Module | None = None,
+    batch: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float | None]]:
     """The cell's objective on one batch, with per-level values for the log; a trainable
-    ``objective`` (a baseline's, with parameters of its own) takes the embeddings instead."""
-    embeddings = model(features)
+    ``objective`` (with parameters of its own) computes it from the head, the batch's features,
+    labels and training-row indices instead."""
     if objective is not None:
-        return objective(embeddings, labels)
+        return objective.batch_loss(model, features, labels, batch)
+    embeddings = model(features)
     distances = sanitise_and_clip(model.distance(embeddings, embeddings), spec.distance_clip)
     return OBJECTIVES[spec.loss](distances, labels, spec)
 
@@ -104,6 +136,7 @@ def _update(
     labels: torch.Tensor,
     spec: CellSpec,
     objective: torch.nn.Module | None,
+    batch: torch.Tensor,
 ) -> dict[str, float | None]:
     """One optimiser update; returns loss, gradient norm and per-level losses as floats.
 
@@ -111,7 +144,7 @@ def _update(
     Distance sanitising can hide a NaN in the loss; a NaN gradient cannot hide. The norm is the
     head's (clipped at ``spec.grad_clip``); a trainable objective's parameters are not clipped.
     """
-    loss, levels = batch_loss(model, features, labels, spec, objective)
+    loss, levels = batch_loss(model, features, labels, spec, objective, batch)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     norm = torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip, foreach=True)
@@ -133,15 +166,17 @@ def train_cell(
 
     ``on_epoch(epoch, model)`` may return diagnostics (validation metrics) for the log; they
     never influence training. ``objective`` replaces the spec's loss by a module with
-    parameters of its own (``forward(embeddings, labels)``, ``param_groups(weight_decay)``),
-    optimised by the same AdamW beside the head; the head is built and seeded as always.
+    parameters of its own (``batch_loss(model, features, labels, batch)``,
+    ``param_groups(weight_decay)``), optimised by the same AdamW beside the head; the head is
+    built and seeded as always.
     """
     spec.check()
     use_deterministic_torch()
     x = torch.as_tensor(features, dtype=torch.float32)
     y = torch.as_tensor(labels, dtype=torch.long)
     model = build_cell_model(spec, x.shape[1])
-    initial = state_hash(model)
+    initial = state_hash(model, PROJECTOR_PREFIX)  # the weights every cell of a seed shares
+    extras = extra_initial_hashes(model, objective)
     groups = [{"params": list(model.parameters())}]
     groups += objective.param_groups(spec.weight_decay) if objective is not None else []
     optimizer = torch.optim.AdamW(groups, lr=spec.lr, weight_decay=spec.weight_decay, fused=True)
@@ -161,6 +196,7 @@ def train_cell(
                 y.index_select(0, batch),
                 spec,
                 objective,
+                batch,
             )
             if not all(math.isfinite(values[key]) for key in ("loss", "grad_norm")):
                 raise NonFiniteLossError(
@@ -184,8 +220,13 @@ def train_cell(
         initial_weight_hash=initial,
         batch_order_hashes=order_hashes,
         updates=updates,
-        parameters=sum(p.numel() for p in model.parameters() if p.requires_grad),
+        parameters=sum(
+            p.numel()
+            for name, p in model.named_parameters()
+            if p.requires_grad and name.startswith(PROJECTOR_PREFIX)
+        ),
         log=_log_frame(rows),
+        initial_extra_hashes=extras,
     )
 
 

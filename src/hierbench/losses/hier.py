@@ -285,6 +285,12 @@ class HierObjective(nn.Module):
         }
         return loss, parts
 
+    def batch_loss(
+        self, model: nn.Module, features: torch.Tensor, labels: torch.Tensor, batch: torch.Tensor
+    ) -> tuple[torch.Tensor, dict[str, float | None]]:
+        """The trainer's entry: the head's embeddings of the batch, then ``forward``."""
+        return self(model(features), labels)
+
     def param_groups(self, weight_decay: float) -> list[dict[str, Any]]:
         """Optimizer groups: class proxies at ``proxy_lr``, LCAs at ``lca_lr``, both decayed."""
         if isinstance(weight_decay, bool) or not isinstance(weight_decay, Real):

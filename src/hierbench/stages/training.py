@@ -101,6 +101,7 @@ def _train_and_write(
         "parameters": result.parameters,
         "initial_weight_hash": result.initial_weight_hash,
         "batch_order_hashes": result.batch_order_hashes,
+        **({"initial_extra_hashes": extras} if (extras := result.initial_extra_hashes) else {}),
         "updates": result.updates,
         "updates_per_epoch": result.updates // spec.epochs,
         **_verify_reload(result.model, model_path, spec, x),

@@ -1,0 +1,107 @@
+"""The angle-entailment objective (A) as a cell trains it: pairs from boxes, cross-image partners
+and the taxonomy (``hierbench.entailment_pairs``), scored by ``angle_entailment_loss`` with the
+head's geometry (Euclidean cones for E, the Lorentz model at the head's learned curvature for L).
+
+Its own parameters, the middle and high group embeddings (tangent vectors at the origin, mapped
+by the head's geometry) and the learnable temperature, are initialised from a generator of their
+own (``companion.init_seed``), never from the global RNG: the head's initial weights and dropout
+stream stay those of every other cell of the seed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from hierbench.entailment_pairs import PairSources, batch_pairs
+from hierbench.geometry.lorentz import expmap0
+from hierbench.losses.entailment import (
+    LearnableTemperature,
+    angle_entailment_loss,
+    euclidean_exterior_angle,
+    lorentz_angle_fn,
+)
+
+GROUP_INIT_SCALE = 0.1  # group embeddings start near the origin: generic parents
+
+
+class EntailmentObjective(nn.Module):
+    """Loss A of one cell (``geometry`` "E" or "L") over the training rows it was built for.
+
+    ``crops`` (N, F) are the crop features of the training rows (None without crop pairs),
+    ``groups`` (N, 2) their middle and high group indices, ``high_of_middle`` (M,) each middle
+    group's high group, ``partners`` (N, K) the cross-image partner rows.
+    """
+
+    def __init__(
+        self,
+        geometry: str,
+        embedding_dim: int,
+        sources: PairSources,
+        groups: torch.Tensor,
+        high_of_middle: torch.Tensor,
+        *,
+        crops: torch.Tensor | None,
+        partners: torch.Tensor | None,
+        temperature: float,
+        init_seed: int,
+    ) -> None:
+        super().__init__()
+        if geometry not in ("E", "L"):
+            raise ValueError(
+                f"the angle-entailment objective runs on heads E or L, not {geometry!r}"
+            )
+        if sources.needs_crops and crops is None:
+            raise ValueError("box and cross-image pairs need the training rows' crop features")
+        self.geometry, self.sources = geometry, sources
+        self.register_buffer("groups", groups.long(), persistent=False)
+        self.register_buffer("high_of_middle", high_of_middle.long(), persistent=False)
+        self.crops = crops
+        self.partners = partners
+        generator = torch.Generator().manual_seed(init_seed)
+        n_middle = len(high_of_middle) if sources.taxonomy else 0
+        n_high = int(high_of_middle.max()) + 1 if n_middle else 0
+        self.middle = nn.Parameter(
+            torch.randn((n_middle, embedding_dim), generator=generator) * GROUP_INIT_SCALE
+        )
+        self.high = nn.Parameter(
+            torch.randn((n_high, embedding_dim), generator=generator) * GROUP_INIT_SCALE
+        )
+        self.temperature = LearnableTemperature(temperature)
+
+    def _place(self, model: nn.Module, tangent: torch.Tensor) -> torch.Tensor:
+        """Group embeddings in the head's space (space components on the hyperboloid for L)."""
+        return expmap0(tangent, model.curvature) if self.geometry == "L" else tangent
+
+    def batch_loss(
+        self, model: nn.Module, features: torch.Tensor, labels: torch.Tensor, batch: torch.Tensor
+    ) -> tuple[torch.Tensor, dict[str, float | None]]:
+        """Loss A of one batch (``labels`` (B, 3) leaf/middle/high codes are not used: the
+        objective's own group indices of the batch rows are)."""
+        images = model(features)
+        pairs = batch_pairs(
+            batch, self.groups[batch], self.sources, self.partners, self.high_of_middle
+        )
+        parents, children = [images], []
+        if len(pairs.crop_rows):
+            children.append(model(self.crops.index_select(0, pairs.crop_rows)))
+        if self.sources.taxonomy:
+            middle, high = self._place(model, self.middle), self._place(model, self.high)
+            parents += [middle, high]
+            children += [middle, images]
+        angle = (
+            lorentz_angle_fn(model.curvature) if self.geometry == "L" else euclidean_exterior_angle
+        )
+        loss, parts = angle_entailment_loss(
+            torch.cat(parents), torch.cat(children), pairs.entails, self.temperature(), angle
+        )
+        return loss, {"loss_c": None, "loss_m": None, "loss_h": None, **parts}
+
+    def param_groups(self, weight_decay: float) -> list[dict[str, Any]]:
+        """Group embeddings with the head's weight decay; the temperature without any."""
+        return [
+            {"params": [self.middle, self.high], "weight_decay": weight_decay, "name": "groups"},
+            {"params": list(self.temperature.parameters()), "weight_decay": 0.0, "name": "tau"},
+        ]
