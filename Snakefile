@@ -6,7 +6,7 @@ from snakemake.utils import min_version, validate
 
 from hierbench.config import check_inputs_exist, load_yaml, validate_config
 from hierbench.controls.curvature import POINT_PATTERN
-from hierbench.protocol import DATASETS, GEOMETRIES, LOSSES, alternatives
+from hierbench.protocol import COMPANION_CELLS, DATASETS, GEOMETRIES, LOSSES, alternatives
 
 min_version("9.0")
 
@@ -30,6 +30,7 @@ wildcard_constraints:
     point=POINT_PATTERN,
     arm=r"[a-z][a-z0-9_]*",
     outer=r"outer-\d+",
+    head=alternatives([head for head, _ in COMPANION_CELLS]),
 
 
 include: "rules/common.smk"

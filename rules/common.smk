@@ -2,6 +2,7 @@
 
 from hierbench.baselines import baselines_enabled, pca_dimensions
 from hierbench.codehash import code_hash
+from hierbench.companion import companion_cells, companion_enabled, pair_sources
 from hierbench.config import enabled_datasets, locked_config, training_config
 from hierbench.controls.curvature import curvature_points, parse_point, point_label
 from hierbench.controls.outer import outer_cells, outer_splits
@@ -9,6 +10,8 @@ from hierbench.controls.semantic import semantic_arms
 from hierbench.hashing import source_fingerprint
 from hierbench.protocol import (
     ARMS_SUMMARY,
+    COMPANION,
+    COMPANION_TABLES,
     BASELINES,
     HIER,
     OUTER_CONTROL,
@@ -76,6 +79,7 @@ def final_outputs():
     ]
     targets += [path for dataset in DATASETS for path in baseline_outputs(dataset)]
     targets += [path for dataset in DATASETS for path in outer_outputs(dataset)]
+    targets += [path for dataset in DATASETS for path in companion_outputs(dataset)]
     return targets
 
 
@@ -186,11 +190,13 @@ def lock_inputs(wildcards):
         + curvature_cells(dataset, "model.safetensors")
         + semantic_cells(dataset, "model.safetensors")
         + hier_cells(dataset, "model.safetensors")
+        + companion_files(dataset, "model.safetensors")
         + pca_outputs(dataset, "projection.safetensors"),
         "records": cell_outputs(dataset, "record.json")
         + curvature_cells(dataset, "record.json")
         + semantic_cells(dataset, "record.json")
         + hier_cells(dataset, "record.json")
+        + companion_files(dataset, "record.json")
         + pca_outputs(dataset, "record.json"),
         "audits": [f"{RESULTS}/{dataset}/audit/fairness.parquet"],
         "taxonomy": [f"{RESULTS}/{dataset}/taxonomy/taxonomy.parquet"],
@@ -414,3 +420,43 @@ def outer_outputs(dataset):
     ]
     per_split = [f"{RESULTS}/{dataset}/tables/controls/{OUTER_CONTROL}_per_split.parquet"]
     return tables + per_split + figure_outputs(dataset, OUTER_CONTROL)
+
+
+# ---- the companion method in the factorial: E_A and L_A cells (angle entailment)
+
+
+def companion_files(dataset, name):
+    """One output file of every companion cell of a dataset (none when switched off)."""
+    return [f"{RESULTS}/{dataset}/cells/{cell}/{name}" for cell in companion_cells(config)]
+
+
+def companion_crops(wildcards):
+    """The crop features a companion cell needs (box or cross-image pairs), else nothing."""
+    if not companion_enabled(config) or not pair_sources(config).needs_crops:
+        return []
+    return [f"{RESULTS}/{wildcards.dataset}/features/dev_crops.parquet"]
+
+
+def companion_config(dataset):
+    """The config keys a companion cell reads (a params value)."""
+    return {**training_config(config, dataset), "companion": config["companion"]}
+
+
+def companion_evals(dataset):
+    """The evaluation summaries the companion tables read: E_S and H_S, then E_A and L_A."""
+    return [
+        f"{RESULTS}/{dataset}/eval/{cell}_summary.parquet"
+        for cell in [
+            cell_name(g, SUPCON, seed) for g in GEOMETRIES for seed in config["training"]["seeds"]
+        ]
+        + companion_cells(config)
+    ]
+
+
+def companion_outputs(dataset):
+    """Every file the companion tables write for a dataset (none when switched off)."""
+    if not companion_enabled(config):
+        return []
+    tables = [f"{RESULTS}/{dataset}/tables/{name}.{ext}" for name in COMPANION_TABLES for ext in TABLE_FORMATS]
+    per_seed = [f"{RESULTS}/{dataset}/tables/{COMPANION}_{PER_SEED_TABLE}.parquet"]
+    return tables + per_seed + figure_outputs(dataset, COMPANION)

@@ -188,3 +188,26 @@ rule score_outer_split:
         "../environment.yml"
     script:
         "../workflow_scripts/score_outer_split.py"
+
+
+rule evaluate_companion_cell:
+    input:
+        unpack(lambda wildcards: sealed_inputs(wildcards.dataset)),
+        lock=f"{RESULTS}/{{dataset}}/lock/final_lock.json",
+        model=f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/model.safetensors",
+        record=f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/record.json",
+    output:
+        per_query=f"{RESULTS}/{{dataset}}/eval/{{head}}A-{{seed}}.parquet",
+        summary=f"{RESULTS}/{{dataset}}/eval/{{head}}A-{{seed}}_summary.parquet",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/eval/{{head}}A-{{seed}}.parquet"),
+    benchmark:
+        benchmark_for(f"{RESULTS}/{{dataset}}/eval/{{head}}A-{{seed}}.parquet")
+    params:
+        code=code("stages.evaluation"),
+        config=lambda wildcards: eval_config(wildcards.dataset),
+        access_log=lambda wildcards: access_log(wildcards.dataset),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/evaluate.py"

@@ -48,3 +48,28 @@ rule features_sealed_test:
         "../environment.yml"
     script:
         "../workflow_scripts/features.py"
+
+
+# The companion method's crop features (box and cross-image entailment pairs): development only.
+rule features_dev_crops:
+    input:
+        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+        images=f"{RESULTS}/{{dataset}}/data/images.parquet",
+        taxonomy=f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
+        root=dataset_root,
+        weights=backbone_weights_input,
+    output:
+        f"{RESULTS}/{{dataset}}/features/dev_crops.parquet",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/features/dev_crops.parquet"),
+    benchmark:
+        benchmark_for(f"{RESULTS}/{{dataset}}/features/dev_crops.parquet")
+    threads: workflow.cores
+    params:
+        code=code("stages.features"),
+        source=real_sources,
+        backbone=config["backbone"],
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/features.py"

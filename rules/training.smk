@@ -199,16 +199,42 @@ rule train_outer_cell:
         "../workflow_scripts/train_outer_cell.py"
 
 
-# The fairness audit covers the control's and the HIER-style baseline's cells too: same initial
-# weights and batch order as the factorial's cells of their seed.
+# The companion method's cells, E_A and L_A: the factorial's head (L: a Lorentz output with
+# learnable curvature), seeds, batch order, optimiser and epochs; the angle-entailment objective.
+rule train_companion_cell:
+    input:
+        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
+        crops=companion_crops,
+        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+    output:
+        model=f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/model.safetensors",
+        log=f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/train_log.parquet",
+        record=f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/record.json",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/model.safetensors"),
+    benchmark:
+        benchmark_for(f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/model.safetensors")
+    params:
+        code=code("stages.training"),
+        config=lambda wildcards: companion_config(wildcards.dataset),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/train_companion_cell.py"
+
+
+# The fairness audit covers the control's, the HIER-style baseline's and the companion cells too:
+# same initial projector weights and batch order as the factorial's cells of their seed.
 rule fairness_audit:
     input:
         records=lambda wildcards: cell_outputs(wildcards.dataset, "record.json")
         + curvature_cells(wildcards.dataset, "record.json")
-        + hier_cells(wildcards.dataset, "record.json"),
+        + hier_cells(wildcards.dataset, "record.json")
+        + companion_files(wildcards.dataset, "record.json"),
         models=lambda wildcards: cell_outputs(wildcards.dataset, "model.safetensors")
         + curvature_cells(wildcards.dataset, "model.safetensors")
-        + hier_cells(wildcards.dataset, "model.safetensors"),
+        + hier_cells(wildcards.dataset, "model.safetensors")
+        + companion_files(wildcards.dataset, "model.safetensors"),
         features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
         splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
     output:

@@ -1,12 +1,17 @@
-"""Extract frozen-backbone features for the development images or the sealed test images."""
+"""Extract frozen-backbone features: development images, their crops, or the sealed test."""
 
 from hierbench.jobs import start_job
-from hierbench.stages.features import build_dev_features, build_sealed_test_features
+from hierbench.stages.features import (
+    build_dev_crop_features,
+    build_dev_features,
+    build_sealed_test_features,
+)
 
 job = start_job(snakemake)
-build = (
-    build_sealed_test_features if snakemake.rule == "features_sealed_test" else build_dev_features
-)
+build = {
+    "features_sealed_test": build_sealed_test_features,
+    "features_dev_crops": build_dev_crop_features,
+}.get(snakemake.rule, build_dev_features)
 build(
     snakemake.wildcards.dataset,
     snakemake.input.splits,

@@ -19,7 +19,16 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from hierbench.geometry import TRAIN_DISTANCE_CLIP, build_head
-from hierbench.protocol import GEOMETRIES, HIER, LOSSES, POINCARE, SUPCON, cell_name
+from hierbench.protocol import (
+    COMPANION_LOSS,
+    GEOMETRIES,
+    HIER,
+    LORENTZ_HEAD,
+    LOSSES,
+    POINCARE,
+    SUPCON,
+    cell_name,
+)
 
 # Rows of the development features whose embeddings prove that a checkpoint reloads exactly.
 VERIFICATION_ROWS = 256
@@ -30,8 +39,8 @@ class CellSpec:
     """Everything that defines one training run (a factorial cell or a tuning run)."""
 
     dataset: str
-    geometry: str  # "E" Euclidean or "H" Poincare
-    loss: str  # "R" regression, "S" Taxonomy-SupCon, or "hier" (the HIER-style baseline)
+    geometry: str  # "E" Euclidean, "H" Poincaré, or "L" Lorentz (companion cells)
+    loss: str  # "R" regression, "S" Taxonomy-SupCon, "A" angle entailment, "hier" (baseline)
     seed: int
     epochs: int
     batch_size: int
@@ -64,10 +73,15 @@ class CellSpec:
 
     def check(self) -> None:
         """Refuse specs that cannot be trained, naming the cell and the field."""
-        if self.geometry not in GEOMETRIES or self.loss not in (*LOSSES, HIER):
+        geometries, losses = (*GEOMETRIES, LORENTZ_HEAD), (*LOSSES, HIER, COMPANION_LOSS)
+        if self.geometry not in geometries or self.loss not in losses:
             raise ValueError(
-                f"{self.dataset} {self.cell}: geometry must be {'|'.join(GEOMETRIES)} and loss "
-                f"{'|'.join((*LOSSES, HIER))}"
+                f"{self.dataset} {self.cell}: geometry must be {'|'.join(geometries)} and loss "
+                f"{'|'.join(losses)}"
+            )
+        if self.geometry == LORENTZ_HEAD and self.curvature is None:
+            raise ValueError(
+                f"{self.dataset} {self.cell}: a Lorentz cell needs its initial curvature"
             )
         if self.geometry == POINCARE and (self.curvature is None or self.radius is None):
             raise ValueError(
@@ -154,3 +168,10 @@ def cell_spec(
 def verification_digest(embeddings: np.ndarray) -> str:
     """SHA256 of a verification batch's embeddings (float32, C order)."""
     return hashlib.sha256(np.ascontiguousarray(embeddings, dtype=np.float32).tobytes()).hexdigest()
+
+
+def learned_curvature(model: torch.nn.Module, spec: CellSpec) -> float | None:
+    """The curvature evaluation uses: a Lorentz head's learned value, else the spec's."""
+    if spec.geometry == LORENTZ_HEAD:
+        return float(model.curvature.detach())
+    return spec.curvature

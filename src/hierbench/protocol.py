@@ -92,3 +92,17 @@ def cell_name(geometry: str, loss: str, seed: int | str) -> str:
 def alternatives(codes: tuple[str, ...] | list[str]) -> str:
     """A wildcard constraint that accepts exactly ``codes`` (``E|H``)."""
     return "|".join(codes)
+
+
+# The companion method in the factorial (Wang et al., ICCV 2025): the angle-entailment loss A on
+# the Euclidean head and on the Lorentz head L; its cells, arms and tables.
+COMPANION_LOSS = "A"
+COMPANION_LOSS_NAME = "angle_entailment"
+LORENTZ_HEAD = "L"
+COMPANION_CELLS: tuple[tuple[str, str], ...] = (
+    ("E", COMPANION_LOSS),
+    (LORENTZ_HEAD, COMPANION_LOSS),
+)
+COMPANION_ARMS: tuple[str, ...] = tuple(f"{g}_{loss}" for g, loss in COMPANION_CELLS)
+COMPANION_TABLES: tuple[str, ...] = ("companion", "companion_contrasts")
+COMPANION = "companion"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from hierbench.controls.common import per_seed_by_variant, seeds_mean_sd
+from hierbench.controls.common import per_seed_of_arms, seeds_mean_sd
 from hierbench.protocol import (
     ARM_ORDER,
     BASELINE_ARMS,
@@ -28,23 +28,12 @@ class BaselinesError(ValueError):
     """The baselines' inputs are unusable; the message names the arm."""
 
 
-def baseline_rows(summaries: pd.DataFrame) -> pd.DataFrame:
-    """Evaluation summaries of every arm with a ``variant`` naming it. A baseline's rows read as
-    the frozen baseline's shape (no factorial geometry or loss) for the per-seed step."""
-    labelled = summaries.assign(variant=summaries["arm"].astype(str))
-    is_baseline = labelled["variant"].isin(BASELINE_ARMS)
-    labelled.loc[is_baseline, ["arm", "geometry", "loss"]] = FROZEN
-    return labelled
-
-
 def baselines_per_seed(summaries: pd.DataFrame, aggregation: str) -> pd.DataFrame:
     """Per-seed mAP rows of every arm (its Q/G draws averaged within each training seed)."""
     missing = set(BASELINE_ARMS) - set(summaries["arm"].astype(str))
     if missing:
         raise BaselinesError(f"the baselines table has no evaluation of {sorted(missing)}")
-    per_seed = per_seed_by_variant(baseline_rows(summaries), aggregation)
-    chosen = per_seed[per_seed["metric"] == "map"]
-    return chosen.drop(columns=["geometry", "loss"]).reset_index(drop=True)
+    return per_seed_of_arms(summaries, aggregation)
 
 
 def arm_order(arms: list[str]) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from hierbench.effects import mean_sd, per_seed_from_evaluations
+from hierbench.protocol import FROZEN
 
 
 def per_seed_by_variant(summaries: pd.DataFrame, aggregation: str) -> pd.DataFrame:
@@ -32,3 +33,14 @@ def paired_summary(differences: pd.Series) -> dict[str, float | int]:
         "positive": int((differences > 0).sum()),
         "count": int(differences.notna().sum()),
     }
+
+
+def per_seed_of_arms(summaries: pd.DataFrame, aggregation: str) -> pd.DataFrame:
+    """Per-seed mAP rows of arms outside the 2 × 2 factorial (baselines, companion cells) beside
+    factorial arms, each labelled by a ``variant`` naming its arm. Every row is read in the
+    frozen baseline's shape (no factorial geometry or loss) for the per-seed step."""
+    labelled = summaries.assign(variant=summaries["arm"].astype(str))
+    labelled[["arm", "geometry", "loss"]] = FROZEN
+    per_seed = per_seed_by_variant(labelled, aggregation)
+    chosen = per_seed[per_seed["metric"] == "map"]
+    return chosen.drop(columns=["geometry", "loss"]).reset_index(drop=True)

@@ -15,10 +15,10 @@ import pandas as pd
 
 from hierbench.artifacts import write_json, write_parquet, write_text
 from hierbench.baselines.pca import load_pca, project
-from hierbench.cells import CellSpec, embed, load_checkpoint
+from hierbench.cells import CellSpec, embed, learned_curvature, load_checkpoint
 from hierbench.featurestore import read_labelled_features
 from hierbench.lock import build_lock, verify_against_lock
-from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES, HIER, PCA
+from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES, HEAD_NAMES, HIER, PCA
 from hierbench.provenance import JobContext
 from hierbench.scoring import l2_normalised, metric_settings, qg_seeds, score_draws
 from hierbench.seal import (
@@ -141,7 +141,7 @@ def evaluate_cell_on_sealed_test(
     _note_test_access(access_log, f"{dataset} {what} ({job.rule})")
     ids, labels, matrix = read_labelled_features(sealed_features)
     model = load_checkpoint(checkpoint, spec, matrix.shape[1])
-    metric = metric_settings(config, GEOMETRY_NAMES[spec.geometry], spec.curvature)
+    metric = metric_settings(config, HEAD_NAMES[spec.geometry], learned_curvature(model, spec))
     per_query, summary = score_draws(
         embed(model, matrix),
         labels,

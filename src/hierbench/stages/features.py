@@ -75,6 +75,23 @@ def build_dev_features(
     return _build(dataset, ids, images, taxonomy, root, backbone, out_table, job, "dev")
 
 
+def build_dev_crop_features(
+    dataset: str,
+    dev_splits: str | Path,
+    images: str | Path,
+    taxonomy: str | Path,
+    root: str | Path,
+    backbone: dict[str, Any],
+    out_table: str | Path,
+    job: JobContext,
+) -> pd.DataFrame:
+    """Features of every development image's bird crop (its box), for the entailment pairs of
+    the companion method: cached apart from the whole-image features."""
+    ids = sorted(pd.read_parquet(dev_splits)["image_id"].astype(str).unique())
+    cropped = {**backbone, "crop_to_bbox": True}
+    return _build(dataset, ids, images, taxonomy, root, cropped, out_table, job, "dev_crops")
+
+
 def build_sealed_test_features(
     dataset: str,
     sealed_splits: str | Path,

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import torch
 
 from hierbench.artifacts import publish, write_json, write_parquet
 from hierbench.cells import (
@@ -24,8 +25,9 @@ from hierbench.cells import (
     load_checkpoint,
     verification_digest,
 )
+from hierbench.companion import companion_objective, companion_spec
 from hierbench.controls.semantic import semantic_arm, semantic_spec, training_labels
-from hierbench.featurestore import role_data
+from hierbench.featurestore import role_arrays, role_data
 from hierbench.losses.hier import HierObjective, HierSettings
 from hierbench.protocol import HIER, POINCARE, SUPCON
 from hierbench.provenance import JobContext
@@ -85,7 +87,7 @@ def _train_and_write(
     job: JobContext,
     *,
     label: str | None,
-    objective: HierObjective | None = None,
+    objective: torch.nn.Module | None = None,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train a cell and publish its checkpoint, training log and record (``extra`` adds record
@@ -171,4 +173,37 @@ def train_hier_cell(
     }
     return _train_and_write(
         dataset, spec, x, y, outputs, job, label=f"{HIER}-{seed}", objective=objective, extra=extra
+    )
+
+
+def train_companion_cell(
+    dataset: str,
+    geometry: str,
+    seed: int,
+    features: str | Path,
+    crops: str | Path | None,
+    splits: str | Path,
+    config: dict[str, Any],
+    outputs: dict[str, str | Path],
+    job: JobContext,
+) -> dict[str, Any]:
+    """Train one companion cell (E_A or L_A) on ``final/train``: the factorial's head, seed,
+    batch order, optimiser and epochs, with the angle-entailment objective on the configured
+    pairs (crop features of the same rows for box and cross-image pairs)."""
+    spec = companion_spec(dataset, geometry, seed, config)
+    ((x, y),) = role_arrays(features, splits, [("final", "train")])
+    crop_matrix = None
+    if crops is not None:
+        ((crop_matrix, crop_labels),) = role_arrays(crops, splits, [("final", "train")])
+        if not np.array_equal(crop_labels, y):
+            raise ValueError(f"{crops} and {features} disagree on the final/train rows' labels")
+    objective = companion_objective(spec, config, y, crop_matrix)
+    extra = {
+        "companion": {
+            "pairs": config["companion"]["pairs"],
+            "temperature_init": config["companion"]["temperature"],
+        }
+    }
+    return _train_and_write(
+        dataset, spec, x, y, outputs, job, label=spec.cell, objective=objective, extra=extra
     )

@@ -1,0 +1,103 @@
+"""The companion method's decisions (cells, spec, pairs, group indices) and its tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hierbench.companion import (
+    CompanionError,
+    companion_cells,
+    companion_spec,
+    group_indices,
+    pair_sources,
+)
+from hierbench.controls.companion import companion_contrasts, companion_table
+
+CONFIG = {
+    "companion": {
+        "enabled": True,
+        "temperature": 0.07,
+        "init_seed": 1,
+        "pairs": {"boxes": True, "cross_image": 2, "taxonomy": True},
+    },
+    "training": {
+        "seeds": [42, 7],
+        "epochs": 3,
+        "batch_size": 8,
+        "lr": 1e-3,
+        "weight_decay": 0.0,
+        "grad_clip": 1.0,
+        "regression_targets": {"c": 0.2, "m": 0.5, "h": 0.8, "o": 1.0},
+        "supcon_weights": {"c": 1.0, "m": 1.0, "h": 1.0},
+        "distance_clip_train": 20.0,
+    },
+    "head": {"hidden_dim": 16, "embedding_dim": 4, "dropout": 0.0},
+    "datasets": {"cub": {"hyperbolic": {"curvature": 2.0, "radius": 0.4}}},
+}
+
+
+def test_cells_follow_the_switch() -> None:
+    assert companion_cells(CONFIG) == ["EA-42", "EA-7", "LA-42", "LA-7"]
+    off = {**CONFIG, "companion": {**CONFIG["companion"], "enabled": False}}
+    assert companion_cells(off) == []
+
+
+def test_spec_of_each_head() -> None:
+    euclidean = companion_spec("cub", "E", 42, CONFIG)
+    lorentz = companion_spec("cub", "L", 42, CONFIG)
+    assert (euclidean.geometry, euclidean.loss, euclidean.curvature) == ("E", "A", None)
+    assert (lorentz.geometry, lorentz.loss, lorentz.curvature, lorentz.radius) == (
+        "L",
+        "A",
+        2.0,
+        None,
+    )
+    assert lorentz.epochs == euclidean.epochs == 3
+    lorentz.check()
+    with pytest.raises(CompanionError, match="heads"):
+        companion_spec("cub", "H", 42, CONFIG)
+
+
+def test_no_pair_source_is_an_error_naming_the_key() -> None:
+    pairs = {"boxes": False, "cross_image": 0, "taxonomy": False}
+    with pytest.raises(CompanionError, match=r"companion\.pairs"):
+        pair_sources({"companion": {"pairs": pairs}})
+
+
+def test_group_indices_map_codes_to_training_groups() -> None:
+    labels = np.array([[0, 10, 3], [1, 12, 5], [2, 10, 3], [3, 11, 3]])
+    groups, high_of_middle = group_indices(labels)
+    assert groups.tolist() == [[0, 0], [2, 1], [0, 0], [1, 0]]
+    assert high_of_middle.tolist() == [0, 0, 1]
+    with pytest.raises(CompanionError, match="two high groups"):
+        group_indices(np.array([[0, 10, 3], [1, 10, 4]]))
+
+
+def _per_seed() -> pd.DataFrame:
+    values = {"E_S": (0.30, 0.32), "H_S": (0.31, 0.30), "E_A": (0.33, 0.35), "L_A": (0.34, 0.33)}
+    rows = [
+        {
+            "variant": arm,
+            "dataset": "cub",
+            "seed": seed,
+            "level": level,
+            "metric": "map",
+            "value": pair[i],
+        }
+        for arm, pair in values.items()
+        for i, seed in enumerate((42, 7))
+        for level in ("leaf", "middle", "high", "mean_hierarchy")
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_companion_table_and_contrasts() -> None:
+    table = companion_table(_per_seed()).set_index("arm")
+    assert list(table.index) == ["E_S", "H_S", "E_A", "L_A"]
+    assert table.loc["E_A", "mean_hierarchy"] == "0.3400 ± 0.0141"
+    contrasts = companion_contrasts(_per_seed()).set_index("contrast")
+    assert list(contrasts.index) == ["E_A − E_S", "L_A − H_S", "L_A − E_A"]
+    assert contrasts.loc["L_A − H_S", "mean"] == pytest.approx(0.03)
+    assert contrasts.loc["L_A − E_A", "positive_seeds"] == 1
