@@ -21,6 +21,8 @@ from hierbench.stages.evaluation import evaluate_cell_on_sealed_test
 
 DATASETS = ("cub", "nabirds")
 CELLS = [f"{g}{o}-{s}" for g in "EH" for o in "RS" for s in (42, 2024, 3407)]
+# configs/tiny.yaml runs the companion cells on both datasets.
+COMPANION = [f"{g}A-{s}" for g in "EL" for s in (42, 2024, 3407)]
 # configs/tiny.yaml runs the controls and the baselines on CUB only.
 CONTROLS = {
     "cub": [
@@ -110,13 +112,14 @@ def test_every_arm_is_scored_on_the_same_locked_draws(built_repo: Path):
             assert scored["valid"].all() and scored["ot@20"].between(0, 3).all()
         lock = json.loads((base / "lock/final_lock.json").read_text())
         assert set(lock["artifacts"]["checkpoints"]) == {
-            f"results/{dataset}/cells/{c}/model.safetensors" for c in CELLS + CONTROLS[dataset]
+            f"results/{dataset}/cells/{c}/model.safetensors"
+            for c in CELLS + CONTROLS[dataset] + COMPANION
         } | set(PCA[dataset])
 
 
 def test_test_data_reads_are_logged_after_the_lock(built_repo: Path):
     lines = (built_repo / "logs/cub/lock/test_access.log").read_text().splitlines()
-    assert len(lines) == len(CELLS) + 1 + len(CONTROLS["cub"]) + len(PCA["cub"])
+    assert len(lines) == len(CELLS) + 1 + len(CONTROLS["cub"]) + len(PCA["cub"]) + len(COMPANION)
     lock = json.loads((built_repo / "results/cub/lock/final_lock.json").read_text())
     assert min(line.split()[0] for line in lines) >= lock["training_finished_at"]
 
@@ -244,3 +247,32 @@ def test_the_baselines_and_outer_splits_ran_on_their_artifacts(built_repo: Path)
     assert outer[["outer-1", "outer-2", "outer-3"]].notna().all().all()
     gains = pd.read_parquet(base / "tables/controls/outer_gains.parquet")
     assert (gains["splits"] == 3).all()
+
+
+def test_the_companion_cells_trained_audited_and_scored(built_repo: Path):
+    for dataset in DATASETS:
+        base = built_repo / f"results/{dataset}"
+        dev = pd.read_parquet(base / "splits/dev.parquet")
+        n_train = ((dev["split"] == "final") & (dev["role"] == "train")).sum()
+        factorial = json.loads((base / "cells/ER-42/record.json").read_text())
+        for cell in COMPANION:
+            record = json.loads((base / f"cells/{cell}/record.json").read_text())
+            assert record["train_examples"] == n_train and record["updates"] == factorial["updates"]
+            assert (
+                record["initial_weight_hash"]
+                == json.loads(
+                    (base / f"cells/ER-{record['spec']['seed']}/record.json").read_text()
+                )["initial_weight_hash"]
+            )
+            assert "objective.temperature.log_inverse" in record["initial_extra_hashes"]
+        lorentz = json.loads((base / "cells/LA-42/record.json").read_text())
+        assert "head.log_curvature" in lorentz["initial_extra_hashes"]
+        audit = pd.read_parquet(base / "audit/fairness.parquet")
+        extras = audit[audit["check"] == "extra_initial_weights"]
+        assert extras["passed"].all() and extras["detail"].str.contains("LA-42").any()
+        summary = pd.read_parquet(base / "eval/LA-42_summary.parquet")
+        assert set(summary["arm"]) == {"L_A"} and summary["map"].notna().any()
+        contrasts = pd.read_parquet(base / "tables/companion_contrasts.parquet")
+        assert contrasts["contrast"].tolist() == ["E_A − E_S", "L_A − H_S", "L_A − E_A"]
+        crops, _ = read_feature_matrix(base / "features/dev_crops.parquet")
+        assert set(crops["image_id"]) == set(dev["image_id"])

@@ -32,7 +32,13 @@ CUB_CONTROL = {
     "train_outer_cell": 12,
     **OUTER_SCORING,
 }
-CONTROL_TABLES = {"curvature_tables": 1, "semantic_tables": 1, "baselines_tables": 1}
+# configs/tiny.yaml runs the companion cells (E_A, L_A x 3 seeds) on both datasets.
+CONTROL_TABLES = {
+    "curvature_tables": 1,
+    "semantic_tables": 1,
+    "baselines_tables": 1,
+    "companion_tables": 2,
+}
 REPORT = {"effect_tables": 2, "figures": 2, **CONTROL_TABLES, "all": 1}
 EVALUATION = {
     "final_lock": 2,
@@ -42,6 +48,7 @@ EVALUATION = {
     "evaluate_semantic_cell": 12,
     "evaluate_pca": 1,
     "evaluate_hier_cell": 3,
+    "evaluate_companion_cell": 12,
     **REPORT,
 }
 TRAINING = {
@@ -53,11 +60,19 @@ TRAINING = {
     "train_semantic_cell": 12,
     "train_hier_cell": 3,
     "train_outer_cell": 12,
+    "train_companion_cell": 12,
     "fairness_audit": 2,
     **OUTER_SCORING,
     **EVALUATION,
 }
-SPLITS = {"splits": 2, "features_dev": 2, "features_sealed_test": 2, "fit_pca": 1, **TRAINING}
+SPLITS = {
+    "splits": 2,
+    "features_dev": 2,
+    "features_dev_crops": 2,
+    "features_sealed_test": 2,
+    "fit_pca": 1,
+    **TRAINING,
+}
 DATA = {"demo_cub": 1, "demo_nabirds": 1, "image_table": 2, **SPLITS}
 TAXONOMY = {"taxonomy_cub": 1, "taxonomy_nabirds": 1, "taxonomy_shuffled": 2, **DATA}
 EVERYTHING = {"stage_input": 3, **TAXONOMY}
@@ -68,6 +83,7 @@ CUB_AFTER_TAXONOMY = {
     "image_table": 1,
     "splits": 1,
     "features_dev": 1,
+    "features_dev_crops": 1,
     "features_sealed_test": 1,
     "tune": 4,
     "tuning_selection": 1,
@@ -76,6 +92,9 @@ CUB_AFTER_TAXONOMY = {
     "final_lock": 1,
     "evaluate_cell": 12,
     "evaluate_frozen": 1,
+    "train_companion_cell": 6,
+    "evaluate_companion_cell": 6,
+    "companion_tables": 1,
     "effect_tables": 1,
     "figures": 1,
     **CUB_CONTROL,
