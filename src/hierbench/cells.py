@@ -23,7 +23,7 @@ from hierbench.protocol import (
     COMPANION_LOSS,
     GEOMETRIES,
     HIER,
-    LORENTZ_HEAD,
+    LORENTZ,
     LOSSES,
     POINCARE,
     SUPCON,
@@ -73,13 +73,13 @@ class CellSpec:
 
     def check(self) -> None:
         """Refuse specs that cannot be trained, naming the cell and the field."""
-        geometries, losses = (*GEOMETRIES, LORENTZ_HEAD), (*LOSSES, HIER, COMPANION_LOSS)
+        geometries, losses = (*GEOMETRIES, LORENTZ), (*LOSSES, HIER, COMPANION_LOSS)
         if self.geometry not in geometries or self.loss not in losses:
             raise ValueError(
                 f"{self.dataset} {self.cell}: geometry must be {'|'.join(geometries)} and loss "
                 f"{'|'.join(losses)}"
             )
-        if self.geometry == LORENTZ_HEAD and self.curvature is None:
+        if self.geometry == LORENTZ and self.curvature is None:
             raise ValueError(
                 f"{self.dataset} {self.cell}: a Lorentz cell needs its initial curvature"
             )
@@ -172,6 +172,6 @@ def verification_digest(embeddings: np.ndarray) -> str:
 
 def learned_curvature(model: torch.nn.Module, spec: CellSpec) -> float | None:
     """The curvature evaluation uses: a Lorentz head's learned value, else the spec's."""
-    if spec.geometry == LORENTZ_HEAD:
+    if spec.geometry == LORENTZ:
         return float(model.curvature.detach())
     return spec.curvature

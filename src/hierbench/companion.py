@@ -16,7 +16,7 @@ import torch
 from hierbench.cells import CellSpec, cell_spec
 from hierbench.entailment_pairs import PairSources, cross_image_partners
 from hierbench.losses.entailment_objective import EntailmentObjective
-from hierbench.protocol import COMPANION_CELLS, COMPANION_LOSS, LORENTZ_HEAD, cell_name
+from hierbench.protocol import COMPANION_CELLS, COMPANION_LOSS, LORENTZ, cell_name
 
 
 class CompanionError(ValueError):
@@ -57,9 +57,9 @@ def companion_spec(dataset: str, geometry: str, seed: int, config: dict[str, Any
     if geometry not in (g for g, _ in COMPANION_CELLS):
         raise CompanionError(f"companion cells run on heads {[g for g, _ in COMPANION_CELLS]}")
     base = cell_spec(dataset, "E", COMPANION_LOSS, seed, config)
-    if geometry == LORENTZ_HEAD:
+    if geometry == LORENTZ:
         curvature = float(config["datasets"][dataset]["hyperbolic"]["curvature"])
-        return replace(base, geometry=LORENTZ_HEAD, curvature=curvature, radius=None)
+        return replace(base, geometry=LORENTZ, curvature=curvature, radius=None)
     return base
 
 

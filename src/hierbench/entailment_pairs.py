@@ -51,7 +51,7 @@ class BatchPairs:
 def cross_image_partners(leaves: torch.Tensor, k: int, generator: torch.Generator) -> torch.Tensor:
     """(N, k) rows of other training images of each row's leaf, uniform with replacement;
     ``NO_PARTNER`` where the leaf has a single image. One draw of (N, k) uniforms, in row order."""
-    n = len(leaves)
+    n, leaves = len(leaves), leaves.contiguous()
     uniforms = torch.rand((n, k), generator=generator, dtype=torch.float64)
     if k == 0:
         return torch.empty((n, 0), dtype=torch.long)

@@ -32,6 +32,10 @@ LOSS_NAMES: dict[str, str] = {"R": "regression", "S": "taxonomy_supcon"}
 GEOMETRIES: tuple[str, ...] = tuple(GEOMETRY_NAMES)
 LOSSES: tuple[str, ...] = tuple(LOSS_NAMES)
 EUCLIDEAN, POINCARE = GEOMETRIES
+# Heads that exist beside the factorial's two (not factorial cells): the Lorentz hyperboloid.
+LORENTZ = "L"
+EXTRA_GEOMETRY_NAMES: dict[str, str] = {LORENTZ: "lorentz"}
+HEAD_NAMES: dict[str, str] = {**GEOMETRY_NAMES, **EXTRA_GEOMETRY_NAMES}
 REGRESSION, SUPCON = LOSSES
 
 FROZEN = "frozen"  # the frozen-feature baseline's arm, geometry and loss label
@@ -98,10 +102,9 @@ def alternatives(codes: tuple[str, ...] | list[str]) -> str:
 # the Euclidean head and on the Lorentz head L; its cells, arms and tables.
 COMPANION_LOSS = "A"
 COMPANION_LOSS_NAME = "angle_entailment"
-LORENTZ_HEAD = "L"
 COMPANION_CELLS: tuple[tuple[str, str], ...] = (
     ("E", COMPANION_LOSS),
-    (LORENTZ_HEAD, COMPANION_LOSS),
+    (LORENTZ, COMPANION_LOSS),
 )
 COMPANION_ARMS: tuple[str, ...] = tuple(f"{g}_{loss}" for g, loss in COMPANION_CELLS)
 COMPANION_TABLES: tuple[str, ...] = ("companion", "companion_contrasts")
