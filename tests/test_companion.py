@@ -101,3 +101,59 @@ def test_companion_table_and_contrasts() -> None:
     assert list(contrasts.index) == ["E_A − E_S", "L_A − H_S", "L_A − E_A"]
     assert contrasts.loc["L_A − H_S", "mean"] == pytest.approx(0.03)
     assert contrasts.loc["L_A − E_A", "positive_seeds"] == 1
+
+
+def _tiny_training_data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    n = 32
+    leaves = np.arange(n) % 8
+    labels = np.column_stack([leaves, leaves // 2, leaves // 4]).astype(np.int64)
+    x = rng.normal(size=(n, 12)).astype(np.float32)
+    return x, labels, (x + rng.normal(0, 0.1, x.shape)).astype(np.float32)
+
+
+@pytest.mark.parametrize("head", ["E", "L"])
+def test_same_seed_same_checkpoint_bytes(tmp_path, head: str) -> None:
+    from hierbench.cells import checkpoint_writer
+    from hierbench.companion import companion_objective
+    from hierbench.hashing import sha256_file
+    from hierbench.training import train_cell
+
+    x, labels, crops = _tiny_training_data()
+    digests = []
+    for run in range(2):
+        spec = companion_spec("cub", head, 42, CONFIG)
+        result = train_cell(
+            x, labels, spec, objective=companion_objective(spec, CONFIG, labels, crops)
+        )
+        path = tmp_path / f"{run}.safetensors"
+        checkpoint_writer(result.model, spec)(path)
+        digests.append(sha256_file(path))
+        assert np.isfinite(result.log["loss"]).all()
+    assert digests[0] == digests[1]
+
+
+def test_the_audit_catches_a_changed_initialisation_of_extra_parameters() -> None:
+    from hierbench.audit import check_records
+
+    def record(cell: str, temperature_hash: str) -> dict:
+        return {
+            "cell": cell,
+            "spec": {"seed": 42, "hidden_dim": 16, "embedding_dim": 4},
+            "feature_dim": 12,
+            "parameters": 12 * 16 + 16 + 16 * 4 + 4 + 32,
+            "initial_weight_hash": "same",
+            "batch_order_hashes": ["b"],
+            "updates": 3,
+            "updates_per_epoch": 1,
+            "train_examples": 8,
+            "reload_max_abs_diff": 0.0,
+            "initial_extra_hashes": {"objective.temperature.log_inverse": temperature_hash},
+        }
+
+    rows = check_records([record("EA-42", "t1"), record("LA-42", "t1")], epochs=3, batch_size=8)
+    extra = [row for row in rows if row["check"] == "extra_initial_weights"]
+    assert len(extra) == 1 and extra[0]["passed"]
+    rows = check_records([record("EA-42", "t1"), record("LA-42", "t2")], epochs=3, batch_size=8)
+    extra = [row for row in rows if row["check"] == "extra_initial_weights"]
+    assert not extra[0]["passed"] and "LA-42" in extra[0]["detail"]
