@@ -93,7 +93,7 @@ def test_checkpoint_of_h_loads_into_fresh_e_and_back():
 
 def test_build_head_rejects_inconsistent_settings():
     with pytest.raises(ValueError, match="geometry must be one of"):
-        build_head("L", 8, **SETTINGS)
+        build_head("X", 8, **SETTINGS)
     with pytest.raises(ValueError, match="apply only to geometry 'H'"):
         build_head("E", 8, **SETTINGS, curvature=1.0, radius=0.4)
     with pytest.raises(ValueError, match="needs curvature and radius"):

@@ -6,6 +6,9 @@ and draws no random numbers, so heads built after the same ``torch.manual_seed``
 identical weights whatever their geometry. A new geometry is a module beside these whose head
 class has ``build`` and ``distance``, and one entry in ``HEADS`` (its code in
 ``hierbench.protocol``).
+
+``EXTRA_HEADS`` holds heads beside the factorial's two: the Lorentz head (L), which adds one
+parameter, its learnable curvature, but likewise draws no random numbers of its own.
 """
 
 from __future__ import annotations
@@ -20,28 +23,42 @@ from hierbench.geometry.distances import (
     sanitise_and_clip,
 )
 from hierbench.geometry.euclidean import EuclideanHead
+from hierbench.geometry.lorentz import (
+    LorentzHead,
+    expmap0,
+    lorentz_distance,
+    lorentz_time,
+    pairwise_inner,
+)
 from hierbench.geometry.poincare import PoincareHead, poincare_map
 from hierbench.geometry.projector import Projector, count_trainable_parameters
-from hierbench.protocol import EUCLIDEAN, GEOMETRIES, POINCARE
+from hierbench.protocol import EUCLIDEAN, HEAD_NAMES, LORENTZ, POINCARE
 
-Head = EuclideanHead | PoincareHead
+Head = EuclideanHead | PoincareHead | LorentzHead
 HEADS: dict[str, type[EuclideanHead] | type[PoincareHead]] = {
     EUCLIDEAN: EuclideanHead,
     POINCARE: PoincareHead,
 }
+EXTRA_HEADS: dict[str, type[LorentzHead]] = {LORENTZ: LorentzHead}
 
 __all__ = [
+    "EXTRA_HEADS",
     "HEADS",
     "TEST_DISTANCE_CLIP",
     "TRAIN_DISTANCE_CLIP",
     "EuclideanHead",
     "Head",
+    "LorentzHead",
     "PoincareHead",
     "Projector",
     "build_head",
     "count_trainable_parameters",
     "euclidean_distance",
+    "expmap0",
+    "lorentz_distance",
+    "lorentz_time",
     "max_norm",
+    "pairwise_inner",
     "poincare_distance",
     "poincare_map",
     "poincare_radius",
@@ -61,9 +78,10 @@ def build_head(
 ) -> Head:
     """A fresh head: the geometry's options are checked, then the projector is built (all RNG
     use), then the geometry wraps it."""
-    if geometry not in HEADS:
-        raise ValueError(f"geometry must be one of {GEOMETRIES}, got {geometry!r}")
-    return HEADS[geometry].build(
+    heads = {**HEADS, **EXTRA_HEADS}
+    if geometry not in heads:
+        raise ValueError(f"geometry must be one of {tuple(HEAD_NAMES)}, got {geometry!r}")
+    return heads[geometry].build(
         lambda: Projector(in_dim, hidden_dim, embedding_dim, dropout),
         curvature=curvature,
         radius=radius,
