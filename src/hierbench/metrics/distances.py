@@ -1,5 +1,7 @@
-"""Distances the metric engine ranks by: Euclidean, or the geodesic distance of
-``geoopt.PoincareBall(c)``, in float64 from one BLAS product, sanitised and clipped."""
+"""Distances the metric engine ranks by: Euclidean, the geodesic distance of
+``geoopt.PoincareBall(c)``, or that of the hyperboloid of curvature −c (a Lorentz head's
+learned curvature, points given by their space components), in float64 from one BLAS product,
+sanitised and clipped."""
 
 from __future__ import annotations
 
@@ -7,9 +9,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from hierbench.protocol import EUCLIDEAN, GEOMETRY_NAMES, POINCARE
+from hierbench.protocol import EUCLIDEAN, HEAD_NAMES, LORENTZ, POINCARE
 
-GEOMETRIES: tuple[str, ...] = (GEOMETRY_NAMES[EUCLIDEAN], GEOMETRY_NAMES[POINCARE])
+GEOMETRIES: tuple[str, ...] = (HEAD_NAMES[EUCLIDEAN], HEAD_NAMES[POINCARE], HEAD_NAMES[LORENTZ])
+# What the curvature of each curved geometry is, for the error that asks for one.
+_CURVATURE_OF = {
+    HEAD_NAMES[POINCARE]: "the ball's curvature, e.g. curvature=0.1",
+    HEAD_NAMES[LORENTZ]: "the hyperboloid's (learned) curvature c of its head",
+}
 
 
 class Metric(NamedTuple):
@@ -57,12 +64,14 @@ def check_metric(geometry: str, curvature: float | None, distance_clip: float) -
     clip = float(distance_clip)
     if not np.isfinite(clip) or clip <= 0:
         raise ValueError(f"distance_clip must be a finite positive number, got {distance_clip!r}")
-    if geometry == GEOMETRY_NAMES[EUCLIDEAN]:
+    if geometry == HEAD_NAMES[EUCLIDEAN]:
         if curvature is not None:
-            raise ValueError("curvature is only used with geometry='poincare'; pass None")
+            raise ValueError(
+                "curvature is only used with geometry='poincare' or 'lorentz'; pass None"
+            )
         return Metric(geometry, None, clip)
     if curvature is None:
-        raise ValueError("geometry='poincare' needs the ball's curvature, e.g. curvature=0.1")
+        raise ValueError(f"geometry={geometry!r} needs {_CURVATURE_OF[geometry]}")
     c = float(curvature)
     if not np.isfinite(c) or c <= 0:
         raise ValueError(f"curvature must be a finite positive number, got {curvature!r}")
@@ -100,11 +109,12 @@ def sanitised_distances(
     squared: np.ndarray, queries: np.ndarray, gallery: Gallery, metric: Metric
 ) -> np.ndarray:
     """Sanitised distances (queries, all gallery rows), in place on the squared distances."""
-    if metric.geometry == GEOMETRY_NAMES[EUCLIDEAN]:
+    if metric.geometry == HEAD_NAMES[EUCLIDEAN]:
         dist = np.sqrt(squared, out=squared)
     else:
         query_sq = np.einsum("ij,ij->i", queries, queries)
-        dist = _poincare(squared, query_sq, gallery.sq_norm, metric.curvature)
+        curved = _poincare if metric.geometry == HEAD_NAMES[POINCARE] else _lorentz
+        dist = curved(squared, query_sq, gallery.sq_norm, metric.curvature)
     np.fmin(dist, metric.clip, out=dist)  # NaN and +inf become the clip value; all are ≥ 0
     if gallery.inverse is not None:
         dist = dist[:, gallery.inverse]
@@ -124,6 +134,27 @@ def _poincare(squared: np.ndarray, x_sq: np.ndarray, y_sq: np.ndarray, c: float)
         np.sqrt(squared, out=squared)  # NaN outside the ball, where the factors can be < 0
         np.arctanh(squared, out=squared)  # inf on the boundary, NaN beyond it
     squared *= 2.0 / np.sqrt(c)
+    return squared
+
+
+def _lorentz(squared: np.ndarray, x_sq: np.ndarray, y_sq: np.ndarray, c: float) -> np.ndarray:
+    """Hyperboloid distance (1/√c)·acosh(−c⟨x, y⟩_L) from ‖x − y‖² of space components, in place.
+
+    −c⟨x, y⟩_L − 1 = (c/2)(‖x − y‖² − (x_time − y_time)²), x_time = √(1/c + ‖x‖²), clamped at
+    0 (the acosh argument at 1), and acosh(1 + u) = log1p(u + √(u(u + 2))): the formula of
+    ``geometry.lorentz_distance``, accurate for near points.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):  # inf − inf is NaN, for the clip
+        delta = np.subtract.outer(np.sqrt(1.0 / c + x_sq), np.sqrt(1.0 / c + y_sq))
+        delta *= delta
+        squared -= delta
+        squared *= c / 2.0
+        np.maximum(squared, 0.0, out=squared)
+        np.multiply(squared + 2.0, squared, out=delta)
+        np.sqrt(delta, out=delta)
+        delta += squared
+        np.log1p(delta, out=squared)
+    squared /= np.sqrt(c)
     return squared
 
 
