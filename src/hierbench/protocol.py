@@ -37,6 +37,11 @@ LORENTZ = "L"
 EXTRA_GEOMETRY_NAMES: dict[str, str] = {LORENTZ: "lorentz"}
 HEAD_NAMES: dict[str, str] = {**GEOMETRY_NAMES, **EXTRA_GEOMETRY_NAMES}
 REGRESSION, SUPCON = LOSSES
+# Heads beside the factorial's two, not factorial cells (GEOMETRIES feeds the factorial): the
+# Lorentz hyperboloid. HEAD_NAMES names every head that ``geometry.build_head`` builds.
+LORENTZ = "L"
+EXTRA_GEOMETRY_NAMES: dict[str, str] = {LORENTZ: "lorentz"}
+HEAD_NAMES: dict[str, str] = {**GEOMETRY_NAMES, **EXTRA_GEOMETRY_NAMES}
 
 FROZEN = "frozen"  # the frozen-feature baseline's arm, geometry and loss label
 FACTORIAL_ARMS: tuple[str, ...] = tuple(f"{g}_{loss}" for g in GEOMETRIES for loss in LOSSES)
