@@ -415,11 +415,20 @@ def outer_outputs(dataset):
     """Every file the outer-splits tables write for a dataset (none when they are off)."""
     if not outer_splits(config, dataset):
         return []
-    tables = [
-        f"{RESULTS}/{dataset}/tables/controls/{name}.{ext}" for name in OUTER_TABLES for ext in TABLE_FORMATS
-    ]
-    per_split = [f"{RESULTS}/{dataset}/tables/controls/{OUTER_CONTROL}_per_split.parquet"]
-    return tables + per_split + figure_outputs(dataset, OUTER_CONTROL)
+    tables = [f"{outer_folder(dataset)}/{name}.{ext}" for name in OUTER_TABLES for ext in TABLE_FORMATS]
+    per_split = [f"{outer_folder(dataset)}/{OUTER_CONTROL}_per_split.parquet"]
+    return tables + per_split + outer_figure(dataset)
+
+
+def outer_folder(dataset):
+    """Where the outer splits' tables and figure live: apart from tables/ and figures/, which
+    derive from the sealed evaluation and move into the archive at a re-seal."""
+    return f"{RESULTS}/{dataset}/{OUTER_CONTROL}"
+
+
+def outer_figure(dataset):
+    """The outer splits' figure files of a dataset (a name or the "{dataset}" pattern)."""
+    return [f"{outer_folder(dataset)}/{OUTER_CONTROL}.{ext}" for ext in FIGURE_FORMATS]
 
 
 # ---- the companion method in the factorial: E_A and L_A cells (angle entailment)

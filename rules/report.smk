@@ -133,17 +133,17 @@ rule outer_tables:
     input:
         lambda wildcards: outer_scores(wildcards.dataset),
     output:
-        per_split=[f"{RESULTS}/{{dataset}}/tables/controls/{OUTER_CONTROL}_per_split.parquet"],
-        table=[f"{RESULTS}/{{dataset}}/tables/controls/{OUTER_TABLES[0]}.{ext}" for ext in TABLE_FORMATS],
-        gains=[f"{RESULTS}/{{dataset}}/tables/controls/{OUTER_TABLES[1]}.{ext}" for ext in TABLE_FORMATS],
+        per_split=[f"{outer_folder('{dataset}')}/{OUTER_CONTROL}_per_split.parquet"],
+        table=[f"{outer_folder('{dataset}')}/{OUTER_TABLES[0]}.{ext}" for ext in TABLE_FORMATS],
+        gains=[f"{outer_folder('{dataset}')}/{OUTER_TABLES[1]}.{ext}" for ext in TABLE_FORMATS],
         figure=report(
-            figure_outputs("{dataset}", OUTER_CONTROL),
+            outer_figure("{dataset}"),
             caption="../report/outer.rst",
             category="Controls",
             subcategory="{dataset}",
         ),
     log:
-        log_for(f"{RESULTS}/{{dataset}}/tables/controls/{OUTER_CONTROL}.md"),
+        log_for(f"{outer_folder('{dataset}')}/{OUTER_CONTROL}.md"),
     params:
         code=code("stages.controls"),
     conda:

@@ -242,10 +242,10 @@ def test_the_baselines_and_outer_splits_ran_on_their_artifacts(built_repo: Path)
         assert record["train_split"] == split and record["train_examples"] == n_train
         scores = pd.read_parquet(base / f"outer/{split}/scores.parquet")
         assert set(scores["arm"]) == {"frozen", "E_R", "H_R", "E_S", "H_S"}
-    outer = pd.read_parquet(base / "tables/controls/outer.parquet")
+    outer = pd.read_parquet(base / "outer/outer.parquet")
     assert outer["arm"].tolist() == ["frozen", "E_R", "H_R", "E_S", "H_S"]
     assert outer[["outer-1", "outer-2", "outer-3"]].notna().all().all()
-    gains = pd.read_parquet(base / "tables/controls/outer_gains.parquet")
+    gains = pd.read_parquet(base / "outer/outer_gains.parquet")
     assert (gains["splits"] == 3).all()
 
 

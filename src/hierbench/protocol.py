@@ -32,10 +32,6 @@ LOSS_NAMES: dict[str, str] = {"R": "regression", "S": "taxonomy_supcon"}
 GEOMETRIES: tuple[str, ...] = tuple(GEOMETRY_NAMES)
 LOSSES: tuple[str, ...] = tuple(LOSS_NAMES)
 EUCLIDEAN, POINCARE = GEOMETRIES
-# Heads that exist beside the factorial's two (not factorial cells): the Lorentz hyperboloid.
-LORENTZ = "L"
-EXTRA_GEOMETRY_NAMES: dict[str, str] = {LORENTZ: "lorentz"}
-HEAD_NAMES: dict[str, str] = {**GEOMETRY_NAMES, **EXTRA_GEOMETRY_NAMES}
 REGRESSION, SUPCON = LOSSES
 # Heads beside the factorial's two, not factorial cells (GEOMETRIES feeds the factorial): the
 # Lorentz hyperboloid. HEAD_NAMES names every head that ``geometry.build_head`` builds.

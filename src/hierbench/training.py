@@ -79,6 +79,16 @@ def extra_initial_hashes(
     return extras
 
 
+def head_param_groups(model: torch.nn.Module) -> list[dict[str, Any]]:
+    """The projector's parameters with the cell's weight decay; any other head parameter (a
+    learnable curvature) without weight decay, which would pull it towards 1 (meru does the
+    same)."""
+    named = list(model.named_parameters())
+    groups = [{"params": [p for n, p in named if n.startswith(PROJECTOR_PREFIX)]}]
+    others = [p for n, p in named if not n.startswith(PROJECTOR_PREFIX)]
+    return groups + ([{"params": others, "weight_decay": 0.0}] if others else [])
+
+
 def state_hash_of(tensor: torch.Tensor) -> str:
     """SHA256 of one tensor's dtype, shape and bytes."""
     array = tensor.detach().cpu().contiguous().numpy()
@@ -177,7 +187,7 @@ def train_cell(
     model = build_cell_model(spec, x.shape[1])
     initial = state_hash(model, PROJECTOR_PREFIX)  # the weights every cell of a seed shares
     extras = extra_initial_hashes(model, objective)
-    groups = [{"params": list(model.parameters())}]
+    groups = head_param_groups(model)
     groups += objective.param_groups(spec.weight_decay) if objective is not None else []
     optimizer = torch.optim.AdamW(groups, lr=spec.lr, weight_decay=spec.weight_decay, fused=True)
     generator = torch.Generator().manual_seed(spec.seed)
