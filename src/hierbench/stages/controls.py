@@ -117,6 +117,21 @@ def _publish_figure(figure: Any, targets: list[str], job: JobContext) -> None:
         publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)
 
 
+def _concat(paths: list[str | Path]) -> pd.DataFrame:
+    """The rows of several evaluation parquets, in the order given."""
+    return pd.concat([pd.read_parquet(path) for path in paths], ignore_index=True)
+
+
+# Per-seed rows of arms labelled by ``variant`` (baselines, companion cells): no factorial codes.
+ARM_PER_SEED_KEYS = ["variant", *[key for key in PER_SEED_KEYS if key not in ("geometry", "loss")]]
+
+
+def _write_arm_per_seed(per_seed: pd.DataFrame, target: str, job: JobContext) -> None:
+    """The per-seed rows of arms labelled by ``variant``, as parquet."""
+    columns = [*ARM_PER_SEED_KEYS, "value"]
+    write_parquet(per_seed[columns], target, job, sort_by=ARM_PER_SEED_KEYS)
+
+
 def build_baselines_tables(
     dataset: str,
     summaries: list[str | Path],
@@ -126,10 +141,8 @@ def build_baselines_tables(
 ) -> pd.DataFrame:
     """Write the context baselines' per-seed rows, their table beside the factorial's arms and
     its figure, under the dataset's registered aggregation."""
-    frame = pd.concat([pd.read_parquet(path) for path in summaries], ignore_index=True)
-    per_seed = baselines_per_seed(frame, REGISTERED_AGGREGATION[dataset])
-    keys = ["variant", *[key for key in PER_SEED_KEYS if key not in ("geometry", "loss")]]
-    write_parquet(per_seed[[*keys, "value"]], outputs["per_seed"][0], job, sort_by=keys)
+    per_seed = baselines_per_seed(_concat(summaries), REGISTERED_AGGREGATION[dataset])
+    _write_arm_per_seed(per_seed, outputs["per_seed"][0], job)
     _write_table(
         baselines_table(per_seed, dimensions), Path(outputs["table"][0]).with_suffix(""), job
     )
@@ -148,8 +161,7 @@ def build_outer_tables(
     job: JobContext,
 ) -> pd.DataFrame:
     """Write the outer splits' per-split rows, their table, their paired gains and figure."""
-    frame = pd.concat([pd.read_parquet(path) for path in scores], ignore_index=True)
-    per_split = outer_per_split(frame)
+    per_split = outer_per_split(_concat(scores))
     keys = ["split", *PER_SEED_KEYS]
     write_parquet(per_split[[*keys, "value"]], outputs["per_split"][0], job, sort_by=keys)
     _write_table(outer_table(per_split), Path(outputs["table"][0]).with_suffix(""), job)
@@ -169,10 +181,8 @@ def build_companion_tables(
 ) -> pd.DataFrame:
     """Write the companion cells' per-seed rows, their table beside E_S and H_S, the contrasts
     (loss A − S per geometry, L − E under A) and the figure, under the registered aggregation."""
-    frame = pd.concat([pd.read_parquet(path) for path in summaries], ignore_index=True)
-    per_seed = per_seed_of_arms(frame, REGISTERED_AGGREGATION[dataset])
-    keys = ["variant", *[key for key in PER_SEED_KEYS if key not in ("geometry", "loss")]]
-    write_parquet(per_seed[[*keys, "value"]], outputs["per_seed"][0], job, sort_by=keys)
+    per_seed = per_seed_of_arms(_concat(summaries), REGISTERED_AGGREGATION[dataset])
+    _write_arm_per_seed(per_seed, outputs["per_seed"][0], job)
     _write_table(companion_table(per_seed), Path(outputs["table"][0]).with_suffix(""), job)
     contrasts = companion_contrasts(per_seed)
     _write_table(contrasts, Path(outputs["contrasts"][0]).with_suffix(""), job)

@@ -8,9 +8,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from hierbench.artifacts import write_json, write_parquet, write_text
@@ -161,6 +163,38 @@ def evaluate_cell_on_sealed_test(
     return summary.assign(**identity)
 
 
+def _evaluate_seedless_arm_on_sealed_test(
+    dataset: str,
+    arm: str,
+    embed_features: Callable[[np.ndarray], np.ndarray],
+    locked: list[str | Path],
+    lock: str | Path,
+    sealed_features: str | Path,
+    sealed_splits: str | Path,
+    config: dict[str, Any],
+    outputs: dict[str, str | Path],
+    job: JobContext,
+    access_log: str | Path,
+) -> pd.DataFrame:
+    """Verify the lock, then score a seedless baseline arm (its embeddings of the sealed
+    features, Euclidean) on every sealed draw with the same engine."""
+    verify_against_lock(lock, [*locked, sealed_features, sealed_splits])
+    _note_test_access(access_log, f"{dataset} {arm} ({job.rule})")
+    ids, labels, matrix = read_labelled_features(sealed_features)
+    metric = metric_settings(config, GEOMETRY_NAMES[EUCLIDEAN], None)
+    per_query, summary = score_draws(
+        embed_features(matrix),
+        labels,
+        ids,
+        pd.read_parquet(sealed_splits),
+        qg_seeds(config, dataset),
+        metric,
+    )
+    identity = {"dataset": dataset, "arm": arm, "geometry": arm, "loss": arm, "seed": -1}
+    _write_scores(per_query, summary, identity, outputs, job)
+    return summary.assign(**identity)
+
+
 def evaluate_frozen_on_sealed_test(
     dataset: str,
     lock: str | Path,
@@ -173,17 +207,19 @@ def evaluate_frozen_on_sealed_test(
     access_log: str | Path,
 ) -> pd.DataFrame:
     """The frozen-feature baseline: L2-normalised raw features, Euclidean, the same engine."""
-    verify_against_lock(lock, [sealed_features, sealed_splits])
-    _note_test_access(access_log, f"{dataset} {FROZEN} ({job.rule})")
-    ids, labels, matrix = read_labelled_features(sealed_features)
-    normalised = l2_normalised(matrix)
-    metric = metric_settings(config, GEOMETRY_NAMES[EUCLIDEAN], None)
-    per_query, summary = score_draws(
-        normalised, labels, ids, pd.read_parquet(sealed_splits), qg_seeds(config, dataset), metric
+    return _evaluate_seedless_arm_on_sealed_test(
+        dataset,
+        FROZEN,
+        l2_normalised,
+        [],
+        lock,
+        sealed_features,
+        sealed_splits,
+        config,
+        outputs,
+        job,
+        access_log,
     )
-    identity = {"dataset": dataset, "arm": FROZEN, "geometry": FROZEN, "loss": FROZEN, "seed": -1}
-    _write_scores(per_query, summary, identity, outputs, job)
-    return summary.assign(**identity)
 
 
 def evaluate_pca_on_sealed_test(
@@ -200,14 +236,16 @@ def evaluate_pca_on_sealed_test(
 ) -> pd.DataFrame:
     """The PCA baseline: the locked projection (fitted on development images), L2-normalised,
     Euclidean, the same engine and draws."""
-    verify_against_lock(lock, [projection, sealed_features, sealed_splits])
-    _note_test_access(access_log, f"{dataset} {PCA} ({job.rule})")
-    ids, labels, matrix = read_labelled_features(sealed_features)
-    embeddings = project(load_pca(projection), matrix)
-    metric = metric_settings(config, GEOMETRY_NAMES[EUCLIDEAN], None)
-    per_query, summary = score_draws(
-        embeddings, labels, ids, pd.read_parquet(sealed_splits), qg_seeds(config, dataset), metric
+    return _evaluate_seedless_arm_on_sealed_test(
+        dataset,
+        PCA,
+        lambda matrix: project(load_pca(projection), matrix),
+        [projection],
+        lock,
+        sealed_features,
+        sealed_splits,
+        config,
+        outputs,
+        job,
+        access_log,
     )
-    identity = {"dataset": dataset, "arm": PCA, "geometry": PCA, "loss": PCA, "seed": -1}
-    _write_scores(per_query, summary, identity, outputs, job)
-    return summary.assign(**identity)

@@ -60,6 +60,11 @@ def _build(
     return table
 
 
+def _development_ids(dev_splits: str | Path) -> list[str]:
+    """Every image id of the development splits, sorted."""
+    return sorted(pd.read_parquet(dev_splits)["image_id"].astype(str).unique())
+
+
 def build_dev_features(
     dataset: str,
     dev_splits: str | Path,
@@ -71,7 +76,7 @@ def build_dev_features(
     job: JobContext,
 ) -> pd.DataFrame:
     """Features of every image in the development splits (never a sealed test image)."""
-    ids = sorted(pd.read_parquet(dev_splits)["image_id"].astype(str).unique())
+    ids = _development_ids(dev_splits)
     return _build(dataset, ids, images, taxonomy, root, backbone, out_table, job, "dev")
 
 
@@ -87,8 +92,8 @@ def build_dev_crop_features(
 ) -> pd.DataFrame:
     """Features of every development image's bird crop (its box), for the entailment pairs of
     the companion method: cached apart from the whole-image features."""
-    ids = sorted(pd.read_parquet(dev_splits)["image_id"].astype(str).unique())
     cropped = {**backbone, "crop_to_bbox": True}
+    ids = _development_ids(dev_splits)
     return _build(dataset, ids, images, taxonomy, root, cropped, out_table, job, "dev_crops")
 
 
