@@ -10,8 +10,6 @@ from hierbench.controls.semantic import semantic_arms
 from hierbench.hashing import source_fingerprint
 from hierbench.protocol import (
     ARMS_SUMMARY,
-    COMPANION,
-    COMPANION_TABLES,
     BASELINES,
     HIER,
     OUTER_CONTROL,
@@ -79,7 +77,6 @@ def final_outputs():
     ]
     targets += [path for dataset in DATASETS for path in baseline_outputs(dataset)]
     targets += [path for dataset in DATASETS for path in outer_outputs(dataset)]
-    targets += [path for dataset in DATASETS for path in companion_outputs(dataset)]
     return targets
 
 
@@ -211,13 +208,17 @@ def lock_inputs(wildcards):
 
 
 def eval_outputs(dataset):
-    """Every evaluation summary of a dataset: the factorial cells and the frozen baseline."""
-    return [
-        f"{RESULTS}/{dataset}/eval/{cell_name(geometry, loss, seed)}_summary.parquet"
+    """Every evaluation summary the effect tables read: the factorial cells, the companion
+    cells (when switched on) and the frozen baseline."""
+    cells = [
+        cell_name(geometry, loss, seed)
         for geometry in GEOMETRIES
         for loss in LOSSES
         for seed in config["training"]["seeds"]
-    ] + [f"{RESULTS}/{dataset}/eval/frozen_summary.parquet"]
+    ] + companion_cells(config)
+    return [f"{RESULTS}/{dataset}/eval/{cell}_summary.parquet" for cell in cells] + [
+        f"{RESULTS}/{dataset}/eval/frozen_summary.parquet"
+    ]
 
 
 def resolved_config(dataset):
@@ -449,23 +450,3 @@ def companion_crops(wildcards):
 def companion_config(dataset):
     """The config keys a companion cell reads (a params value)."""
     return {**training_config(config, dataset), "companion": config["companion"]}
-
-
-def companion_evals(dataset):
-    """The evaluation summaries the companion tables read: E_S and H_S, then E_A and L_A."""
-    return [
-        f"{RESULTS}/{dataset}/eval/{cell}_summary.parquet"
-        for cell in [
-            cell_name(g, SUPCON, seed) for g in GEOMETRIES for seed in config["training"]["seeds"]
-        ]
-        + companion_cells(config)
-    ]
-
-
-def companion_outputs(dataset):
-    """Every file the companion tables write for a dataset (none when switched off)."""
-    if not companion_enabled(config):
-        return []
-    tables = [f"{RESULTS}/{dataset}/tables/{name}.{ext}" for name in COMPANION_TABLES for ext in TABLE_FORMATS]
-    per_seed = [f"{RESULTS}/{dataset}/tables/{COMPANION}_{PER_SEED_TABLE}.parquet"]
-    return tables + per_seed + figure_outputs(dataset, COMPANION)

@@ -151,25 +151,3 @@ rule outer_tables:
     script:
         "../workflow_scripts/outer_tables.py"
 
-
-rule companion_tables:
-    input:
-        lambda wildcards: companion_evals(wildcards.dataset),
-    output:
-        per_seed=[f"{RESULTS}/{{dataset}}/tables/{COMPANION}_{PER_SEED_TABLE}.parquet"],
-        table=[f"{RESULTS}/{{dataset}}/tables/{COMPANION_TABLES[0]}.{ext}" for ext in TABLE_FORMATS],
-        contrasts=[f"{RESULTS}/{{dataset}}/tables/{COMPANION_TABLES[1]}.{ext}" for ext in TABLE_FORMATS],
-        figure=report(
-            figure_outputs("{dataset}", COMPANION),
-            caption="../report/companion.rst",
-            category="Companion method",
-            subcategory="{dataset}",
-        ),
-    log:
-        log_for(f"{RESULTS}/{{dataset}}/tables/{COMPANION}.md"),
-    params:
-        code=code("stages.controls"),
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/companion_tables.py"

@@ -1,9 +1,8 @@
-"""The companion method's decisions (cells, spec, pairs, group indices) and its tables."""
+"""The companion method's decisions (cells, spec, pairs, group indices) and its training."""
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from hierbench.companion import (
@@ -13,7 +12,6 @@ from hierbench.companion import (
     group_indices,
     pair_sources,
 )
-from hierbench.controls.companion import companion_contrasts, companion_table
 
 CONFIG = {
     "companion": {
@@ -73,34 +71,6 @@ def test_group_indices_map_codes_to_training_groups() -> None:
     assert high_of_middle.tolist() == [0, 0, 1]
     with pytest.raises(CompanionError, match="two high groups"):
         group_indices(np.array([[0, 10, 3], [1, 10, 4]]))
-
-
-def _per_seed() -> pd.DataFrame:
-    values = {"E_S": (0.30, 0.32), "H_S": (0.31, 0.30), "E_A": (0.33, 0.35), "L_A": (0.34, 0.33)}
-    rows = [
-        {
-            "variant": arm,
-            "dataset": "cub",
-            "seed": seed,
-            "level": level,
-            "metric": "map",
-            "value": pair[i],
-        }
-        for arm, pair in values.items()
-        for i, seed in enumerate((42, 7))
-        for level in ("leaf", "middle", "high", "mean_hierarchy")
-    ]
-    return pd.DataFrame(rows)
-
-
-def test_companion_table_and_contrasts() -> None:
-    table = companion_table(_per_seed()).set_index("arm")
-    assert list(table.index) == ["E_S", "H_S", "E_A", "L_A"]
-    assert table.loc["E_A", "mean_hierarchy"] == "0.3400 ± 0.0141"
-    contrasts = companion_contrasts(_per_seed()).set_index("contrast")
-    assert list(contrasts.index) == ["E_A − E_S", "L_A − H_S", "L_A − E_A"]
-    assert contrasts.loc["L_A − H_S", "mean"] == pytest.approx(0.03)
-    assert contrasts.loc["L_A − E_A", "positive_seeds"] == 1
 
 
 def _tiny_training_data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:

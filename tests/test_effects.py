@@ -12,6 +12,7 @@ import pytest
 from hierbench.artifacts import provenance_path, read_parquet_metadata
 from hierbench.effects import (
     EffectsError,
+    add_arm,
     arm_table,
     arms_summary,
     baseline_rows,
@@ -365,6 +366,66 @@ def test_missing_arm_for_a_seed_names_dataset_seed_and_arm():
     )
     with pytest.raises(EffectsError, match=r"dataset 'zoo', seed 2 lacks arm\(s\) \['H_S'\]"):
         effects_by_seed(table[~gone])
+
+
+# The companion cells' per-seed values (seeds 1, 2, 3) and their three contrasts, by hand.
+COMPANION_ARMS = {"E_A": (3.5, 2.0, 4.5), "L_A": (2.5, 4.5, 6.0)}
+EXPECTED_COMPANION = {
+    "loss_AS_E": (0.5, -0.5, 0.5),  # E_A - E_S
+    "loss_AS_hyp": (0.5, 0.5, -1.0),  # L_A - H_S
+    "geom_A": (-1.0, 2.5, 1.5),  # L_A - E_A
+}
+
+
+def with_companion(table: pd.DataFrame, dataset: str = "toy") -> pd.DataFrame:
+    """A per-seed table plus E_A and L_A rows for one dataset, at mean_hierarchy mAP."""
+    rows = [
+        (dataset, arm[0], "A", seed, level, metric, value)
+        for arm, values in COMPANION_ARMS.items()
+        for seed, value in zip(SEEDS, values, strict=True)
+        for level, metric in (("mean_hierarchy", "map"), ("leaf", "r@1"))
+    ]
+    return pd.concat([table, pd.DataFrame(rows, columns=table.columns)], ignore_index=True)
+
+
+def test_companion_contrasts_for_each_seed_only_where_its_cells_ran():
+    effects = effects_by_seed(with_companion(per_seed_table()))
+    toy = effects[(effects["dataset"] == "toy") & (effects["level"] == "mean_hierarchy")]
+    assert toy["effect"].unique().tolist() == [
+        "geom_R", "geom_S", "loss_E", "loss_H", "int", "loss_AS_E", "loss_AS_hyp", "geom_A"
+    ]  # fmt: skip
+    for effect, expected in {**EXPECTED_EFFECTS, **EXPECTED_COMPANION}.items():
+        chosen = toy[toy["effect"] == effect]
+        assert chosen["seed"].tolist() == list(SEEDS)
+        assert chosen["value"].tolist() == pytest.approx(expected)
+    zoo = effects[effects["dataset"] == "zoo"]
+    assert set(zoo["effect"]) == set(EXPECTED_EFFECTS)
+    summary = effects_summary(effects)
+    row = _one(summary, dataset="toy", level="mean_hierarchy", metric="map", effect="geom_A")
+    assert row["mean"] == pytest.approx(1.0) and row["positive_seeds"] == 2
+
+
+def test_companion_arms_in_the_arm_tables_after_the_factorial():
+    arms = arms_summary(with_companion(per_seed_table()))
+    toy = add_arm(arms[(arms["dataset"] == "toy") & (arms["metric"] == "map")])
+    assert toy["arm"].tolist() == ["frozen", "E_R", "H_R", "E_S", "H_S", "E_A", "L_A"]
+    assert _one(toy, arm="L_A")["mean"] == pytest.approx(13 / 3)
+    table = arm_table(arms)
+    assert table[table["dataset"] == "toy"]["arm"].tolist()[-2:] == ["E_A", "L_A"]
+
+
+def test_a_companion_arm_missing_for_a_seed_is_named():
+    table = with_companion(per_seed_table())
+    gone = (table["geometry"] == "L") & (table["seed"] == 3)
+    with pytest.raises(EffectsError, match=r"dataset 'toy', seed 3 lacks arm\(s\) \['L_A'\]"):
+        effects_by_seed(table[~gone])
+
+
+def test_unknown_arm_pairings_are_errors():
+    table = per_seed_table()
+    table.loc[0, "geometry"] = "L"  # the Lorentz head is only trained with the A loss
+    with pytest.raises(EffectsError, match=r"geometry 'L' with loss 'R'.*no arm of the study"):
+        arms_summary(table)
 
 
 def test_unknown_suffix_and_missing_file(tmp_path: Path):

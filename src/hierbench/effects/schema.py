@@ -5,16 +5,19 @@ within each training seed; the training seeds are the statistical units (mean ±
 ddof = 1).
 
 Formats (every frame returned here is in canonical order: datasets and seeds ascending, arms
-frozen, E_R, H_R, E_S, H_S, levels leaf, middle, high, mean_hierarchy, all, metrics map, r@K by
-K, then ot@K by K, effects geom_R, geom_S, loss_E, loss_H, int; the index is a plain range):
+frozen, E_R, H_R, E_S, H_S, E_A, L_A, levels leaf, middle, high, mean_hierarchy, all, metrics map,
+r@K by K, then ot@K by K, effects geom_R, geom_S, loss_E, loss_H, int, loss_AS_E, loss_AS_hyp,
+geom_A; the index is a plain range):
 
 - per-seed table: ``dataset, geometry, loss, seed, level, metric, value`` (long format), one row
-  per (dataset, geometry, loss, seed, level, metric). ``geometry`` is E or H and ``loss`` R or S;
+  per (dataset, geometry, loss, seed, level, metric). ``geometry`` is E or H and ``loss`` R or S,
+  or, for the companion method's cells, E_A and L_A (geometry E or L, loss A);
   the frozen-feature baseline is kept in the same table with geometry = loss = ``frozen`` (seed
   -1 when it comes from the evaluation stage). ``value`` is a finite float or NaN.
 - arms summary: ``dataset, geometry, loss, level, metric, mean, sd, n``, frozen included.
 - effects by seed: ``dataset, level, metric, effect, seed, value`` from the four factorial arms
-  of the same seed; the frozen baseline takes no part.
+  of the same seed (and, where the companion cells ran, their three contrasts with E_S and H_S);
+  the frozen baseline takes no part.
 - effects summary: ``dataset, level, metric, effect, mean, sd, n, positive_seeds``.
 
 Levels and metrics: mAP and Recall@K are scored at leaf, middle and high (and their
@@ -40,10 +43,11 @@ import pandas as pd
 from hierbench.protocol import (
     ALL_LEVELS,
     ARM_ORDER,
+    COMPANION_LOSS,
     EFFECT_ORDER,
     FACTORIAL_ARMS,
     FROZEN,
-    GEOMETRIES,
+    HEAD_NAMES,
     LEVEL_ORDER,
     LOSSES,
     MEAN_HIERARCHY,
@@ -238,15 +242,23 @@ def check_choices(values: pd.Series, column: str, allowed: Sequence[str], source
 
 
 def check_arms(frame: pd.DataFrame, source: str) -> None:
-    """Geometry E/H with loss R/S, or both "frozen" for the baseline."""
-    check_choices(frame["geometry"], "geometry", (*GEOMETRIES, FROZEN), source)
-    check_choices(frame["loss"], "loss", (*LOSSES, FROZEN), source)
+    """Each row's geometry and loss form a known arm: a factorial cell (E/H with R/S), a
+    companion cell (E_A, L_A), or both "frozen" for the baseline."""
+    check_choices(frame["geometry"], "geometry", (*HEAD_NAMES, FROZEN), source)
+    check_choices(frame["loss"], "loss", (*LOSSES, COMPANION_LOSS, FROZEN), source)
     mixed = (frame["geometry"] == FROZEN) != (frame["loss"] == FROZEN)
     if mixed.any():
         row = frame[mixed].iloc[0]
         raise EffectsError(
             f"{source}: dataset {row['dataset']!r} has geometry {row['geometry']!r} with loss "
             f"{row['loss']!r}; the baseline needs geometry and loss both {FROZEN!r}"
+        )
+    unknown = ~arm_labels(frame).isin(ARM_ORDER)
+    if unknown.any():
+        row = frame[unknown].iloc[0]
+        raise EffectsError(
+            f"{source}: dataset {row['dataset']!r} has geometry {row['geometry']!r} with loss "
+            f"{row['loss']!r}, which is no arm of the study; the arms are {list(ARM_ORDER)}"
         )
 
 

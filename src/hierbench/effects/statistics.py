@@ -34,15 +34,26 @@ from hierbench.effects.schema import (
     validate_per_seed,
     value_column,
 )
-from hierbench.protocol import EFFECT_ORDER, FACTORIAL_ARMS, FROZEN, MEAN_HIERARCHY
+from hierbench.protocol import (
+    COMPANION_ARMS,
+    COMPANION_EFFECTS,
+    FACTORIAL_ARMS,
+    FACTORIAL_EFFECTS,
+    FROZEN,
+    MEAN_HIERARCHY,
+)
 
-# Each effect computed from a frame with one column per arm (rows are seeds).
+# Each effect computed from a frame with one column per arm (rows are seeds): the factorial's
+# five, then the companion method's three contrasts (only where its cells ran).
 EFFECT_FORMULAS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "geom_R": lambda arm: arm["H_R"] - arm["E_R"],
     "geom_S": lambda arm: arm["H_S"] - arm["E_S"],
     "loss_E": lambda arm: arm["E_S"] - arm["E_R"],
     "loss_H": lambda arm: arm["H_S"] - arm["H_R"],
     "int": lambda arm: (arm["H_S"] - arm["E_S"]) - (arm["H_R"] - arm["E_R"]),
+    "loss_AS_E": lambda arm: arm["E_A"] - arm["E_S"],
+    "loss_AS_hyp": lambda arm: arm["L_A"] - arm["H_S"],
+    "geom_A": lambda arm: arm["L_A"] - arm["E_A"],
 }
 EFFECT_DEFINITIONS: dict[str, str] = {
     "geom_R": "H_R - E_R",
@@ -50,6 +61,9 @@ EFFECT_DEFINITIONS: dict[str, str] = {
     "loss_E": "E_S - E_R",
     "loss_H": "H_S - H_R",
     "int": "(H_S - E_S) - (H_R - E_R)",
+    "loss_AS_E": "E_A - E_S",
+    "loss_AS_hyp": "L_A - H_S",
+    "geom_A": "L_A - E_A",
 }
 
 
@@ -197,38 +211,51 @@ def arms_summary(per_seed: pd.DataFrame) -> pd.DataFrame:
     return canonical_order(summary[list(ARMS_COLUMNS)], ("dataset", "arm", "level", "metric"))
 
 
-def _check_complete_arms(factorial: pd.DataFrame) -> None:
-    """Every (dataset, level, metric, seed) needs all four arms; raise naming the first gap."""
+def _check_complete_arms(arms: pd.DataFrame, required: tuple[str, ...]) -> None:
+    """Every (dataset, level, metric, seed) needs each required arm; raise naming the first
+    gap."""
     keys = ["dataset", "level", "metric", "seed"]
     present = (
-        factorial.assign(present=True)
+        arms.assign(present=True)
         .set_index([*keys, "arm"])["present"]
         .unstack("arm", fill_value=False)
-        .reindex(columns=list(FACTORIAL_ARMS), fill_value=False)
+        .reindex(columns=list(required), fill_value=False)
     )
     for key, row in present.iterrows():
-        missing = [arm for arm in FACTORIAL_ARMS if not row[arm]]
+        missing = [arm for arm in required if not row[arm]]
         if missing:
             dataset, level, metric, seed = key
             raise EffectsError(
                 f"per-seed table: dataset {dataset!r}, seed {seed} lacks arm(s) {missing} "
-                f"(level {level!r}, metric {metric!r}); every seed needs all of "
-                f"{list(FACTORIAL_ARMS)}"
+                f"(level {level!r}, metric {metric!r}); every seed needs all of {list(required)}"
             )
 
 
-def effects_by_seed(per_seed: pd.DataFrame) -> pd.DataFrame:
-    """The five simple effects of each seed from its four factorial arms (frozen ignored)."""
-    frame = validate_per_seed(per_seed)
-    factorial = frame[frame["geometry"] != FROZEN].assign(arm=arm_labels)
-    if factorial.empty:
-        raise EffectsError("per-seed table holds only frozen-baseline rows; no factorial arms")
-    _check_complete_arms(factorial)
+def _dataset_effects(arms: pd.DataFrame) -> pd.DataFrame:
+    """One dataset's effects by seed (wide: an effect per column); the companion contrasts
+    only when its cells are in the table, and then for every seed."""
+    companion = bool(arms["arm"].isin(COMPANION_ARMS).any())
+    required = (*FACTORIAL_ARMS, *COMPANION_ARMS) if companion else FACTORIAL_ARMS
+    _check_complete_arms(arms, required)
+    effects = (*FACTORIAL_EFFECTS, *COMPANION_EFFECTS) if companion else FACTORIAL_EFFECTS
     keys = ["dataset", "level", "metric", "seed"]
-    wide = factorial.set_index([*keys, "arm"])["value"].unstack("arm")
-    columns = {effect: formula(wide) for effect, formula in EFFECT_FORMULAS.items()}
-    effects = pd.DataFrame(columns, index=wide.index).reset_index()
-    long = effects.melt(id_vars=keys, value_vars=list(EFFECT_ORDER), var_name="effect")
+    wide = arms.set_index([*keys, "arm"])["value"].unstack("arm")
+    columns = {effect: EFFECT_FORMULAS[effect](wide) for effect in effects}
+    return pd.DataFrame(columns, index=wide.index).reset_index()
+
+
+def effects_by_seed(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """The simple effects of each seed from its arms (frozen ignored): the factorial's five,
+    and the companion method's three contrasts in datasets where its cells ran."""
+    frame = validate_per_seed(per_seed)
+    trained = frame[frame["geometry"] != FROZEN].assign(arm=arm_labels)
+    if trained.empty:
+        raise EffectsError("per-seed table holds only frozen-baseline rows; no factorial arms")
+    keys = ["dataset", "level", "metric", "seed"]
+    parts = [_dataset_effects(arms) for _, arms in trained.groupby("dataset", sort=True)]
+    long = pd.concat(
+        [part.melt(id_vars=keys, var_name="effect") for part in parts], ignore_index=True
+    )
     long = long.astype({"effect": "str", "value": "float64"})
     order = ("dataset", "level", "metric", "effect", "seed")
     return canonical_order(long[list(EFFECTS_BY_SEED_COLUMNS)], order)

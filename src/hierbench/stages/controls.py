@@ -14,9 +14,7 @@ import pandas as pd
 from hierbench.artifacts import publish, write_parquet, write_text
 from hierbench.baselines.tables import arm_order as baseline_order
 from hierbench.baselines.tables import baselines_per_seed, baselines_table
-from hierbench.controls.common import per_seed_by_variant, per_seed_of_arms
-from hierbench.controls.companion import ARMS as COMPANION_ORDER
-from hierbench.controls.companion import companion_contrasts, companion_table
+from hierbench.controls.common import per_seed_by_variant
 from hierbench.controls.curvature import (
     MATCHED_EUCLIDEAN,
     OPERATING_POINT,
@@ -122,7 +120,7 @@ def _concat(paths: list[str | Path]) -> pd.DataFrame:
     return pd.concat([pd.read_parquet(path) for path in paths], ignore_index=True)
 
 
-# Per-seed rows of arms labelled by ``variant`` (baselines, companion cells): no factorial codes.
+# Per-seed rows of arms labelled by ``variant`` (the baselines): no factorial codes.
 ARM_PER_SEED_KEYS = ["variant", *[key for key in PER_SEED_KEYS if key not in ("geometry", "loss")]]
 
 
@@ -171,23 +169,3 @@ def build_outer_tables(
     _publish_figure(control_figure(figure_rows(per_split), order, title), outputs["figure"], job)
     log.info("%s outer splits: %s", dataset, sorted(set(per_split["split"])))
     return per_split
-
-
-def build_companion_tables(
-    dataset: str,
-    summaries: list[str | Path],
-    outputs: dict[str, list[str]],
-    job: JobContext,
-) -> pd.DataFrame:
-    """Write the companion cells' per-seed rows, their table beside E_S and H_S, the contrasts
-    (loss A − S per geometry, L − E under A) and the figure, under the registered aggregation."""
-    per_seed = per_seed_of_arms(_concat(summaries), REGISTERED_AGGREGATION[dataset])
-    _write_arm_per_seed(per_seed, outputs["per_seed"][0], job)
-    _write_table(companion_table(per_seed), Path(outputs["table"][0]).with_suffix(""), job)
-    contrasts = companion_contrasts(per_seed)
-    _write_table(contrasts, Path(outputs["contrasts"][0]).with_suffix(""), job)
-    order = [arm for arm in COMPANION_ORDER if arm in set(per_seed["variant"])]
-    title = f"{dataset}: the companion method (angle entailment) beside SupCon"
-    _publish_figure(control_figure(per_seed, order, title), outputs["figure"], job)
-    log.info("%s companion cells: %s", dataset, order)
-    return per_seed
