@@ -182,7 +182,7 @@ def test_tables_and_figures_of_the_study(built_repo: Path):
     for dataset in DATASETS:
         base = built_repo / f"results/{dataset}"
         summary = (base / "tables/summary.md").read_text()
-        for arm in ("frozen", "E_R", "H_R", "E_S", "H_S"):
+        for arm in ("frozen", "E_R", "H_R", "E_S", "H_S", "E_A", "L_A"):
             assert f"| {dataset} | {arm} |" in summary
         assert "## OT@K per arm" in summary and "## Simple effects on OT@K" in summary
         assert (
@@ -191,7 +191,10 @@ def test_tables_and_figures_of_the_study(built_repo: Path):
             .startswith("| dataset | arm | ot@5 | ot@10 | ot@20 |")
         )
         effects = pd.read_parquet(base / "tables/effects_summary.parquet")
-        assert set(effects["effect"]) == {"geom_R", "geom_S", "loss_E", "loss_H", "int"}
+        assert effects["effect"].drop_duplicates().tolist() == [
+            *("geom_R", "geom_S", "loss_E", "loss_H", "int"),  # the factorial's simple effects
+            *("loss_AS_E", "loss_AS_hyp", "geom_A"),  # the companion cells' contrasts (tiny: on)
+        ]
         # Tiny NABirds has no test supergroup with two parents: no valid high-level query.
         complete = effects[effects["level"].isin(["leaf", "middle"]) | (dataset == "cub")]
         assert (complete["n"] == 3).all()

@@ -187,12 +187,39 @@ def _pairwise_angles(
     return angles
 
 
-def multi_positive_nce(logits: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
-    """mean over anchors with a positive of −mean_{positives} log softmax (rows are anchors)."""
-    log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
-    counts = positives.sum(dim=1)
-    per_anchor = torch.where(positives, log_prob, 0.0).sum(dim=1) / counts.clamp_min(1)
+def multi_positive_nce(logits: torch.Tensor, positives: torch.Tensor, dim: int = 1) -> torch.Tensor:
+    """mean over anchors with a positive of −mean_{positives} log softmax; the anchors lie
+    along ``dim`` (1: each row is an anchor, softmax over its columns; 0: each column is)."""
+    log_prob = logits - torch.logsumexp(logits, dim=dim, keepdim=True)
+    counts = positives.sum(dim=dim)
+    per_anchor = torch.where(positives, log_prob, 0.0).sum(dim=dim) / counts.clamp_min(1)
     return -per_anchor.sum() / (counts > 0).sum().clamp_min(1)
+
+
+def require_entailment_pairs(
+    parents: torch.Tensor, children: torch.Tensor, entails: torch.Tensor
+) -> None:
+    """Raise ``NoEntailmentPairError`` when entails has no True entry."""
+    if not bool(entails.any()):
+        raise NoEntailmentPairError(
+            f"entails has no True entry: none of the {len(parents)} parents entails any of the "
+            f"{len(children)} children, so the entailment loss has no anchor"
+        )
+
+
+def entailment_nce(
+    parent_child: torch.Tensor,
+    child_parent: torch.Tensor,
+    entails: torch.Tensor,
+    temperature: torch.Tensor,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """L_pc + L_cp from the angles, both (P, C): ``parent_child[i, j]`` = ext(p_i, q_j) and
+    ``child_parent[i, j]`` = ext(q_j, p_i) (the child → parent softmax runs down the columns)."""
+    loss_pc = multi_positive_nce((math.pi - parent_child) / temperature, entails, dim=1)
+    loss_cp = multi_positive_nce(child_parent / temperature, entails, dim=0)
+    values = torch.stack([loss_pc, loss_cp]).detach().tolist()
+    parts = {"loss_parent_child": values[0], "loss_child_parent": values[1]}
+    return loss_pc + loss_cp, parts
 
 
 def angle_entailment_loss(
@@ -206,21 +233,15 @@ def angle_entailment_loss(
 
     ``angle_fn(a, b)`` gives pairwise exterior angles (N_a, N_b), e.g. ``lorentz_angle_fn(c)``
     or ``euclidean_exterior_angle``. Raises ``NoEntailmentPairError`` when entails is all False.
+    The readable reference: cells train with ``hierbench.losses.entailment_fused``'s
+    ``fused_angle_entailment_loss``, the same loss with both angle directions in one pass.
     """
     _check_loss_inputs(parents, children, entails, temperature)
     entails = entails.to(parents.device)
-    if not bool(entails.any()):
-        raise NoEntailmentPairError(
-            f"entails has no True entry: none of the {len(parents)} parents entails any of the "
-            f"{len(children)} children, so the entailment loss has no anchor"
-        )
+    require_entailment_pairs(parents, children, entails)
     parent_child = _pairwise_angles(angle_fn, parents, children, "parents, children")
     child_parent = _pairwise_angles(angle_fn, children, parents, "children, parents")
-    loss_pc = multi_positive_nce((math.pi - parent_child) / temperature, entails)
-    loss_cp = multi_positive_nce(child_parent / temperature, entails.T)
-    values = torch.stack([loss_pc, loss_cp]).detach().tolist()
-    parts = {"loss_parent_child": values[0], "loss_child_parent": values[1]}
-    return loss_pc + loss_cp, parts
+    return entailment_nce(parent_child, child_parent.T, entails, temperature)
 
 
 class LearnableTemperature(nn.Module):

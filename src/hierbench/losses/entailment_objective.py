@@ -1,6 +1,7 @@
 """The angle-entailment objective (A) as a cell trains it: pairs from boxes, cross-image partners
-and the taxonomy (``hierbench.entailment_pairs``), scored by ``angle_entailment_loss`` with the
-head's geometry (Euclidean cones for E, the Lorentz model at the head's learned curvature for L).
+and the taxonomy (``hierbench.entailment_pairs``), scored by the angle-entailment loss in its
+fused form (``fused_angle_entailment_loss``) with the head's geometry (Euclidean cones for E, the
+Lorentz model at the head's learned curvature for L).
 
 Its own parameters, the middle and high group embeddings (tangent vectors at the origin, mapped
 by the head's geometry) and the learnable temperature, are initialised from a generator of their
@@ -17,12 +18,8 @@ from torch import nn
 
 from hierbench.entailment_pairs import PairSources, batch_pairs
 from hierbench.geometry.lorentz import expmap0
-from hierbench.losses.entailment import (
-    LearnableTemperature,
-    angle_entailment_loss,
-    euclidean_exterior_angle,
-    lorentz_angle_fn,
-)
+from hierbench.losses.entailment import LearnableTemperature
+from hierbench.losses.entailment_fused import fused_angle_entailment_loss
 
 GROUP_INIT_SCALE = 0.1  # group embeddings start near the origin: generic parents
 
@@ -91,11 +88,9 @@ class EntailmentObjective(nn.Module):
             middle, high = self._place(model, self.middle), self._place(model, self.high)
             parents += [middle, high]
             children += [middle, images]
-        angle = (
-            lorentz_angle_fn(model.curvature) if self.geometry == "L" else euclidean_exterior_angle
-        )
-        loss, parts = angle_entailment_loss(
-            torch.cat(parents), torch.cat(children), pairs.entails, self.temperature(), angle
+        curvature = model.curvature if self.geometry == "L" else None
+        loss, parts = fused_angle_entailment_loss(
+            torch.cat(parents), torch.cat(children), pairs.entails, self.temperature(), curvature
         )
         return loss, {"loss_c": None, "loss_m": None, "loss_h": None, **parts}
 
