@@ -79,19 +79,67 @@ def test_defaults_fill_an_empty_config_with_the_paper_protocol():
 
 
 def _walk_properties(node: dict[str, Any], path: str):
+    """Every key of the schema: properties, the schema of other keys (a dataset under a name of
+    its own, ``<name>``) and each kind's branch."""
     node = _resolve(node, SCHEMA)
     required = set(node.get("required", []))
     for name, sub in node.get("properties", {}).items():
         resolved = _resolve(sub, SCHEMA)
         yield f"{path}.{name}".lstrip("."), resolved, name in required
         yield from _walk_properties(resolved, f"{path}.{name}")
+    if isinstance(node.get("additionalProperties"), dict):
+        yield from _walk_properties(node["additionalProperties"], f"{path}.<name>")
+    for branch in node.get("allOf", []):
+        yield from _walk_properties(branch["then"], path)
+
+
+def test_the_schema_walk_reaches_a_table_datasets_keys():
+    keys = {key for key, _, _ in _walk_properties(SCHEMA, "")}
+    assert "datasets.<name>.splits.middles.train" in keys and "datasets.<name>.levels" in keys
+
+
+TABLE = {"kind": "table", "levels": ["species", "genus", "family"], "root": "data/beetles"}
+
+
+def test_a_dataset_under_a_name_of_its_own_takes_its_kinds_defaults():
+    config = validate_config({"datasets": {"beetles": TABLE}}, SCHEMA)
+    beetles = config["datasets"]["beetles"]
+    assert beetles["splits"]["protocol"] == "middle-disjoint"
+    assert beetles["splits"]["middles"] == {"train": 0.6, "validation": 0.2, "test": 0.2}
+    assert beetles["aggregation"] == "query_micro" and beetles["source"] == "folder"
+    assert "kind" not in config["datasets"]["cub"]  # the bird entries stay as they were
+    renamed = validate_config({"datasets": {"cub_small": {"kind": "cub"}}}, SCHEMA)
+    assert renamed["datasets"]["cub_small"]["taxonomy"]["fuzzy_threshold"] == 90
+
+
+@pytest.mark.parametrize(
+    ("datasets", "expected"),
+    [
+        ({"bad name!": TABLE}, "'datasets.bad name!': the name 'bad name!' may hold only"),
+        (
+            {"beetles": {"levels": ["a", "b", "c"]}},
+            "missing required config key 'datasets.beetles.kind'",
+        ),
+        ({"beetles": {"kind": "table"}}, "missing required config key 'datasets.beetles.levels'"),
+        ({"beetles": {**TABLE, "kind": "insects"}}, "'datasets.beetles.kind'"),
+        ({"beetles": {**TABLE, "typo": 1}}, "unknown config key 'datasets.beetles.typo'"),
+        ({"cub": {"kind": "table"}}, "'datasets.cub.kind'"),
+    ],
+)
+def test_dataset_names_and_kinds_are_checked_naming_the_key(datasets, expected):
+    assert expected in _error({"datasets": datasets})
 
 
 def test_every_key_has_a_description_and_a_default_unless_required():
     keys = list(_walk_properties(SCHEMA, ""))
     assert len(keys) > 50
     undocumented = [key for key, node, _ in keys if not node.get("description")]
-    no_default = [key for key, node, required in keys if "default" not in node and not required]
+    # A const key (a bird dataset's optional `kind`) has one value: nothing to default to.
+    no_default = [
+        key
+        for key, node, required in keys
+        if "default" not in node and "const" not in node and not required
+    ]
     assert undocumented == []
     assert no_default == []
 

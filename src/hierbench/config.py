@@ -57,6 +57,11 @@ def describe_error(error: ValidationError) -> str:
         missing = [key for key in error.validator_value if key not in error.instance]
         names = ", ".join(f"'{key_path([*error.absolute_path, key])}'" for key in missing)
         return f"missing required config key {names}"
+    if "propertyNames" in error.relative_schema_path:
+        return (
+            f"config key '{key_path([*error.absolute_path, error.instance])}': the name "
+            f"{error.instance!r} may hold only letters, digits, '_' and '-' (it is used in paths)"
+        )
     return f"config key '{where}': {error.message}"
 
 
@@ -86,16 +91,27 @@ def _resolve(node: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fill(value: Any, node: dict[str, Any], root: dict[str, Any]) -> Any:
-    """Fill defaults into ``value`` following schema ``node``."""
+    """Fill defaults into ``value`` following schema ``node``: its properties, a referenced
+    schema for other keys (``additionalProperties: {$ref}``: a dataset under a name of its own;
+    free maps such as the semantic arms are left as written) and the ``then`` of each ``allOf``
+    branch whose ``if`` holds (a dataset's schema chosen by its kind)."""
     node = _resolve(node, root)
     if not isinstance(value, dict):
         return value
-    for name, sub in node.get("properties", {}).items():
+    properties = node.get("properties", {})
+    for name, sub in properties.items():
         sub_resolved = _resolve(sub, root)
         if name not in value and "default" in sub_resolved:
             value[name] = copy.deepcopy(sub_resolved["default"])
         if name in value:
             value[name] = _fill(value[name], sub_resolved, root)
+    others = node.get("additionalProperties")
+    if isinstance(others, dict) and "$ref" in others:  # named blocks (datasets), not free maps
+        for name in [name for name in value if name not in properties]:
+            value[name] = _fill(value[name], others, root)
+    for branch in node.get("allOf", []):
+        if "if" in branch and jsonschema.Draft202012Validator(branch["if"]).is_valid(value):
+            value = _fill(value, branch["then"], root)
     return value
 
 
