@@ -4,9 +4,10 @@
 
 from snakemake.utils import min_version, validate
 
-from hierbench.config import check_inputs_exist, load_yaml, validate_config
+from hierbench.config import check_inputs_exist, enabled_datasets, load_yaml, validate_config
 from hierbench.controls.curvature import POINT_PATTERN
-from hierbench.protocol import COMPANION_CELLS, DATASETS, GEOMETRIES, LOSSES, alternatives
+from hierbench.dataset_kinds import name_constraint
+from hierbench.protocol import COMPANION_CELLS, GEOMETRIES, LOSSES, alternatives
 
 min_version("9.0")
 
@@ -21,7 +22,7 @@ check_inputs_exist(config)
 
 
 wildcard_constraints:
-    dataset=alternatives(DATASETS),
+    dataset=name_constraint(enabled_datasets(config)),
     name="classes|hierarchy",
     geometry=alternatives(GEOMETRIES),
     loss=alternatives(LOSSES),

@@ -7,6 +7,16 @@ from hierbench.config import enabled_datasets, locked_config, training_config
 from hierbench.controls.curvature import curvature_points, parse_point, point_label
 from hierbench.controls.outer import outer_cells, outer_splits
 from hierbench.controls.semantic import semantic_arms
+from hierbench.dataset_kinds import (
+    TABLE_LAYOUT_FOLDER,
+    dataset_kind,
+    datasets_of_kind,
+    images_subfolder,
+    layout_folder,
+    level_names,
+    name_constraint,
+    registered_aggregation,
+)
 from hierbench.hashing import source_fingerprint
 from hierbench.protocol import (
     ARMS_SUMMARY,
@@ -67,8 +77,10 @@ def final_outputs():
     targets += [
         path for dataset in DATASETS for name in FIGURES for path in figure_outputs(dataset, name)
     ]
-    if "nabirds" in DATASETS:
-        targets.append(f"{RESULTS}/nabirds/taxonomy/shuffled.parquet")
+    targets += [
+        f"{RESULTS}/{dataset}/taxonomy/shuffled.parquet"
+        for dataset in datasets_of_kind(config, "nabirds", DATASETS)
+    ]
     targets += [
         path for dataset in DATASETS if curvature_labels(dataset) for path in curvature_outputs(dataset)
     ]
@@ -85,20 +97,25 @@ def benchmark_for(output_path):
     return output_path.replace(f"{RESULTS}/", f"{LOGS}/", 1) + ".benchmark.tsv"
 
 
-def cub_taxonomy_config():
-    """The CUB taxonomy block of the config."""
-    return config["datasets"]["cub"]["taxonomy"]
+def kind_constraint(kind):
+    """The wildcard constraint of the rules that serve one dataset kind: its datasets' names."""
+    return name_constraint(datasets_of_kind(config, kind, DATASETS))
+
+
+def cub_taxonomy_config(wildcards):
+    """The taxonomy block of a CUB-kind dataset."""
+    return config["datasets"][wildcards.dataset]["taxonomy"]
 
 
 def cub_checklist_input(wildcards):
     """The checklist CSV as an input when the config names one (the default ships in a package)."""
-    spec = cub_taxonomy_config()["checklist"]
+    spec = cub_taxonomy_config(wildcards)["checklist"]
     return [] if spec == "default" else [spec]
 
 
 def demo_folder(dataset):
-    """Where the demo of a dataset is rendered."""
-    return f"{RESULTS}/{dataset}/demo/{LAYOUT_FOLDERS[dataset]}"
+    """Where the demo of a dataset is rendered (its layout's folder name, by kind)."""
+    return f"{RESULTS}/{dataset}/demo/{layout_folder(config, dataset)}"
 
 
 def dataset_root(wildcards):
@@ -250,6 +267,13 @@ def hyperbolic_cells(dataset, name):
 def source_identity(*paths):
     """Content fingerprint of source inputs (a params value: edits rerun, touches do not)."""
     return source_fingerprint([path for path in paths if path])
+
+
+def folder_source(wildcards):
+    """The source input of a rule that reads only the dataset folder (a real folder's
+    fingerprint; a demo folder is a rule's output)."""
+    block = config["datasets"][wildcards.dataset]
+    return source_identity(block["root"] if block["source"] == "folder" else None)
 
 
 def real_sources(wildcards):

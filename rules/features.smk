@@ -20,6 +20,7 @@ rule features_dev:
         code=code("stages.features"),
         source=real_sources,
         backbone=config["backbone"],
+        images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
     conda:
         "../environment.yml"
     script:
@@ -44,6 +45,7 @@ rule features_sealed_test:
         code=code("stages.features"),
         source=real_sources,
         backbone=config["backbone"],
+        images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
     conda:
         "../environment.yml"
     script:
@@ -69,6 +71,7 @@ rule features_dev_crops:
         code=code("stages.features"),
         source=real_sources,
         backbone=config["backbone"],
+        images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
     conda:
         "../environment.yml"
     script:

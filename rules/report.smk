@@ -100,6 +100,7 @@ rule semantic_tables:
         log_for(f"{RESULTS}/{{dataset}}/tables/controls/{SEMANTIC_CONTROL}.md"),
     params:
         code=code("stages.controls"),
+        aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
     conda:
         "../environment.yml"
     script:
@@ -122,6 +123,7 @@ rule baselines_tables:
         log_for(f"{RESULTS}/{{dataset}}/tables/{BASELINES}.md"),
     params:
         code=code("stages.controls"),
+        aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
         dimensions=lambda wildcards: pca_dimensions(config, wildcards.dataset),
     conda:
         "../environment.yml"

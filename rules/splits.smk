@@ -18,6 +18,7 @@ rule splits:
     params:
         code=code("stages.splits"),
         config=lambda wildcards: split_config(wildcards.dataset),
+        kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
     conda:
         "../environment.yml"
     script:

@@ -1,30 +1,35 @@
 # Stage: taxonomy. CUB class names matched to a bird checklist (Class -> Genus -> Family);
-# NABirds' own tree (Leaf -> Parent -> Supergroup); the shuffled control taxonomy.
+# NABirds' own tree (Leaf -> Parent -> Supergroup); a table dataset's taxonomy.csv; the shuffled
+# control taxonomy. Each dataset's kind picks its rule.
 
 
 rule taxonomy_cub:
     input:
-        classes=f"{RESULTS}/cub/inputs/classes.txt",
-        aliases=cub_taxonomy_config()["aliases"],
+        classes=f"{RESULTS}/{{dataset}}/inputs/classes.txt",
+        aliases=lambda wildcards: cub_taxonomy_config(wildcards)["aliases"],
         alias_schema="schemas/aliases.schema.json",
         checklist=cub_checklist_input,
     output:
-        table=f"{RESULTS}/cub/taxonomy/taxonomy.parquet",
-        report=f"{RESULTS}/cub/taxonomy/match_report.md",
+        table=f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
+        report=f"{RESULTS}/{{dataset}}/taxonomy/match_report.md",
     log:
-        log_for(f"{RESULTS}/cub/taxonomy/taxonomy.parquet"),
+        log_for(f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet"),
     benchmark:
-        benchmark_for(f"{RESULTS}/cub/taxonomy/taxonomy.parquet")
+        benchmark_for(f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet")
+    wildcard_constraints:
+        dataset=kind_constraint("cub"),
     params:
         code=code("stages.taxonomy"),
         source=lambda wildcards: source_identity(
-            cub_taxonomy_config()["aliases"], "schemas/aliases.schema.json", *cub_checklist_input(wildcards)
+            cub_taxonomy_config(wildcards)["aliases"],
+            "schemas/aliases.schema.json",
+            *cub_checklist_input(wildcards),
         ),
-        checklist=cub_taxonomy_config()["checklist"],
-        checklist_sha256=lambda wildcards: checklist_fingerprint(cub_taxonomy_config()["checklist"]),
-        checklist_columns=cub_taxonomy_config()["checklist_columns"],
-        fuzzy_threshold=cub_taxonomy_config()["fuzzy_threshold"],
-        fuzzy_margin=cub_taxonomy_config()["fuzzy_margin"],
+        checklist=lambda wildcards: cub_taxonomy_config(wildcards)["checklist"],
+        checklist_sha256=lambda wildcards: checklist_fingerprint(cub_taxonomy_config(wildcards)["checklist"]),
+        checklist_columns=lambda wildcards: cub_taxonomy_config(wildcards)["checklist_columns"],
+        fuzzy_threshold=lambda wildcards: cub_taxonomy_config(wildcards)["fuzzy_threshold"],
+        fuzzy_margin=lambda wildcards: cub_taxonomy_config(wildcards)["fuzzy_margin"],
     conda:
         "../environment.yml"
     script:
@@ -33,18 +38,40 @@ rule taxonomy_cub:
 
 rule taxonomy_nabirds:
     input:
-        classes=f"{RESULTS}/nabirds/inputs/classes.txt",
-        hierarchy=f"{RESULTS}/nabirds/inputs/hierarchy.txt",
+        classes=f"{RESULTS}/{{dataset}}/inputs/classes.txt",
+        hierarchy=f"{RESULTS}/{{dataset}}/inputs/hierarchy.txt",
     output:
-        f"{RESULTS}/nabirds/taxonomy/taxonomy.parquet",
+        f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
     log:
-        log_for(f"{RESULTS}/nabirds/taxonomy/taxonomy.parquet"),
+        log_for(f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet"),
+    wildcard_constraints:
+        dataset=kind_constraint("nabirds"),
     params:
         code=code("stages.taxonomy"),
     conda:
         "../environment.yml"
     script:
         "../workflow_scripts/taxonomy_nabirds.py"
+
+
+# Your own collection: taxonomy.csv, read together with images.csv (the reader checks both).
+rule taxonomy_table:
+    input:
+        root=dataset_root,
+    output:
+        f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet"),
+    wildcard_constraints:
+        dataset=kind_constraint("table"),
+    params:
+        code=code("stages.taxonomy"),
+        source=folder_source,
+        levels=lambda wildcards: level_names(config, wildcards.dataset),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/taxonomy_table.py"
 
 
 rule taxonomy_shuffled:
@@ -58,6 +85,7 @@ rule taxonomy_shuffled:
     params:
         code=code("stages.taxonomy"),
         seed=lambda wildcards: config["datasets"][wildcards.dataset]["taxonomy"]["shuffle_seed"],
+        levels=lambda wildcards: level_names(config, wildcards.dataset),
     conda:
         "../environment.yml"
     script:

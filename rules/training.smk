@@ -97,6 +97,7 @@ rule select_semantic_duration:
     params:
         code=code("stages.tuning"),
         config=lambda wildcards: semantic_config(wildcards.dataset),
+        aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
     conda:
         "../environment.yml"
     script:

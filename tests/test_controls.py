@@ -227,7 +227,15 @@ def test_duration_selection_trains_on_the_arm_labels_and_scores_on_the_true_ones
 
     out = tmp_path / "duration.json"
     tuning.select_semantic_duration(
-        "nabirds", "shuffle", "f", "s", paths, _semantic_config(), out, JobContext(rule="unit")
+        "nabirds",
+        "shuffle",
+        "f",
+        "s",
+        paths,
+        _semantic_config(),
+        out,
+        JobContext(rule="unit"),
+        aggregation="group_macro",
     )
     assert seen["trained"][:, 1:].tolist() == [[1, 5], [0, 6], [0, 6], [1, 5]]
     assert (seen["scored"] == true_labels).all()

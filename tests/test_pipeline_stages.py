@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from bird_artifacts import bird_artifact_hashes
 from conftest import TINY, snakemake
 from test_splits import assert_outer_splits_disjoint
 
@@ -295,3 +296,12 @@ def test_the_companion_cells_trained_audited_and_scored(built_repo: Path):
         assert "| geom_A |" in effects_table and "| L_A |" in arms_table
         crops, _ = read_feature_matrix(base / "features/dev_crops.parquet")
         assert set(crops["image_id"]) == set(dev["image_id"])
+
+
+def test_the_bird_datasets_data_artifacts_are_those_made_before_datasets_were_configurable(
+    built_repo: Path,
+):
+    """Taxonomy, inputs, demo folder, image table and splits of CUB and NABirds: the same
+    bytes as the tiny run made before datasets became config entries with a kind."""
+    golden = json.loads((Path(__file__).parent / "data/tiny_bird_artifacts.json").read_text())
+    assert bird_artifact_hashes(built_repo) == golden

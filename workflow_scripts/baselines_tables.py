@@ -10,4 +10,5 @@ build_baselines_tables(
     snakemake.params.dimensions,
     {name: list(files) for name, files in snakemake.output.items()},
     job,
+    aggregation=snakemake.params.aggregation,
 )

@@ -5,7 +5,7 @@ from hierbench.stages.demo import build_demo
 
 job = start_job(snakemake)
 build_demo(
-    snakemake.params.dataset,
+    snakemake.params.kind,
     snakemake.input.taxonomy,
     snakemake.output[0],
     job,

@@ -21,4 +21,5 @@ build(
     snakemake.params.backbone,
     snakemake.output[0],
     job,
+    images_dir=snakemake.params.images_dir,
 )

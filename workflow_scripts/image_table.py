@@ -4,4 +4,10 @@ from hierbench.jobs import start_job
 from hierbench.stages.images import build_image_table
 
 job = start_job(snakemake)
-build_image_table(snakemake.wildcards.dataset, snakemake.input[0], snakemake.output[0], job)
+build_image_table(
+    snakemake.wildcards.dataset,
+    snakemake.input[0],
+    snakemake.output[0],
+    job,
+    kind=snakemake.params.kind,
+)

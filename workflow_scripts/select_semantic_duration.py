@@ -13,4 +13,5 @@ select_semantic_duration(
     snakemake.params.config,
     snakemake.output[0],
     job,
+    aggregation=snakemake.params.aggregation,
 )

@@ -10,4 +10,5 @@ build_semantic_tables(
     list(snakemake.input.durations),
     {name: list(files) for name, files in snakemake.output.items()},
     job,
+    aggregation=snakemake.params.aggregation,
 )

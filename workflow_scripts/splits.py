@@ -11,4 +11,5 @@ build_splits_and_sealed_test(
     snakemake.params.config,
     dict(snakemake.output.items()),
     job,
+    kind=snakemake.params.kind,
 )

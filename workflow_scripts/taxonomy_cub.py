@@ -15,4 +15,5 @@ build_cub_taxonomy(
     alias_schema=snakemake.input.alias_schema,
     fuzzy_threshold=snakemake.params.fuzzy_threshold,
     fuzzy_margin=snakemake.params.fuzzy_margin,
+    dataset=snakemake.wildcards.dataset,
 )

@@ -11,4 +11,5 @@ build_shuffled_taxonomy(
     job,
     dataset=snakemake.wildcards.dataset,
     seed=snakemake.params.seed,
+    levels=tuple(snakemake.params.levels),
 )

@@ -16,6 +16,7 @@ from hierbench import __version__
 from hierbench.artifacts import write_parquet
 from hierbench.codehash import code_hash, module_closure
 from hierbench.config import ConfigError, check_inputs_exist, load_config
+from hierbench.dataset_kinds import TABLE_KIND, dataset_kind, level_names, table_folder
 from hierbench.effects import EffectsError, plan_effects, read_per_seed
 from hierbench.manifest import MANIFEST_NAME, manifest_table, report_json, report_lines, verify
 from hierbench.provenance import JobContext
@@ -23,6 +24,7 @@ from hierbench.seal import SealPaths, archive_seal, list_reseals, reseal_lines, 
 from hierbench.shipped import shipped_file
 from hierbench.stages.tables import write_plan
 from hierbench.stages.taxonomy import build_cub_taxonomy, build_nabirds_taxonomy
+from hierbench.table_dataset import level_counts, read_table_dataset
 from hierbench.taxonomy import DEFAULT_FUZZY_MARGIN, DEFAULT_FUZZY_THRESHOLD, TaxonomyError
 
 # Shipped files the options default to (found from any working folder, see hierbench.shipped).
@@ -54,6 +56,31 @@ def _config_check(args: argparse.Namespace) -> int:
         check_inputs_exist(config)
     json.dump(config, sys.stdout, indent=2, sort_keys=True)
     sys.stdout.write("\n")
+    return 0
+
+
+def _check_dataset(args: argparse.Namespace) -> int:
+    """Validate a table dataset of a config without running anything; print its counts."""
+    schema = _input_file("--schema", args.schema, DEFAULT_SCHEMA)
+    config = load_config(_input_file("CONFIG", args.config), schema)
+    kind = dataset_kind(config, args.name)
+    if kind != TABLE_KIND:
+        raise ValueError(
+            f"check-dataset validates table datasets; {args.name!r} is of kind {kind!r}"
+        )
+    root = table_folder(config, args.name)
+    counts = level_counts(read_table_dataset(root))
+    leaf, middle, high = level_names(config, args.name)
+    print(f"{args.name}: {root} is a valid table dataset")
+    rows = [("images", counts["images"]), (f"{leaf} (leaf)", counts["classes"])]
+    rows += [(f"{middle} (middle)", counts["middle"]), (f"{high} (high)", counts["high"])]
+    rows += [
+        (f"{split} images", counts[f"{split}_images"])
+        for split in ("train", "test")
+        if f"{split}_images" in counts
+    ]
+    for label, count in rows:
+        print(f"  {label:<24} {count:>8}")
     return 0
 
 
@@ -241,6 +268,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--inputs", action="store_true", help="also require the data and weights it names"
     )
     check.set_defaults(handler=_config_check)
+
+    dataset = commands.add_parser(
+        "check-dataset", help="validate a table dataset of a config and print its counts"
+    )
+    dataset.add_argument("config", type=Path, metavar="CONFIG")
+    dataset.add_argument("name", metavar="NAME", help="the dataset's name under datasets:")
+    dataset.add_argument(
+        "--schema", type=Path, help=f"config schema (default: the shipped {DEFAULT_SCHEMA})"
+    )
+    dataset.set_defaults(handler=_check_dataset)
 
     hashing = commands.add_parser("code-hash", help="source hash of library modules")
     hashing.add_argument("modules", nargs="+")

@@ -13,6 +13,7 @@ import jsonschema
 import yaml
 from jsonschema.exceptions import ValidationError
 
+from hierbench.dataset_kinds import dataset_kind
 from hierbench.protocol import PACKAGE_WEIGHTS_PREFIX
 from hierbench.shipped import shipped_file
 
@@ -20,6 +21,7 @@ SCHEMA_PATH = shipped_file("config.schema.yaml")  # found from any working folde
 DATASET_FOLDER_HINT = {
     "cub": "the CUB_200_2011 folder (images.txt, classes.txt, images/ ...)",
     "nabirds": "the NABirds folder (images.txt, classes.txt, hierarchy.txt, images/ ...)",
+    "table": "your collection's folder (images.csv, taxonomy.csv and the images they list)",
 }
 # The shipped input files a dataset reads, by their key paths under datasets.<name>.
 SHIPPED_INPUT_KEYS = {"cub": ("classes", "taxonomy.aliases"), "nabirds": ("classes", "hierarchy")}
@@ -139,7 +141,8 @@ def missing_inputs(config: dict[str, Any], base: Path = Path()) -> list[str]:
     problems = []
     for name in enabled_datasets(config):
         block = config["datasets"][name]
-        for key in SHIPPED_INPUT_KEYS.get(name, ()):
+        kind = dataset_kind(config, name)
+        for key in SHIPPED_INPUT_KEYS.get(kind, ()):
             path = functools.reduce(lambda node, part: node[part], key.split("."), block)
             if not (base / path).is_file():
                 problems.append(
@@ -152,12 +155,12 @@ def missing_inputs(config: dict[str, Any], base: Path = Path()) -> list[str]:
         if root is None:
             problems.append(
                 f"datasets.{name}.root is not set; with source 'folder' it must name "
-                f"{DATASET_FOLDER_HINT[name]}"
+                f"{DATASET_FOLDER_HINT[kind]}"
             )
         elif not (base / root).is_dir():
             problems.append(
                 f"datasets.{name}.root: folder '{root}' does not exist; put "
-                f"{DATASET_FOLDER_HINT[name]} there or change the key"
+                f"{DATASET_FOLDER_HINT[kind]} there or change the key"
             )
     weights = config["backbone"]["weights"]
     if not weights.startswith(PACKAGE_WEIGHTS_PREFIX) and not (base / weights).exists():

@@ -74,6 +74,25 @@ def layout_folder(config: dict[str, Any], name: str) -> str:
     return TABLE_LAYOUT_FOLDER if kind == TABLE_KIND else LAYOUT_FOLDERS[kind]
 
 
+def table_folder(config: dict[str, Any], name: str, results: str = "results") -> str:
+    """The folder a table dataset is read from: its ``root``, or (source ``demo``) where the
+    pipeline renders its example collection."""
+    entry = dataset_entry(config, name)
+    if entry.get("source") == "demo":
+        return f"{results}/{name}/demo/{TABLE_LAYOUT_FOLDER}"
+    if not entry.get("root"):
+        raise DatasetKindError(f"config key 'datasets.{name}.root' is not set; name the folder")
+    return entry["root"]
+
+
+def images_subfolder(kind: str) -> str:
+    """Where a kind's image paths start inside its folder: ``images/`` in the bird layouts,
+    the folder itself for a table dataset (images.csv paths are relative to it)."""
+    if kind not in KINDS:
+        raise DatasetKindError(f"unknown dataset kind {kind!r}; use one of {list(KINDS)}")
+    return "" if kind == TABLE_KIND else "images"
+
+
 def name_constraint(names: list[str]) -> str:
     """A wildcard constraint accepting exactly ``names`` (none: a pattern that matches none)."""
     return "|".join(names) if names else NEVER

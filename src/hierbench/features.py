@@ -88,10 +88,15 @@ class ImageDataset(Dataset):
         *,
         crop_to_bbox: bool = False,
         capture_errors: bool = False,
+        images_dir: str = IMAGES_DIR,
     ) -> None:
-        """Keep plain lists only, so worker processes receive a small, picklable object."""
+        """Keep plain lists only, so worker processes receive a small, picklable object.
+
+        Paths are relative to ``root / images_dir`` (``images/`` in the bird layouts; the
+        folder itself, ``""``, for a table dataset)."""
         self.image_ids = images["image_id"].astype(str).tolist()
-        self.paths = [str(Path(root) / IMAGES_DIR / p) for p in images["path"].astype(str)]
+        folder = Path(root) / images_dir
+        self.paths = [str(folder / p) for p in images["path"].astype(str)]
         self.boxes = images[list(BBOX_COLUMNS)].to_numpy(float).tolist() if crop_to_bbox else None
         self.transform = transform
         self.capture_errors = capture_errors
@@ -152,6 +157,12 @@ def _check_image_table(images: pd.DataFrame, crop_to_bbox: bool) -> None:
         raise FeatureError(f"image table lacks column(s) {missing} needed for extraction")
     if images.empty:
         raise FeatureError("image table is empty; there is nothing to extract")
+    if crop_to_bbox and images[list(BBOX_COLUMNS)].isna().any(axis=None):
+        first = images.loc[images[list(BBOX_COLUMNS)].isna().any(axis=1), "image_id"].iloc[0]
+        raise FeatureError(
+            f"image {first!r} has no box to crop to (its dataset lists no x, y, w, h); add "
+            "boxes to images.csv or switch off companion.pairs.boxes and cross_image"
+        )
 
 
 def _forward(model: torch.nn.Module, batch: torch.Tensor, device: torch.device) -> np.ndarray:
@@ -177,6 +188,7 @@ def extract_features(
     num_workers: int = 2,
     crop_to_bbox: bool = False,
     device: str | torch.device | None = None,
+    images_dir: str = IMAGES_DIR,
 ) -> np.ndarray:
     """Features of every image of ``images`` (float32, shape (n, dim), rows in table order).
 
@@ -188,7 +200,14 @@ def extract_features(
     _check_image_table(images, crop_to_bbox)
     target = _device(device)
     transform = make_transform(model, image_size=image_size)
-    dataset = ImageDataset(images, root, transform, crop_to_bbox=crop_to_bbox, capture_errors=True)
+    dataset = ImageDataset(
+        images,
+        root,
+        transform,
+        crop_to_bbox=crop_to_bbox,
+        capture_errors=True,
+        images_dir=images_dir,
+    )
     loader = DataLoader(
         dataset,
         batch_size=batch_size,

@@ -11,6 +11,7 @@ from hierbench.demo.layouts import (
     select_demo_classes,
     write_cub_demo,
     write_nabirds_demo,
+    write_table_demo,
 )
 
 __all__ = [
@@ -21,4 +22,5 @@ __all__ = [
     "select_demo_classes",
     "write_cub_demo",
     "write_nabirds_demo",
+    "write_table_demo",
 ]

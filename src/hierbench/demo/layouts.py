@@ -1,7 +1,9 @@
 """The demo's drawn birds (:mod:`hierbench.demo.birds`) written in the exact CUB-200-2011 and
-NABirds on-disk layouts. Each image's pose, scale, position, background, lighting, noise and
-occlusion come from a SHA256 of (seed, dataset, class id, image index). JPEGs are written at a
-fixed quality without metadata, so equal arguments give byte-identical folders.
+NABirds on-disk layouts, and in the table layout of a collection of your own (images.csv and
+taxonomy.csv, :mod:`hierbench.table_dataset`). Each image's pose, scale, position, background,
+lighting, noise and occlusion come from a SHA256 of (seed, dataset, class id, image index).
+JPEGs are written at a fixed quality without metadata, so equal arguments give byte-identical
+folders.
 """
 
 from __future__ import annotations
@@ -172,6 +174,64 @@ def write_nabirds_demo(
     return _write_layout(Path(root), sorted(images), copies, "{:d}", render)
 
 
+TABLE_PHOTOS = "photos"  # the example collection keeps its images under photos/<genus>/
+
+
+def write_table_demo(
+    root: str | os.PathLike[str],
+    taxonomy: pd.DataFrame,
+    *,
+    images_per_class: int = 8,
+    image_size: int = 128,
+    seed: int = 0,
+    classes: int | None = None,
+    workers: int | None = None,
+) -> Path:
+    """Render an example collection in the table layout: ``images.csv`` (path, class, split,
+    box) and ``taxonomy.csv`` (class, middle, high), images under ``photos/<middle>/``.
+
+    ``taxonomy`` has the generic columns (class_id, class_name, leaf, middle, high); the first
+    half of each class's images is ``train``, the rest ``test``; boxes are integers.
+    """
+    table = check_taxonomy(taxonomy)
+    chosen = _chosen_classes(
+        table,
+        dict(zip(table["class_id"], table["class_name"], strict=True)),
+        classes,
+        seed,
+        images_per_class,
+    )
+    rows = table.set_index("class_id")
+    images = []
+    for class_id in chosen:
+        slug = str(rows.loc[class_id, "class_name"]).replace(" ", "_")
+        folder = f"{TABLE_PHOTOS}/{rows.loc[class_id, 'middle']}"
+        for k in range(images_per_class):
+            path = f"{folder}/{slug}_{k + 1:03d}.jpg"
+            images.append(_Image(path, path, class_id, k, images_per_class))
+    with _staging(Path(root)) as stage:
+        boxes = _render_all(stage, images, (table, image_size, seed, "table", workers), "")
+        lines = ["path,class,split,x,y,w,h"] + [
+            ",".join(
+                [
+                    i.relpath,
+                    str(rows.loc[i.class_id, "class_name"]),
+                    "train" if i.is_train else "test",
+                ]
+                + [f"{v:d}" for v in boxes[i.image_id]]
+            )
+            for i in images
+        ]
+        tree = ["class,middle,high"] + [
+            f"{rows.loc[c, 'class_name']},{rows.loc[c, 'middle']},{rows.loc[c, 'high']}"
+            for c in chosen
+        ]
+        for name, text in (("images.csv", lines), ("taxonomy.csv", tree)):
+            with atomic_path(stage / name) as tmp:
+                tmp.write_bytes(("\n".join(text) + "\n").encode("utf-8"))
+    return Path(root)
+
+
 def nabirds_image_id(seed: int, class_id: int, k: int) -> str:
     """A NABirds-style UUID string derived from SHA256 of (seed, class, index): no randomness."""
     return str(uuid.UUID(bytes=digest("nabirds-demo", seed, class_id, k)[:16], version=4))
@@ -216,10 +276,13 @@ def _write_layout(
     return root
 
 
-def _render_all(stage: Path, images: list[_Image], render: tuple) -> dict[str, tuple]:
+def _render_all(
+    stage: Path, images: list[_Image], render: tuple, images_dir: str = "images"
+) -> dict[str, tuple]:
     """Render every image, one task per class (in parallel when workers > 1); boxes per id.
 
-    ``render`` is (taxonomy, image size, seed, dataset name, workers).
+    ``render`` is (taxonomy, image size, seed, dataset name, workers); image paths are relative
+    to ``stage / images_dir``.
     """
     taxonomy, size, seed, dataset, workers = render
     if size < 32:
@@ -232,7 +295,7 @@ def _render_all(stage: Path, images: list[_Image], render: tuple) -> dict[str, t
     for class_id, members in sorted(by_class.items()):
         row = rows.loc[class_id]
         look = class_look(seed, str(row["leaf"]), str(row["middle"]), str(row["high"]))
-        targets = [(stage / "images" / i.relpath, f"{class_id}/{i.k}") for i in members]
+        targets = [(stage / images_dir / i.relpath, f"{class_id}/{i.k}") for i in members]
         jobs.append((look, targets, size, seed, dataset))
     workers = workers or os.cpu_count() or 1
     if workers > 1 and len(jobs) > 1:

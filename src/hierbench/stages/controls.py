@@ -26,7 +26,7 @@ from hierbench.controls.outer import figure_rows, outer_gains, outer_per_split, 
 from hierbench.controls.semantic import arm_order, semantic_contrasts, semantic_table
 from hierbench.effects import PER_SEED_KEYS, render_csv, render_latex, render_markdown
 from hierbench.figures import baselines_figure, control_figure, figure_writer
-from hierbench.protocol import ARM_ORDER, REGISTERED_AGGREGATION
+from hierbench.protocol import ARM_ORDER
 from hierbench.provenance import JobContext
 
 log = logging.getLogger(__name__)
@@ -87,11 +87,13 @@ def build_semantic_tables(
     durations: list[str | Path],
     outputs: dict[str, list[str]],
     job: JobContext,
+    *,
+    aggregation: str,
 ) -> pd.DataFrame:
     """Write the semantic-alignment control's per-seed table, its two tables and its figure,
     under the dataset's registered aggregation, scored with the true taxonomy."""
     frame = pd.concat([pd.read_parquet(path) for path in summaries], ignore_index=True)
-    per_seed = per_seed_by_variant(frame, REGISTERED_AGGREGATION[dataset])
+    per_seed = per_seed_by_variant(frame, aggregation)
     epochs = {}
     for path in durations:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -136,17 +138,19 @@ def build_baselines_tables(
     dimensions: int,
     outputs: dict[str, list[str]],
     job: JobContext,
+    *,
+    aggregation: str,
 ) -> pd.DataFrame:
     """Write the context baselines' per-seed rows, their table beside the factorial's arms and
     its figure, under the dataset's registered aggregation."""
-    per_seed = baselines_per_seed(_concat(summaries), REGISTERED_AGGREGATION[dataset])
+    per_seed = baselines_per_seed(_concat(summaries), aggregation)
     _write_arm_per_seed(per_seed, outputs["per_seed"][0], job)
     _write_table(
         baselines_table(per_seed, dimensions), Path(outputs["table"][0]).with_suffix(""), job
     )
     order = baseline_order(sorted(set(per_seed["variant"])))
     title = f"{dataset}: context baselines beside the factorial"
-    figure = baselines_figure(per_seed, order, REGISTERED_AGGREGATION[dataset], title)
+    figure = baselines_figure(per_seed, order, aggregation, title)
     _publish_figure(figure, outputs["figure"], job)
     log.info("%s baselines: %s", dataset, order)
     return per_seed

@@ -8,14 +8,15 @@ from pathlib import Path
 import pandas as pd
 
 from hierbench.artifacts import record_folder
-from hierbench.demo import write_cub_demo, write_nabirds_demo
+from hierbench.demo import write_cub_demo, write_nabirds_demo, write_table_demo
 from hierbench.provenance import JobContext
+from hierbench.table_dataset import read_taxonomy_csv
 
 log = logging.getLogger(__name__)
 
 
 def build_demo(
-    dataset: str,
+    kind: str,
     taxonomy: str | Path,
     out_folder: str | Path,
     job: JobContext,
@@ -28,7 +29,8 @@ def build_demo(
     classes: int | None = None,
     workers: int | None = None,
 ) -> Path:
-    """Render the demo ``dataset`` into ``out_folder`` in its real on-disk layout, recorded."""
+    """Render the demo of a dataset ``kind`` (cub, nabirds) into ``out_folder`` in its real
+    on-disk layout, recorded."""
     table = pd.read_parquet(taxonomy)
     options = {
         "images_per_class": images_per_class,
@@ -38,11 +40,38 @@ def build_demo(
         "classes_file": classes_file,
         "workers": workers,
     }
-    if dataset == "cub":
+    if kind == "cub":
         write_cub_demo(out_folder, table, **options)
-    elif dataset == "nabirds":
+    elif kind == "nabirds":
         write_nabirds_demo(out_folder, table, hierarchy_file=hierarchy_file, **options)
     else:
-        raise ValueError(f"no demo renderer for dataset {dataset!r}; known: cub, nabirds")
-    log.info("rendered the %s demo into %s", dataset, out_folder)
+        raise ValueError(f"no demo renderer for dataset kind {kind!r}; known: cub, nabirds")
+    log.info("rendered the %s demo into %s", kind, out_folder)
+    return record_folder(out_folder, job)
+
+
+def build_table_demo(
+    taxonomy_csv: str | Path,
+    out_folder: str | Path,
+    job: JobContext,
+    *,
+    images_per_class: int,
+    image_size: int,
+    seed: int,
+    classes: int | None = None,
+    workers: int | None = None,
+) -> Path:
+    """Render the example collection of ``taxonomy_csv`` (class, middle, high) into
+    ``out_folder`` in the table layout (images.csv, taxonomy.csv, photos/), recorded."""
+    table = read_taxonomy_csv(taxonomy_csv)
+    write_table_demo(
+        out_folder,
+        table,
+        images_per_class=images_per_class,
+        image_size=image_size,
+        seed=seed,
+        classes=classes,
+        workers=workers,
+    )
+    log.info("rendered the example collection into %s", out_folder)
     return record_folder(out_folder, job)

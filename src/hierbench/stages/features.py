@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from hierbench.backbones import create_backbone
-from hierbench.features import extract_features, feature_metadata
+from hierbench.features import IMAGES_DIR, extract_features, feature_metadata
 from hierbench.featurestore import feature_table, write_feature_parquet
 from hierbench.provenance import JobContext
 from hierbench.splits import role_ids, with_labels
@@ -31,6 +31,7 @@ def _build(
     out_table: str | Path,
     job: JobContext,
     partition: str,
+    images_dir: str,
 ) -> pd.DataFrame:
     """Extract and write the features of ``image_ids`` (one partition of a dataset)."""
     labelled = with_labels(pd.read_parquet(images), pd.read_parquet(taxonomy))
@@ -46,6 +47,7 @@ def _build(
         batch_size=backbone["batch_size"],
         num_workers=backbone["num_workers"],
         crop_to_bbox=backbone["crop_to_bbox"],
+        images_dir=images_dir,
     )
     table = feature_table(chosen, matrix)
     metadata = {
@@ -74,10 +76,12 @@ def build_dev_features(
     backbone: dict[str, Any],
     out_table: str | Path,
     job: JobContext,
+    *,
+    images_dir: str = IMAGES_DIR,
 ) -> pd.DataFrame:
     """Features of every image in the development splits (never a sealed test image)."""
     ids = _development_ids(dev_splits)
-    return _build(dataset, ids, images, taxonomy, root, backbone, out_table, job, "dev")
+    return _build(dataset, ids, images, taxonomy, root, backbone, out_table, job, "dev", images_dir)
 
 
 def build_dev_crop_features(
@@ -89,12 +93,16 @@ def build_dev_crop_features(
     backbone: dict[str, Any],
     out_table: str | Path,
     job: JobContext,
+    *,
+    images_dir: str = IMAGES_DIR,
 ) -> pd.DataFrame:
     """Features of every development image's bird crop (its box), for the entailment pairs of
     the companion method: cached apart from the whole-image features."""
     cropped = {**backbone, "crop_to_bbox": True}
     ids = _development_ids(dev_splits)
-    return _build(dataset, ids, images, taxonomy, root, cropped, out_table, job, "dev_crops")
+    return _build(
+        dataset, ids, images, taxonomy, root, cropped, out_table, job, "dev_crops", images_dir
+    )
 
 
 def build_sealed_test_features(
@@ -106,7 +114,11 @@ def build_sealed_test_features(
     backbone: dict[str, Any],
     out_table: str | Path,
     job: JobContext,
+    *,
+    images_dir: str = IMAGES_DIR,
 ) -> pd.DataFrame:
     """Features of exactly the sealed test images (``final/test``), in an artifact of their own."""
     ids = role_ids(pd.read_parquet(sealed_splits), "final", "test")
-    return _build(dataset, ids, images, taxonomy, root, backbone, out_table, job, "sealed_test")
+    return _build(
+        dataset, ids, images, taxonomy, root, backbone, out_table, job, "sealed_test", images_dir
+    )

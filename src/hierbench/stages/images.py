@@ -10,19 +10,25 @@ import pandas as pd
 from hierbench.artifacts import write_parquet
 from hierbench.datasets import read_cub, read_nabirds
 from hierbench.provenance import JobContext
+from hierbench.table_dataset import read_table_dataset
 
 log = logging.getLogger(__name__)
 
-READERS = {"cub": read_cub, "nabirds": read_nabirds}
+# The per-image table of each dataset kind.
+READERS = {
+    "cub": read_cub,
+    "nabirds": read_nabirds,
+    "table": lambda root: read_table_dataset(root).images,
+}
 
 
 def build_image_table(
-    dataset: str, root: str | Path, out_table: str | Path, job: JobContext
+    dataset: str, root: str | Path, out_table: str | Path, job: JobContext, *, kind: str
 ) -> pd.DataFrame:
-    """Read a dataset folder (demo or real) and write its checked per-image table."""
-    if dataset not in READERS:
-        raise ValueError(f"no reader for dataset {dataset!r}; known: {sorted(READERS)}")
-    images = READERS[dataset](root)
+    """Read a dataset folder (demo or real) of a kind and write its checked per-image table."""
+    if kind not in READERS:
+        raise ValueError(f"no reader for dataset kind {kind!r}; known: {sorted(READERS)}")
+    images = READERS[kind](root)
     facts = {
         "images": len(images),
         "classes": int(images["class_id"].nunique()),

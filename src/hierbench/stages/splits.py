@@ -10,6 +10,7 @@ import pandas as pd
 
 from hierbench.artifacts import write_parquet
 from hierbench.provenance import JobContext
+from hierbench.sampling import SplitError
 from hierbench.splits import (
     QueryGallerySpec,
     cub_split_table,
@@ -21,12 +22,18 @@ from hierbench.splits import (
 
 log = logging.getLogger(__name__)
 
+OFFICIAL, MIDDLE_DISJOINT = "official", "middle-disjoint"  # the split protocols
 SORT_TABLE = ["split", "role", "image_id"]
 SORT_MANIFEST = ["split", "role"]
 
 
-def make_split_table(dataset: str, images: pd.DataFrame, config: dict[str, Any]) -> pd.DataFrame:
-    """The full split table of a dataset from its labelled images and its config block."""
+def make_split_table(kind: str, images: pd.DataFrame, config: dict[str, Any]) -> pd.DataFrame:
+    """The full split table of a dataset of ``kind`` from its labelled images and config block.
+
+    CUB and a table dataset with protocol ``official`` split by the images' train/test flag
+    (validation drawn inside train); NABirds and protocol ``middle-disjoint`` assign whole
+    middle groups to train, validation and test.
+    """
     splits = config["splits"]
     qg = splits["query_gallery"]
     common = {
@@ -37,13 +44,19 @@ def make_split_table(dataset: str, images: pd.DataFrame, config: dict[str, Any])
         "outer_seed": splits["outer"]["seed"],
         "outer_test_fraction": splits["outer"]["test_fraction"],
     }
-    if dataset == "cub":
+    protocol = splits.get("protocol", OFFICIAL if kind == "cub" else MIDDLE_DISJOINT)
+    if kind == "table" and protocol == OFFICIAL and not images["is_train"].any():
+        raise SplitError(
+            "split protocol 'official' needs images.csv's split column with train images; "
+            "add it, or set splits.protocol to 'middle-disjoint'"
+        )
+    if protocol == OFFICIAL:
         return cub_split_table(images, validation_fraction=splits["validation_fraction"], **common)
-    if dataset == "nabirds":
+    if kind == "nabirds":
         pool = config["image_pool"]
         pooled = sample_pool(images, pool["size"], pool["seed"])
         return nabirds_split_table(pooled, parents=splits["parents"], **common)
-    raise ValueError(f"no split protocol for dataset {dataset!r}; known: cub, nabirds")
+    return nabirds_split_table(images, parents=splits["middles"], **common)
 
 
 def build_splits_and_sealed_test(
@@ -53,6 +66,8 @@ def build_splits_and_sealed_test(
     config: dict[str, Any],
     outputs: dict[str, str | Path],
     job: JobContext,
+    *,
+    kind: str,
 ) -> pd.DataFrame:
     """Write the dev split table and manifest, and the sealed test-side table and manifest.
 
@@ -60,7 +75,7 @@ def build_splits_and_sealed_test(
     the sealed test set go only into the sealed pair.
     """
     labelled = with_labels(pd.read_parquet(images), pd.read_parquet(taxonomy))
-    table = make_split_table(dataset, labelled, config)
+    table = make_split_table(kind, labelled, config)
     manifest = split_manifest(table, labelled)
     for sealed, table_key, manifest_key in (
         (False, "dev", "manifest"),

@@ -1,4 +1,5 @@
-"""Taxonomy stage: the CUB checklist match, the NABirds tree, and the shuffled control."""
+"""Taxonomy stage: the CUB checklist match, the NABirds tree, a table dataset's taxonomy.csv,
+and the shuffled control."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pandas as pd
 from hierbench.artifacts import write_json, write_parquet, write_text
 from hierbench.protocol import LEVEL_NAMES
 from hierbench.provenance import JobContext
+from hierbench.table_dataset import read_table_dataset
 from hierbench.taxonomy import (
     DEFAULT_FUZZY_MARGIN,
     DEFAULT_FUZZY_THRESHOLD,
@@ -26,9 +28,9 @@ from hierbench.taxonomy import (
 log = logging.getLogger(__name__)
 
 
-def _metadata(dataset: str, **extra: object) -> dict[str, object]:
+def _metadata(dataset: str, levels: tuple[str, str, str], **extra: object) -> dict[str, object]:
     """Parquet metadata of a taxonomy table: the dataset and what its levels are called."""
-    leaf, middle, high = LEVEL_NAMES[dataset]
+    leaf, middle, high = levels
     return {"dataset": dataset, "levels": {"leaf": leaf, "middle": middle, "high": high}, **extra}
 
 
@@ -49,6 +51,7 @@ def build_cub_taxonomy(
     alias_schema: str | Path | None = None,
     fuzzy_threshold: float = DEFAULT_FUZZY_THRESHOLD,
     fuzzy_margin: float = DEFAULT_FUZZY_MARGIN,
+    dataset: str = "cub",
 ) -> pd.DataFrame:
     """Match CUB's class list to a checklist; write taxonomy.parquet and the match report."""
     species = load_checklist(checklist, checklist_columns)
@@ -73,7 +76,7 @@ def build_cub_taxonomy(
         out_table,
         job,
         sort_by=["class_id"],
-        metadata=_metadata("cub", checklist=source),
+        metadata=_metadata(dataset, LEVEL_NAMES["cub"], checklist=source),
         facts=facts,
     )
     write_text(
@@ -84,7 +87,12 @@ def build_cub_taxonomy(
 
 
 def build_nabirds_taxonomy(
-    classes: str | Path, hierarchy: str | Path, out_table: str | Path, job: JobContext
+    classes: str | Path,
+    hierarchy: str | Path,
+    out_table: str | Path,
+    job: JobContext,
+    *,
+    dataset: str = "nabirds",
 ) -> pd.DataFrame:
     """Read NABirds' tree into the generic taxonomy table and write it."""
     table = nabirds_taxonomy(classes, hierarchy)
@@ -94,10 +102,32 @@ def build_nabirds_taxonomy(
         out_table,
         job,
         sort_by=["class_id"],
-        metadata=_metadata("nabirds"),
+        metadata=_metadata(dataset, LEVEL_NAMES["nabirds"]),
         facts={"levels": _counts(table)},
     )
     log.info("NABirds taxonomy: %s", _counts(table))
+    return table
+
+
+def build_table_taxonomy(
+    dataset: str,
+    root: str | Path,
+    levels: tuple[str, str, str],
+    out_table: str | Path,
+    job: JobContext,
+) -> pd.DataFrame:
+    """Read a table dataset's taxonomy.csv (checked with its images.csv) and write it."""
+    table = read_table_dataset(root).taxonomy
+    check_taxonomy_consistency(table)
+    write_parquet(
+        table,
+        out_table,
+        job,
+        sort_by=["class_id"],
+        metadata=_metadata(dataset, levels),
+        facts={"levels": _counts(table)},
+    )
+    log.info("%s taxonomy: %s", dataset, _counts(table))
     return table
 
 
@@ -109,6 +139,7 @@ def build_shuffled_taxonomy(
     *,
     dataset: str,
     seed: int,
+    levels: tuple[str, str, str],
 ) -> pd.DataFrame:
     """Write the structure-preserving shuffled control taxonomy and its fixed-point report."""
     shuffled, report = shuffle_taxonomy(pd.read_parquet(taxonomy), seed=seed)
@@ -117,7 +148,7 @@ def build_shuffled_taxonomy(
         out_table,
         job,
         sort_by=["class_id"],
-        metadata=_metadata(dataset, shuffle=report),
+        metadata=_metadata(dataset, levels, shuffle=report),
         facts={"shuffle": report},
     )
     write_json(report, out_report, job)

@@ -27,7 +27,6 @@ from hierbench.protocol import (
     EUCLIDEAN,
     GEOMETRY_NAMES,
     LEVELS,
-    REGISTERED_AGGREGATION,
     SUPCON,
 )
 from hierbench.provenance import JobContext
@@ -129,8 +128,11 @@ def select_semantic_duration(
     config: dict[str, Any],
     out_json: str | Path,
     job: JobContext,
+    *,
+    aggregation: str,
 ) -> dict[str, Any]:
-    """Choose a semantic-control arm's epochs on development data only.
+    """Choose a semantic-control arm's epochs on development data only, scored under the
+    dataset's registered ``aggregation``.
 
     The arm trains on ``tuning/train`` (its own labels: true, or the shuffled taxonomy's) up to
     ``max_epochs`` and is scored after every epoch on the tuning query/gallery with the TRUE
@@ -143,7 +145,6 @@ def select_semantic_duration(
     )
     taxonomy, shuffled = (pd.read_parquet(path) for path in taxonomies)
     spec = semantic_spec(config, dataset, chosen, config["tuning"]["seed"], block["max_epochs"])
-    aggregation = REGISTERED_AGGREGATION[dataset]
     ks = config["evaluation"]["recall_ks"]
     scores: list[float] = []
 
