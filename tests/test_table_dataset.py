@@ -426,3 +426,14 @@ def test_taxonomy_without_classes(tmp_path: Path):
 def test_images_without_rows(tmp_path: Path):
     root = _dataset(tmp_path / "birds", images="path,class\n\n")
     assert re.search(r"images\.csv: file lists no images$", _fails(root))
+
+
+def test_the_taxonomy_csv_alone_gives_the_datasets_taxonomy(tmp_path: Path):
+    from hierbench.table_dataset import read_taxonomy_csv
+
+    shipped = Path(__file__).parents[1] / "resources/example_collection_taxonomy.csv"
+    taxonomy = read_taxonomy_csv(shipped)
+    assert len(taxonomy) == 36 and taxonomy["middle"].nunique() == 12
+    assert taxonomy["high"].nunique() == 6
+    assert taxonomy["class_id"].tolist() == list(range(1, 37))
+    assert taxonomy["class_name"].is_monotonic_increasing

@@ -124,7 +124,7 @@ def read_table_dataset(root: str | os.PathLike[str]) -> TableDataset:
     has_split, has_boxes = _image_options(root / IMAGES_FILE, table)
     images = _parse_images(root / IMAGES_FILE, table.rows, classes, root / TAXONOMY_FILE)
     _check_on_disk(root, images)
-    class_ids = {name: index for index, name in enumerate(sorted(classes), start=1)}
+    class_ids = _class_ids(classes)
     dataset = TableDataset(
         images=_images_frame(images, class_ids),
         taxonomy=_taxonomy_frame(classes, class_ids),
@@ -133,6 +133,18 @@ def read_table_dataset(root: str | os.PathLike[str]) -> TableDataset:
     )
     logger.info("read %d images in %d classes from %s", len(images), len(classes), root)
     return dataset
+
+
+def read_taxonomy_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The taxonomy table of a ``taxonomy.csv`` alone (checked as in a dataset folder), e.g. the
+    example collection the demo renders."""
+    classes = _read_taxonomy(Path(path))
+    return _taxonomy_frame(classes, _class_ids(classes))
+
+
+def _class_ids(classes: dict[str, _Class]) -> dict[str, int]:
+    """Class ids 1..n in the order of the sorted class names (independent of row order)."""
+    return {name: index for index, name in enumerate(sorted(classes), start=1)}
 
 
 def level_counts(dataset: TableDataset) -> dict[str, int]:
