@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -129,3 +130,53 @@ def test_unseal_needs_a_reason(capsys):
     with pytest.raises(SystemExit):
         main(["unseal", "cub"])
     assert "--reason" in capsys.readouterr().err
+
+
+def _table_config(tmp_path: Path, root: Path) -> Path:
+    """A config with one table dataset, ``beetles``, read from ``root``."""
+    config = tmp_path / "beetles.yaml"
+    config.write_text(
+        "datasets:\n"
+        "  cub: {enabled: false}\n"
+        "  nabirds: {enabled: false}\n"
+        "  beetles:\n"
+        "    kind: table\n"
+        "    source: folder\n"
+        f"    root: {root}\n"
+        "    levels: [species, genus, family]\n"
+    )
+    return config
+
+
+def test_check_dataset_prints_counts_per_level_and_writes_nothing(tmp_path: Path, capsys):
+    from test_table_dataset import _dataset
+
+    root = _dataset(tmp_path / "beetles")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    config = _table_config(tmp_path, root)
+    assert main(["check-dataset", str(config), "beetles", "--schema", SCHEMA]) == 0
+    out = capsys.readouterr().out
+    assert "is a valid table dataset" in out
+    for label, count in (("images", 4), ("species (leaf)", 5), ("genus (middle)", 4)):
+        assert re.search(rf"{re.escape(label)}\s+{count}\n", out), out
+    assert re.search(r"family \(high\)\s+2\n", out) and re.search(r"train images\s+2\n", out)
+    after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p != config)
+    assert after == before
+
+
+def test_check_dataset_names_the_file_and_line_of_a_flaw(tmp_path: Path, capsys):
+    from test_table_dataset import IMAGES, _dataset
+
+    root = _dataset(tmp_path / "beetles", images=IMAGES + "a/9.jpg,robin,test,0,0,1,1\n")
+    config = _table_config(tmp_path, root)
+    assert main(["check-dataset", str(config), "beetles", "--schema", SCHEMA]) == 2
+    err = capsys.readouterr().err
+    assert f"{root / 'images.csv'}:6:" in err and "a/9.jpg" in err
+
+
+def test_check_dataset_refuses_unknown_names_and_other_kinds(tmp_path: Path, capsys):
+    config = _table_config(tmp_path, tmp_path)
+    assert main(["check-dataset", str(config), "moths", "--schema", SCHEMA]) == 2
+    assert "dataset 'moths' is not in the config" in capsys.readouterr().err
+    assert main(["check-dataset", str(config), "cub", "--schema", SCHEMA]) == 2
+    assert "'cub' is of kind 'cub'" in capsys.readouterr().err

@@ -235,3 +235,22 @@ def test_some_middles_converge_and_some_leaves_stand_apart_within_their_middle()
     assert (middles_per_back > 1).sum() >= 3  # convergent palettes across middles
     assert (highs_per_back > 1).sum() >= 3  # ... and across highs
     assert (backs_per_middle > 1).sum() >= 20  # strongly recoloured leaves within a middle
+
+
+def test_table_demo_is_a_valid_table_dataset_and_byte_identical_on_rerun(tmp_path: Path):
+    from hierbench.demo import write_table_demo
+    from hierbench.table_dataset import read_table_dataset, read_taxonomy_csv
+
+    taxonomy = read_taxonomy_csv(RESOURCES / "example_collection_taxonomy.csv")
+    options = {"images_per_class": 3, "image_size": 32, "seed": 0, "workers": 1}
+    first = write_table_demo(tmp_path / "a", taxonomy, **options)
+    assert _hashes(first) == _hashes(write_table_demo(tmp_path / "b", taxonomy, **options))
+    dataset = read_table_dataset(first)
+    assert dataset.has_split and dataset.has_boxes
+    assert len(dataset.images) == 36 * 3 and dataset.images["is_train"].sum() == 36 * 2
+    pd.testing.assert_frame_equal(dataset.taxonomy, taxonomy)
+    assert dataset.images["path"].str.match(r"^photos/[A-Z][a-z]+/[A-Za-z_]+_\d{3}\.jpg$").all()
+    with Image.open(first / dataset.images["path"].iloc[0]) as image:
+        assert image.size == (32, 32)
+    boxes = dataset.images[["bbox_x", "bbox_y", "bbox_w", "bbox_h"]]
+    assert (boxes["bbox_w"] > 0).all() and (boxes["bbox_x"] + boxes["bbox_w"] <= 32).all()

@@ -296,3 +296,44 @@ def test_proportional_draws_never_exceed_the_test_side():
     assert spec.queries + spec.gallery <= 7 and spec.queries >= 1 and spec.gallery >= 1
     fractions = proportional_draws(QueryGallerySpec((1,), 0.5, 0.5), 10, 3)
     assert (fractions.queries, fractions.gallery) == (2, 1)
+
+
+def _table_block(protocol: str) -> dict:
+    """A table dataset's resolved splits block (the schema's defaults) with a protocol."""
+    return {
+        "splits": {
+            "protocol": protocol,
+            "seed": 42,
+            "validation_fraction": 0.2,
+            "middles": {"train": 0.6, "validation": 0.2, "test": 0.2},
+            "validation_query_fraction": 0.2,
+            "query_gallery": {"seeds": [42, 2024, 3407], "queries": 0.2, "gallery": 0.8},
+            "outer": {"count": 2, "seed": 42, "test_fraction": 0.2},
+        }
+    }
+
+
+def test_a_table_dataset_splits_by_its_protocol():
+    from hierbench.stages.splits import make_split_table
+
+    frame = _nabirds_like()
+    disjoint = make_split_table("table", frame, _table_block("middle-disjoint"))
+    tuning, final = _roles(disjoint, "tuning"), _roles(disjoint, "final")
+    labels = frame.set_index("image_id")
+    middles = {
+        name: set(labels.loc[sorted(ids), "middle_code"])
+        for name, ids in (("train", tuning["train"]), ("test", final["test"]))
+    }
+    assert len(middles["test"]) == round(0.2 * 404) and not middles["train"] & middles["test"]
+    official = make_split_table("table", frame, _table_block("official"))
+    test_ids = _roles(official, "final")["test"]
+    assert test_ids == set(frame.loc[~frame["is_train"], "image_id"])
+
+
+def test_the_official_protocol_needs_the_split_column():
+    from hierbench.sampling import SplitError
+    from hierbench.stages.splits import make_split_table
+
+    frame = _nabirds_like().assign(is_train=False)  # images.csv without a split column
+    with pytest.raises(SplitError, match=r"needs images\.csv's split column"):
+        make_split_table("table", frame, _table_block("official"))
