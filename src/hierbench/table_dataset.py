@@ -23,8 +23,6 @@ the 1-based line (line 1 is the header), as ``ROOT/images.csv:7: ...``. The read
 
 from __future__ import annotations
 
-import csv
-import io
 import logging
 import math
 import os
@@ -33,8 +31,9 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import pandas as pd
 
-from hierbench.datasets import COLUMNS, DatasetFormatError, _files_under, image_sort_key
+from hierbench.datasets import COLUMNS, _files_under, image_sort_key
 from hierbench.protocol import LEVELS
+from hierbench.table_csv import Row, Table, TableDatasetError, read_csv
 from hierbench.taxonomy.levels import add_level_codes
 
 logger = logging.getLogger(__name__)
@@ -59,10 +58,6 @@ IMAGE_DTYPES = {
 NO_BOX = (math.nan, math.nan, math.nan, math.nan)
 
 
-class TableDatasetError(DatasetFormatError):
-    """A table dataset folder is incomplete or its files disagree; names file and line."""
-
-
 @dataclass(frozen=True, eq=False)
 class TableDataset:
     """A checked table dataset: the per-image table, the taxonomy, and which options it used.
@@ -75,23 +70,6 @@ class TableDataset:
     taxonomy: pd.DataFrame
     has_split: bool
     has_boxes: bool
-
-
-@dataclass(frozen=True)
-class _Row:
-    """One non-blank data row of a CSV file: the line it starts on and its cells by column."""
-
-    line: int
-    cells: dict[str, str]
-
-
-@dataclass(frozen=True)
-class _Table:
-    """A parsed CSV file: its header's line and column names, and its data rows."""
-
-    header_line: int
-    columns: tuple[str, ...]
-    rows: list[_Row]
 
 
 @dataclass(frozen=True)
@@ -120,7 +98,7 @@ def read_table_dataset(root: str | os.PathLike[str]) -> TableDataset:
     root = Path(root)
     _require_layout(root)
     classes = _read_taxonomy(root / TAXONOMY_FILE)
-    table = _read_csv(root / IMAGES_FILE, IMAGE_COLUMNS, (SPLIT_COLUMN, *BOX_COLUMNS))
+    table = read_csv(root / IMAGES_FILE, IMAGE_COLUMNS, (SPLIT_COLUMN, *BOX_COLUMNS))
     has_split, has_boxes = _image_options(root / IMAGES_FILE, table)
     images = _parse_images(root / IMAGES_FILE, table.rows, classes, root / TAXONOMY_FILE)
     _check_on_disk(root, images)
@@ -174,71 +152,9 @@ def _require_layout(root: Path) -> None:
             raise TableDatasetError(f"missing file {root / name} in dataset folder {root}")
 
 
-def _records(path: Path) -> list[tuple[int, list[str]]]:
-    """Non-blank CSV records of a UTF-8 file, each with the 1-based line it starts on."""
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise TableDatasetError(f"{path}: not UTF-8 text ({exc})") from exc
-    reader = csv.reader(io.StringIO(text, newline=""))
-    records: list[tuple[int, list[str]]] = []
-    end = 0
-    try:
-        for cells in reader:
-            start, end = end + 1, reader.line_num
-            if any(cell.strip() for cell in cells):
-                records.append((start, [cell.strip() for cell in cells]))
-    except csv.Error as exc:
-        raise TableDatasetError(f"{path}:{reader.line_num}: malformed CSV ({exc})") from exc
-    return records
-
-
-def _read_csv(path: Path, required: tuple[str, ...], optional: tuple[str, ...]) -> _Table:
-    """Parse a CSV file, check its header against the expected columns and fill every cell."""
-    records = _records(path)
-    if not records:
-        raise TableDatasetError(f"{path}: file is empty, expected a header row")
-    (header_line, columns), *data = records
-    _check_header(path, header_line, columns, required, optional)
-    rows = [_row(path, line, columns, cells) for line, cells in data]
-    return _Table(header_line, tuple(columns), rows)
-
-
-def _check_header(
-    path: Path, line: int, columns: list[str], required: tuple[str, ...], optional: tuple[str, ...]
-) -> None:
-    """Columns must be unique, known, and include every required one."""
-    expected = f"expected columns {', '.join(required)}"
-    if optional:
-        expected += f" and optionally {', '.join(optional)}"
-    seen: set[str] = set()
-    for column in columns:
-        if column in seen:
-            raise TableDatasetError(f"{path}:{line}: column {column!r} appears twice; {expected}")
-        if column not in required + optional:
-            raise TableDatasetError(f"{path}:{line}: unknown column {column!r}; {expected}")
-        seen.add(column)
-    for column in required:
-        if column not in seen:
-            raise TableDatasetError(f"{path}:{line}: missing column {column!r}; {expected}")
-
-
-def _row(path: Path, line: int, columns: list[str], cells: list[str]) -> _Row:
-    """A data row with one non-empty cell per header column."""
-    if len(cells) != len(columns):
-        raise TableDatasetError(
-            f"{path}:{line}: {len(cells)} cell(s) where the header has {len(columns)} "
-            f"({', '.join(columns)})"
-        )
-    for column, cell in zip(columns, cells, strict=True):
-        if not cell:
-            raise TableDatasetError(f"{path}:{line}: empty cell in column {column!r}")
-    return _Row(line, dict(zip(columns, cells, strict=True)))
-
-
 def _read_taxonomy(path: Path) -> dict[str, _Class]:
     """The taxonomy's classes by name, a proper three-level tree with enough groups."""
-    table = _read_csv(path, TAXONOMY_COLUMNS, ())
+    table = read_csv(path, TAXONOMY_COLUMNS, ())
     classes: dict[str, _Class] = {}
     for row in table.rows:
         entry = _Class(row.line, row.cells["class"], row.cells["middle"], row.cells["high"])
@@ -288,7 +204,7 @@ def _check_group_counts(path: Path, classes: dict[str, _Class]) -> None:
             )
 
 
-def _image_options(path: Path, table: _Table) -> tuple[bool, bool]:
+def _image_options(path: Path, table: Table) -> tuple[bool, bool]:
     """Whether images.csv gives the split and the boxes; box columns come all four or none."""
     boxes = [column for column in BOX_COLUMNS if column in table.columns]
     if boxes and len(boxes) != len(BOX_COLUMNS):
@@ -301,7 +217,7 @@ def _image_options(path: Path, table: _Table) -> tuple[bool, bool]:
 
 
 def _parse_images(
-    path: Path, rows: list[_Row], classes: dict[str, _Class], taxonomy_path: Path
+    path: Path, rows: list[Row], classes: dict[str, _Class], taxonomy_path: Path
 ) -> list[_Image]:
     """Check every image row in line order: path form, unique path, class, split and box."""
     seen: dict[str, int] = {}
@@ -341,7 +257,7 @@ def _check_relative(path: Path, line: int, relpath: str) -> None:
     raise TableDatasetError(f"{path}:{line}: image path {relpath!r} {why}")
 
 
-def _is_train(path: Path, row: _Row) -> bool:
+def _is_train(path: Path, row: Row) -> bool:
     """The row's split: ``train`` or ``test`` exactly; False when there is no split column."""
     split = row.cells.get(SPLIT_COLUMN)
     if split is None:
@@ -351,7 +267,7 @@ def _is_train(path: Path, row: _Row) -> bool:
     return split == "train"
 
 
-def _box(path: Path, row: _Row) -> tuple[float, float, float, float]:
+def _box(path: Path, row: Row) -> tuple[float, float, float, float]:
     """The row's box; NaN in all four when images.csv has no box columns."""
     if BOX_COLUMNS[0] not in row.cells:
         return NO_BOX
