@@ -180,3 +180,12 @@ def test_check_dataset_refuses_unknown_names_and_other_kinds(tmp_path: Path, cap
     assert "dataset 'moths' is not in the config" in capsys.readouterr().err
     assert main(["check-dataset", str(config), "cub", "--schema", SCHEMA]) == 2
     assert "'cub' is of kind 'cub'" in capsys.readouterr().err
+
+
+def test_check_dataset_on_an_example_not_yet_rendered_says_how_to_render_it(
+    tmp_path: Path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    example = str(REPO / "configs/table-example.yaml")
+    assert main(["check-dataset", example, "birds_of_prey_and_co", "--schema", SCHEMA]) == 2
+    assert "rule demo_table" in capsys.readouterr().err

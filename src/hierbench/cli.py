@@ -69,6 +69,11 @@ def _check_dataset(args: argparse.Namespace) -> int:
             f"check-dataset validates table datasets; {args.name!r} is of kind {kind!r}"
         )
     root = table_folder(config, args.name)
+    if config["datasets"][args.name]["source"] == "demo" and not Path(root).is_dir():
+        raise ValueError(
+            f"{args.name!r} renders its example collection into {root} when Snakemake runs "
+            "(rule demo_table); run it first, or set source: folder and root: to your folder"
+        )
     counts = level_counts(read_table_dataset(root))
     leaf, middle, high = level_names(config, args.name)
     print(f"{args.name}: {root} is a valid table dataset")
