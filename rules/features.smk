@@ -21,6 +21,7 @@ rule features_dev:
         source=real_sources,
         backbone=config["backbone"],
         images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
+        device=config["device"],
     conda:
         "../environment.yml"
     script:
@@ -46,6 +47,7 @@ rule features_sealed_test:
         source=real_sources,
         backbone=config["backbone"],
         images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
+        device=config["device"],
     conda:
         "../environment.yml"
     script:
@@ -72,6 +74,7 @@ rule features_dev_crops:
         source=real_sources,
         backbone=config["backbone"],
         images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
+        device=config["device"],
     conda:
         "../environment.yml"
     script:

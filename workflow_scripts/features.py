@@ -22,4 +22,5 @@ build(
     snakemake.output[0],
     job,
     images_dir=snakemake.params.images_dir,
+    device=snakemake.params.device,
 )

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from hierbench.backbones import create_backbone
+from hierbench.devices import resolve_device
 from hierbench.features import IMAGES_DIR, extract_features, feature_metadata
 from hierbench.featurestore import feature_table, write_feature_parquet
 from hierbench.provenance import JobContext
@@ -31,7 +32,9 @@ def _build(
     out_table: str | Path,
     job: JobContext,
     partition: str,
+    *,
     images_dir: str,
+    device: str,
 ) -> pd.DataFrame:
     """Extract and write the features of ``image_ids`` (one partition of a dataset)."""
     labelled = with_labels(pd.read_parquet(images), pd.read_parquet(taxonomy))
@@ -48,6 +51,7 @@ def _build(
         num_workers=backbone["num_workers"],
         crop_to_bbox=backbone["crop_to_bbox"],
         images_dir=images_dir,
+        device=resolve_device(device),
     )
     table = feature_table(chosen, matrix)
     metadata = {
@@ -78,10 +82,23 @@ def build_dev_features(
     job: JobContext,
     *,
     images_dir: str = IMAGES_DIR,
+    device: str = "cpu",
 ) -> pd.DataFrame:
     """Features of every image in the development splits (never a sealed test image)."""
     ids = _development_ids(dev_splits)
-    return _build(dataset, ids, images, taxonomy, root, backbone, out_table, job, "dev", images_dir)
+    return _build(
+        dataset,
+        ids,
+        images,
+        taxonomy,
+        root,
+        backbone,
+        out_table,
+        job,
+        "dev",
+        images_dir=images_dir,
+        device=device,
+    )
 
 
 def build_dev_crop_features(
@@ -95,13 +112,24 @@ def build_dev_crop_features(
     job: JobContext,
     *,
     images_dir: str = IMAGES_DIR,
+    device: str = "cpu",
 ) -> pd.DataFrame:
     """Features of every development image's bird crop (its box), for the entailment pairs of
     the companion method: cached apart from the whole-image features."""
     cropped = {**backbone, "crop_to_bbox": True}
     ids = _development_ids(dev_splits)
     return _build(
-        dataset, ids, images, taxonomy, root, cropped, out_table, job, "dev_crops", images_dir
+        dataset,
+        ids,
+        images,
+        taxonomy,
+        root,
+        cropped,
+        out_table,
+        job,
+        "dev_crops",
+        images_dir,
+        device,
     )
 
 
@@ -116,9 +144,20 @@ def build_sealed_test_features(
     job: JobContext,
     *,
     images_dir: str = IMAGES_DIR,
+    device: str = "cpu",
 ) -> pd.DataFrame:
     """Features of exactly the sealed test images (``final/test``), in an artifact of their own."""
     ids = role_ids(pd.read_parquet(sealed_splits), "final", "test")
     return _build(
-        dataset, ids, images, taxonomy, root, backbone, out_table, job, "sealed_test", images_dir
+        dataset,
+        ids,
+        images,
+        taxonomy,
+        root,
+        backbone,
+        out_table,
+        job,
+        "sealed_test",
+        images_dir,
+        device,
     )
