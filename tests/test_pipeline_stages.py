@@ -289,8 +289,10 @@ def test_the_companion_cells_trained_audited_and_scored(built_repo: Path):
             "loss_AS_hyp": ("L_A", "H_S"),
             "geom_A": ("L_A", "E_A"),
         }.items():
-            expected = (value[first] - value[second]).loc[contrast.index]
-            assert contrast[effect].to_numpy() == pytest.approx(expected.to_numpy())
+            expected = (value[first] - value[second]).loc[contrast.index].to_numpy()
+            # Tiny NABirds has no valid high-level query: its mean hierarchy is NaN throughout.
+            assert np.isfinite(expected).all() == (dataset == "cub")
+            assert contrast[effect].to_numpy() == pytest.approx(expected, nan_ok=True)
         effects_table = (base / "tables/table_effects_map.md").read_text(encoding="utf-8")
         arms_table = (base / "tables/table_arms_map.md").read_text(encoding="utf-8")
         assert "| geom_A |" in effects_table and "| L_A |" in arms_table
