@@ -128,8 +128,8 @@ def build_dev_crop_features(
         out_table,
         job,
         "dev_crops",
-        images_dir,
-        device,
+        images_dir=images_dir,
+        device=device,
     )
 
 
@@ -158,6 +158,6 @@ def build_sealed_test_features(
         out_table,
         job,
         "sealed_test",
-        images_dir,
-        device,
+        images_dir=images_dir,
+        device=device,
     )
