@@ -261,8 +261,27 @@ class Cluster:
     def _logs(self) -> str:
         return f"see the logs in {self.folder / 'log'}"
 
+    def cancel_jobs(self, timeout: float = 30.0) -> None:
+        """Cancel every job of this cluster (only its slurmctld knows them) and wait until the
+        queue is empty, so that no job step outlives the daemons."""
+        queue = ["squeue", "--noheader", "--format=%i"]
+        listed = subprocess.run(queue, env=self.env, capture_output=True, text=True)
+        if listed.returncode != 0 or not listed.stdout.split():
+            return
+        log(f"cancelling {len(listed.stdout.split())} jobs still queued or running")
+        subprocess.run(["scancel", *listed.stdout.split()], env=self.env, capture_output=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            listed = subprocess.run(queue, env=self.env, capture_output=True, text=True)
+            if listed.returncode != 0 or not listed.stdout.split():
+                return
+            time.sleep(1)
+
     def stop(self) -> None:
-        """SIGTERM each daemon this object started (newest first), SIGKILL it if it lingers."""
+        """Cancel the cluster's jobs, then SIGTERM each daemon this object started (newest
+        first), SIGKILL it if it lingers."""
+        if len(self.processes) == len(DAEMONS) and all(p.poll() is None for _, p in self.processes):
+            self.cancel_jobs()
         while self.processes:
             name, process = self.processes.pop()
             if process.poll() is None:
