@@ -15,7 +15,7 @@ export PATH := $(BIN):$(PATH)
 export HF_HUB_OFFLINE := 1
 export PYTHONHASHSEED := 0
 
-.PHONY: run test test-fast venv lint lock clean
+.PHONY: run test test-fast test-cluster venv lint lock clean
 
 run: $(STAMP)
 	snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
@@ -28,6 +28,13 @@ test: $(STAMP)
 # The unit tests only: everything but the tests that run Snakemake (marked slow).
 test-fast: $(STAMP)
 	pytest -m "not slow"
+
+# The tiny config on a one-node SLURM cluster started on this machine (profiles/slurm), compared
+# byte for byte with a local run, then audited (scripts/cluster.py; needs root and Debian's
+# slurm-wlm and munge, installed with apt-get when missing, else it skips). Prove the plumbing
+# on one file first: make test-cluster CLUSTER_ARGS="--target results/cub/splits/dev.parquet"
+test-cluster: $(STAMP)
+	python scripts/cluster.py check $(CLUSTER_ARGS)
 
 venv: $(STAMP)
 

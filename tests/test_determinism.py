@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -13,29 +12,8 @@ from pathlib import Path
 from conftest import SNAKEMAKE, TINY, snakemake
 
 from hierbench.artifacts import PROVENANCE_SUFFIX
-from hierbench.hashing import sha256_file
 from hierbench.manifest import verify
-
-
-# Artifacts that hold a time by design, listed: the Final lock records when training
-# finished; a cell's train_log.parquet records each epoch's wall seconds. Logs (logs/) and
-# Snakemake benchmark timings (logs/**/*.benchmark.tsv) are outside results/.
-def _timed(path: str) -> bool:
-    return path.endswith("lock/final_lock.json") or path.endswith("/train_log.parquet")
-
-
-def _hashes(repo: Path) -> dict[str, str]:
-    return {
-        p.relative_to(repo).as_posix(): sha256_file(p)
-        for p in (repo / "results").rglob("*")
-        if p.is_file() and p.name != ".snakemake_timestamp"
-    }
-
-
-def _mentions_lock(record_path: Path) -> bool:
-    """Records whose inputs include a Final lock (their input hash carries its time)."""
-    record = json.loads(record_path.read_text())
-    return any(path.endswith("final_lock.json") for path in record["inputs"])
+from hierbench.rundiff import compare_runs, result_hashes
 
 
 def _kill_during_training(repo: Path) -> None:
@@ -68,14 +46,11 @@ def test_a_killed_run_recovers_and_matches_a_clean_run(built_repo: Path, repo_co
     assert not [p for p in (repo_copy / "results").rglob(".*.tmp")]
     findings = verify(repo_copy / "results", repo_copy)
     assert [f.path for f in findings if not f.passed] == []
-    first, second = _hashes(built_repo), _hashes(repo_copy)
-    assert first.keys() == second.keys()
-    skipped = {p for p in first if _timed(p.removesuffix(PROVENANCE_SUFFIX))}
-    skipped |= {
-        p for p in first if p.endswith(PROVENANCE_SUFFIX) and _mentions_lock(built_repo / p)
-    }
-    differing = sorted(p for p in first if p not in skipped and first[p] != second[p])
-    assert differing == []
+    # The timing exceptions (the Final locks, training logs and the records that carry their
+    # times) are hierbench.rundiff's; logs and benchmark timings are outside results/.
+    diff = compare_runs(built_repo, repo_copy)
+    assert (diff.only_first, diff.only_second, diff.differing) == ([], [], [])
+    first, skipped = result_hashes(built_repo), set(diff.exempt)
     artifacts = [p for p in first if not p.endswith(PROVENANCE_SUFFIX)]
     assert len(artifacts) > 200
     # two locks, and the training logs of 24 factorial, 6 curvature, 12 semantic, 3 HIER-style,

@@ -1,0 +1,77 @@
+"""Two runs' results/ compared byte for byte, less the artifacts that hold a time by design.
+
+Two complete runs of the same configuration give identical bytes for every artifact except
+the Final lock (``lock/final_lock.json``, when training finished) and a cell's
+``train_log.parquet`` (each epoch's wall seconds); their provenance records, and the records
+whose inputs include a Final lock (their input hash carries its time), differ with them. Logs
+and Snakemake benchmark timings live outside results/. The determinism test and the cluster
+check (``scripts/cluster.py``) both compare runs with :func:`compare_runs`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from hierbench.artifacts import PROVENANCE_SUFFIX
+from hierbench.hashing import sha256_file
+
+LOCK_FILE = "final_lock.json"
+TRAIN_LOG = "train_log.parquet"
+
+
+def is_timed(path: str) -> bool:
+    """An artifact that records a time: the Final lock, or a cell's training log."""
+    return path.endswith(f"lock/{LOCK_FILE}") or path.endswith(f"/{TRAIN_LOG}")
+
+
+def result_hashes(repo: Path) -> dict[str, str]:
+    """SHA256 of every file under ``repo/results``, keyed by its path relative to ``repo``."""
+    return {
+        p.relative_to(repo).as_posix(): sha256_file(p)
+        for p in (repo / "results").rglob("*")
+        if p.is_file() and p.name != ".snakemake_timestamp"
+    }
+
+
+def mentions_lock(record_path: Path) -> bool:
+    """A provenance record whose inputs include a Final lock (its input hash carries the time)."""
+    record = json.loads(record_path.read_text())
+    return any(path.endswith(LOCK_FILE) for path in record["inputs"])
+
+
+def timing_exempt(repo: Path, paths: list[str]) -> set[str]:
+    """The paths (relative to ``repo``) that may differ between runs only by a recorded time."""
+    exempt = {p for p in paths if is_timed(p.removesuffix(PROVENANCE_SUFFIX))}
+    exempt |= {p for p in paths if p.endswith(PROVENANCE_SUFFIX) and mentions_lock(repo / p)}
+    return exempt
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    """Files under results/ present in one run only, and files whose bytes differ."""
+
+    only_first: list[str]
+    only_second: list[str]
+    differing: list[str]
+    exempt: list[str]
+    compared: int
+
+    @property
+    def identical(self) -> bool:
+        return not (self.only_first or self.only_second or self.differing)
+
+
+def compare_runs(first: Path, second: Path) -> RunDiff:
+    """Compare ``first/results`` with ``second/results``, less the timing exceptions."""
+    a, b = result_hashes(first), result_hashes(second)
+    exempt = timing_exempt(first, sorted(a))
+    common = sorted(a.keys() & b.keys())
+    return RunDiff(
+        only_first=sorted(a.keys() - b.keys()),
+        only_second=sorted(b.keys() - a.keys()),
+        differing=[p for p in common if p not in exempt and a[p] != b[p]],
+        exempt=sorted(exempt),
+        compared=len(common),
+    )
