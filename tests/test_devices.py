@@ -34,6 +34,7 @@ def test_the_shipped_configs_run_on_the_cpu_by_default():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_a_dry_run_asking_for_cuda_stops_before_scheduling(tmp_path, monkeypatch):
+    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -46,7 +47,11 @@ def test_a_dry_run_asking_for_cuda_stops_before_scheduling(tmp_path, monkeypatch
         cwd=REPO,
         capture_output=True,
         text=True,
-        env={"PATH": str(Path(sys.executable).parent), "HF_HUB_OFFLINE": "1"},
+        env={
+            **os.environ,
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            "HF_HUB_OFFLINE": "1",
+        },
     )
     assert result.returncode != 0
     assert "config key 'device': cuda was asked for" in result.stdout + result.stderr
