@@ -36,18 +36,6 @@ CLIENTS = ("sbatch", "squeue", "sinfo", "srun", "scancel")
 SBIN = Path("/usr/sbin")
 MEMORY_MARGIN_MB = 2048  # left to the OS and the submitting Snakemake
 TINY = ("--configfile", "configs/tiny.yaml")
-# What a repository copy leaves out (as tests/conftest.py's copies do).
-COPY_IGNORE = shutil.ignore_patterns(
-    ".git",
-    ".venv",
-    "results",
-    "logs",
-    ".snakemake",
-    "__pycache__",
-    "*.egg-info",
-    ".pytest_cache",
-    ".ruff_cache",
-)
 
 
 def log(message: str) -> None:
@@ -326,8 +314,10 @@ def running_cluster(folder: Path) -> Iterator[Cluster]:
 
 
 def repo_copy(target: Path) -> Path:
-    shutil.copytree(REPO, target, ignore=COPY_IGNORE)
-    return target
+    """A copy of this repository's sources (hierbench.rundiff.copy_repository)."""
+    from hierbench.rundiff import copy_repository
+
+    return copy_repository(REPO, target)
 
 
 def run_env(repo: Path, base: dict[str, str]) -> dict[str, str]:

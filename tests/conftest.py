@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from hierbench.rundiff import COPY_IGNORED
 from hierbench.taxonomy import (
     load_alias_file,
     load_default_checklist,
@@ -28,17 +29,7 @@ from hierbench.taxonomy import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-COPY_IGNORE = shutil.ignore_patterns(
-    ".git",
-    ".venv",
-    "results",
-    "logs",
-    ".snakemake",
-    "__pycache__",
-    "*.egg-info",
-    ".pytest_cache",
-    ".ruff_cache",
-)
+COPY_IGNORE = shutil.ignore_patterns(*COPY_IGNORED)
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
 # Fixtures that copy the repository for Snakemake: a test that takes one is slow.

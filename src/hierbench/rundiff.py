@@ -11,12 +11,25 @@ check (``scripts/cluster.py``) both compare runs with :func:`compare_runs`.
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from hierbench.artifacts import PROVENANCE_SUFFIX
 from hierbench.hashing import sha256_file
 
+# What a copy of the repository for a separate run leaves out: history, environments, outputs.
+COPY_IGNORED: tuple[str, ...] = (
+    ".git",
+    ".venv",
+    "results",
+    "logs",
+    ".snakemake",
+    "__pycache__",
+    "*.egg-info",
+    ".pytest_cache",
+    ".ruff_cache",
+)
 LOCK_FILE = "final_lock.json"
 TRAIN_LOG = "train_log.parquet"
 
@@ -75,3 +88,9 @@ def compare_runs(first: Path, second: Path) -> RunDiff:
         exempt=sorted(exempt),
         compared=len(common),
     )
+
+
+def copy_repository(source: Path, target: Path) -> Path:
+    """A copy of the repository's sources (no outputs, environments or history) for a run."""
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(*COPY_IGNORED))
+    return target
