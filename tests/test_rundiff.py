@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hierbench.rundiff import compare_runs, is_timed
+from hierbench.rundiff import compare_runs, is_timed, software_environments
 
 
 def _write(repo: Path, relative: str, text: str) -> None:
@@ -52,3 +52,23 @@ def test_timed_paths():
     assert is_timed("results/nabirds/lock/final_lock.json")
     assert is_timed("results/cub/cells/outer/outer-1/HS-42/train_log.parquet")
     assert not is_timed("results/cub/lock/reseal_history.md")
+
+
+def _record(repo: Path, relative: str, packages: dict[str, str], threads: int) -> None:
+    software = {"python": "3.11.9", "environment": packages}
+    software["torch_runtime"] = {"device": "cpu", "threads": threads}
+    _write(repo, relative, json.dumps({"inputs": [], "software": software}))
+
+
+def test_one_environment_when_only_torch_threads_differ(tmp_path: Path):
+    _record(tmp_path, "results/a.parquet.prov.json", {"torch": "2.14.1"}, threads=1)
+    _record(tmp_path, "results/b/c.parquet.prov.json", {"torch": "2.14.1"}, threads=8)
+    assert software_environments(tmp_path) == [
+        {"python": "3.11.9", "environment": {"torch": "2.14.1"}}
+    ]
+
+
+def test_a_job_with_other_packages_is_a_second_environment(tmp_path: Path):
+    _record(tmp_path, "results/a.parquet.prov.json", {"torch": "2.14.1"}, threads=1)
+    _record(tmp_path, "results/b.parquet.prov.json", {"torch": "2.13.0"}, threads=1)
+    assert len(software_environments(tmp_path)) == 2

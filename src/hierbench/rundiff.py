@@ -90,6 +90,19 @@ def compare_runs(first: Path, second: Path) -> RunDiff:
     )
 
 
+def software_environments(repo: Path) -> list[dict]:
+    """The distinct software blocks (interpreter, platform, every installed distribution) of
+    the provenance records under ``repo/results``, less torch's per-job device and threads: one
+    entry when every job ran in the same environment."""
+    distinct: list[dict] = []
+    for record_path in sorted((repo / "results").rglob(f"*{PROVENANCE_SUFFIX}")):
+        software = json.loads(record_path.read_text())["software"]
+        static = {key: value for key, value in software.items() if key != "torch_runtime"}
+        if static not in distinct:
+            distinct.append(static)
+    return distinct
+
+
 def copy_repository(source: Path, target: Path) -> Path:
     """A copy of the repository's sources (no outputs, environments or history) for a run."""
     shutil.copytree(source, target, ignore=shutil.ignore_patterns(*COPY_IGNORED))
