@@ -7,7 +7,7 @@ from snakemake.utils import min_version, validate
 from hierbench.config import check_inputs_exist, enabled_datasets, load_yaml, validate_config
 from hierbench.controls.curvature import POINT_PATTERN
 from hierbench.dataset_kinds import name_constraint
-from hierbench.devices import config_device
+from hierbench.devices import check_device_before_scheduling
 from hierbench.protocol import COMPANION_CELLS, GEOMETRIES, LOSSES, alternatives
 
 min_version("9.0")
@@ -20,7 +20,11 @@ min_version("9.0")
 config.update(validate_config(config, load_yaml(workflow.source_path("schemas/config.schema.yaml"))))
 validate(config, "schemas/config.schema.yaml")
 check_inputs_exist(config)
-config_device(config)  # device: cuda without CUDA stops here, naming the key
+
+
+onstart:
+    # device: cuda without CUDA stops a local run before its first job, naming the key.
+    check_device_before_scheduling(config, jobs_run_here=workflow.local_exec)
 
 
 wildcard_constraints:

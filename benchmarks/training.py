@@ -26,8 +26,9 @@ import torch
 
 from hierbench.cells import CellSpec
 from hierbench.companion import companion_objective
+from hierbench.devices import use_deterministic_torch
 from hierbench.geometry import Projector
-from hierbench.training import train_cell, use_deterministic_torch
+from hierbench.training import train_cell
 
 N, DIM, BATCH, HIDDEN, OUT = 5994, 768, 128, 256, 32
 SEEDS = (42, 2024, 3407)

@@ -177,6 +177,7 @@ def eval_config(dataset):
     """The config keys the sealed evaluation reads for a dataset (a params value)."""
     block = config["datasets"][dataset]
     return {
+        "device": config["device"],
         "evaluation": config["evaluation"],
         "training": {"distance_clip_test": config["training"]["distance_clip_test"]},
         "datasets": {dataset: {"splits": {"query_gallery": block["splits"]["query_gallery"]}}},

@@ -127,3 +127,20 @@ def test_the_audit_catches_a_changed_initialisation_of_extra_parameters() -> Non
     rows = check_records([record("EA-42", "t1"), record("LA-42", "t2")], epochs=3, batch_size=8)
     extra = [row for row in rows if row["check"] == "extra_initial_weights"]
     assert not extra[0]["passed"] and "LA-42" in extra[0]["detail"]
+
+
+def test_every_tensor_of_the_objective_moves_with_it() -> None:
+    """Crops, partners and group indices are buffers: ``.to(device)`` takes them along (the
+    meta device stands in for a GPU here)."""
+    from hierbench.companion import companion_objective
+
+    _, labels, crops = _tiny_training_data()
+    objective = companion_objective(companion_spec("cub", "L", 42, CONFIG), CONFIG, labels, crops)
+    tensors = [*objective.parameters(), *objective.buffers()]
+    assert {"crops", "partners", "groups", "high_of_middle"} <= dict(
+        objective.named_buffers()
+    ).keys()
+    assert objective.state_dict().keys() == dict(objective.named_parameters()).keys()
+    objective.to("meta")
+    assert {t.device.type for t in [*objective.parameters(), *objective.buffers()]} == {"meta"}
+    assert len(tensors) == len([*objective.parameters(), *objective.buffers()])

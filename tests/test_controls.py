@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from hierbench.controls.common import per_seed_by_variant
 from hierbench.controls.curvature import (
@@ -212,8 +213,8 @@ def test_duration_selection_trains_on_the_arm_labels_and_scores_on_the_true_ones
     shuffled.to_parquet(paths[1])
     seen: dict[str, np.ndarray] = {}
 
-    def fake_train(x, y, spec, *, on_epoch):
-        seen["trained"] = y
+    def fake_train(x, y, spec, *, on_epoch, device):
+        seen["trained"], seen["device"] = y, device
         for epoch in range(1, spec.epochs + 1):
             on_epoch(epoch, None)
 
@@ -238,6 +239,7 @@ def test_duration_selection_trains_on_the_arm_labels_and_scores_on_the_true_ones
         aggregation="group_macro",
     )
     assert seen["trained"][:, 1:].tolist() == [[1, 5], [0, 6], [0, 6], [1, 5]]
+    assert seen["device"] == torch.device("cpu")  # the config names none: the CPU
     assert (seen["scored"] == true_labels).all()
     record = json.loads(out.read_text())
     assert record["epochs"] == 1 and record["scores"] == [0.5] * 4  # ties: the earliest

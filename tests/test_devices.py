@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import REPO
+from conftest import REPO, snakemake
 
 from hierbench.config import load_config
-from hierbench.devices import DeviceError, config_device, resolve_device
+from hierbench.devices import (
+    DeviceError,
+    check_device_before_scheduling,
+    config_device,
+    resolve_device,
+)
 
 
 @pytest.mark.parametrize(
@@ -32,27 +37,23 @@ def test_the_shipped_configs_run_on_the_cpu_by_default():
         assert config["device"] == "cpu" and config_device(config) == torch.device("cpu")
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
-def test_a_dry_run_asking_for_cuda_stops_before_scheduling(tmp_path, monkeypatch):
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
+def test_only_a_run_whose_jobs_run_here_is_refused(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(DeviceError, match=r"config key 'device': cuda was asked for"):
+        check_device_before_scheduling({"device": "cuda"}, jobs_run_here=True)
+    check_device_before_scheduling({"device": "cuda"}, jobs_run_here=False)  # a cluster's nodes
+    check_device_before_scheduling({"device": "auto"}, jobs_run_here=True)
 
-    config = tmp_path / "cuda.yaml"
-    config.write_text((REPO / "configs/tiny.yaml").read_text() + "\ndevice: cuda\n")
-    snakemake = str(Path(sys.executable).with_name("snakemake"))
-    result = subprocess.run(
-        [snakemake, "-n", "--configfile", str(config)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={
-            **os.environ,
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-            "HF_HUB_OFFLINE": "1",
-        },
-    )
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_a_local_run_asking_for_cuda_stops_before_its_first_job(repo_copy):
+    config = repo_copy / "cuda.yaml"
+    config.write_text((repo_copy / "configs/tiny.yaml").read_text() + "\ndevice: cuda\n")
+    target = "results/cub/inputs/classes.txt"
+    result = snakemake(repo_copy, target, "--configfile", str(config), check=False)
     assert result.returncode != 0
-    assert "config key 'device': cuda was asked for" in result.stdout + result.stderr
-    assert "Job stats" not in result.stdout
+    assert "config key 'device': cuda was asked for" in result.stdout
+    assert not (repo_copy / target).exists()
+    assert "rule stage_input" not in result.stdout  # no job started
+    # A dry run only shows the plan (a cluster's login node may lack the GPU its nodes have).
+    assert "Job stats" in snakemake(repo_copy, "-n", "--configfile", str(config)).stdout

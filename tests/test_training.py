@@ -206,3 +206,19 @@ def test_selected_tau_prefers_a_pinned_value(tmp_path):
         path
     )
     assert selected_tau("cub", "H", config, path) == 0.5
+
+
+def test_an_explicit_cpu_device_changes_no_byte():
+    import torch
+
+    x, y = _data()
+    default, explicit = (
+        train_cell(x, y, _spec("H", "S")),
+        train_cell(x, y, _spec("H", "S"), device=torch.device("cpu")),
+    )
+    state = {k: v.numpy().tobytes() for k, v in default.model.state_dict().items()}
+    assert state == {k: v.numpy().tobytes() for k, v in explicit.model.state_dict().items()}
+    assert (
+        embed(default.model, x).tobytes()
+        == embed(default.model, x, device=torch.device("cpu")).tobytes()
+    )

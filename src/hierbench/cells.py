@@ -105,12 +105,28 @@ def head_for(spec: CellSpec, in_dim: int) -> torch.nn.Module:
 
 
 @torch.inference_mode()
-def embed(model: torch.nn.Module, features: np.ndarray, batch_size: int = 4096) -> np.ndarray:
-    """Embeddings of ``features`` in eval mode, float32, in input order."""
-    model.eval()
+def embed(
+    model: torch.nn.Module,
+    features: np.ndarray,
+    batch_size: int = 4096,
+    *,
+    device: torch.device | None = None,
+) -> np.ndarray:
+    """Embeddings of ``features`` in eval mode, float32, in input order, as a CPU array.
+
+    They are computed on ``device`` (the model is moved there) or, without one, wherever the
+    model's parameters are.
+    """
+    target = device if device is not None else model_device(model)
+    model.to(target).eval()
     x = torch.as_tensor(features, dtype=torch.float32)
-    parts = [model(x[i : i + batch_size]) for i in range(0, len(x), batch_size)]
+    parts = [model(x[i : i + batch_size].to(target)).cpu() for i in range(0, len(x), batch_size)]
     return torch.cat(parts).numpy() if parts else np.zeros((0, 0), dtype=np.float32)
+
+
+def model_device(model: torch.nn.Module) -> torch.device:
+    """The device of a model's parameters (the CPU for a model without any)."""
+    return next((p.device for p in model.parameters()), torch.device("cpu"))
 
 
 def checkpoint_writer(model: torch.nn.Module, spec: CellSpec) -> Callable[[Path], None]:

@@ -221,6 +221,7 @@ def training_config(
     if controls:
         dataset_keys["controls"] = {name: block["controls"][name] for name in controls}
     return {
+        "device": config.get("device", "cpu"),
         "head": config["head"],
         "training": config["training"],
         "tuning": config["tuning"],

@@ -79,10 +79,10 @@ def batch_pairs(
 
     ``labels`` (B, 2) are the batch's middle and high group indices (0-based, training groups),
     ``partners`` (N, K) from ``cross_image_partners``, ``high_of_middle`` (M,) each middle group's
-    high group index (taxonomy pairs only).
+    high group index (taxonomy pairs only). Every tensor is made on ``batch``'s device.
     """
-    size = len(batch)
-    eye = torch.eye(size, dtype=torch.bool)
+    size, device = len(batch), batch.device
+    eye = torch.eye(size, dtype=torch.bool, device=device)
     n_middle = len(high_of_middle) if sources.taxonomy and high_of_middle is not None else 0
     n_high = int(high_of_middle.max()) + 1 if n_middle else 0
     crop_rows, image_blocks = [], []
@@ -98,17 +98,17 @@ def batch_pairs(
         image_blocks.append(owner & (chosen.reshape(1, -1) != NO_PARTNER))
     n_crops = sum(block.shape[1] for block in image_blocks)
     n_children = n_crops + (n_middle + size if n_middle else 0)
-    entails = torch.zeros((size + n_middle + n_high, n_children), dtype=torch.bool)
+    entails = torch.zeros((size + n_middle + n_high, n_children), dtype=torch.bool, device=device)
     if image_blocks:
         entails[:size, :n_crops] = torch.cat(image_blocks, dim=1)
     if n_middle:
         middle, high = labels[:, 0], labels[:, 1]
         if (high_of_middle[middle] != high).any():
             raise ValueError("a batch item's high group is not its middle group's high group")
-        groups = torch.arange(n_middle)
+        groups = torch.arange(n_middle, device=device)
         entails[size : size + n_middle, n_crops + n_middle :] = groups[:, None] == middle[None, :]
         entails[size + n_middle :, n_crops : n_crops + n_middle] = (
-            torch.arange(n_high)[:, None] == high_of_middle[None, :]
+            torch.arange(n_high, device=device)[:, None] == high_of_middle[None, :]
         )
-    rows = torch.cat(crop_rows) if crop_rows else torch.empty(0, dtype=torch.long)
+    rows = torch.cat(crop_rows) if crop_rows else torch.empty(0, dtype=torch.long, device=device)
     return BatchPairs(crop_rows=rows, entails=entails)

@@ -23,6 +23,7 @@ import pandas as pd
 import torch
 
 from hierbench.cells import CellSpec, head_for
+from hierbench.devices import use_deterministic_torch
 from hierbench.geometry import sanitise_and_clip
 from hierbench.losses import OBJECTIVES
 
@@ -129,16 +130,6 @@ def batch_loss(
     return OBJECTIVES[spec.loss](distances, labels, spec)
 
 
-def use_deterministic_torch() -> None:
-    """Deterministic kernels everywhere, without NaN-filling every fresh allocation.
-
-    ``fill_uninitialized_memory`` only helps to catch kernels that read memory they never
-    wrote; none of ours do, and at batch 128 it costs dozens of extra fills per update.
-    """
-    torch.use_deterministic_algorithms(True)
-    torch.utils.deterministic.fill_uninitialized_memory = False  # type: ignore[attr-defined]
-
-
 def _update(
     model: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -171,22 +162,32 @@ def train_cell(
     *,
     on_epoch: Callable[[int, torch.nn.Module], dict[str, float]] | None = None,
     objective: torch.nn.Module | None = None,
+    device: torch.device | None = None,
 ) -> TrainResult:
-    """Train one cell for exactly ``spec.epochs`` epochs and return the endpoint model.
+    """Train one cell for exactly ``spec.epochs`` epochs and return the endpoint model (on the
+    CPU, in eval mode).
 
     ``on_epoch(epoch, model)`` may return diagnostics (validation metrics) for the log; they
     never influence training. ``objective`` replaces the spec's loss by a module with
     parameters of its own (``batch_loss(model, features, labels, batch)``,
     ``param_groups(weight_decay)``), optimised by the same AdamW beside the head; the head is
     built and seeded as always.
+
+    ``device`` (the CPU by default) runs the updates there. The initial weights and the batch
+    order come from CPU generators on every device, so the fairness audit's hashes do not
+    depend on it; dropout draws from the device's own generator, seeded alike.
     """
     spec.check()
-    use_deterministic_torch()
-    x = torch.as_tensor(features, dtype=torch.float32)
-    y = torch.as_tensor(labels, dtype=torch.long)
+    device = torch.device("cpu") if device is None else device
+    use_deterministic_torch(device)
+    x = torch.as_tensor(features, dtype=torch.float32).to(device)
+    y = torch.as_tensor(labels, dtype=torch.long).to(device)
     model = build_cell_model(spec, x.shape[1])
     initial = state_hash(model, PROJECTOR_PREFIX)  # the weights every cell of a seed shares
     extras = extra_initial_hashes(model, objective)
+    model.to(device)
+    if objective is not None:
+        objective.to(device)
     groups = head_param_groups(model)
     groups += objective.param_groups(spec.weight_decay) if objective is not None else []
     optimizer = torch.optim.AdamW(groups, lr=spec.lr, weight_decay=spec.weight_decay, fused=True)
@@ -198,7 +199,7 @@ def train_cell(
         order_hashes.append(hashlib.sha256(batches.numpy().astype("<i8").tobytes()).hexdigest())
         model.train()
         totals: dict[str, list[float]] = {}
-        for step, batch in enumerate(batches, start=1):
+        for step, batch in enumerate(batches.to(device), start=1):
             values = _update(
                 model,
                 optimizer,
@@ -224,7 +225,7 @@ def train_cell(
             row |= on_epoch(epoch, model)
         rows.append(row)
         log.info("%s %s epoch %d: %s", spec.dataset, spec.cell, epoch, _brief(row))
-    model.eval()
+    model.cpu().eval()
     return TrainResult(
         model=model,
         initial_weight_hash=initial,

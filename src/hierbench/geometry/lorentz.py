@@ -113,7 +113,7 @@ class _LorentzDistance(torch.autograd.Function):
         sqrt_c = c64.sqrt()
         distance = torch.log1p(u + root).div_(sqrt_c)
         slope_u = _finite_or_zero(1.0 / (sqrt_c * root))  # ∂d/∂u
-        slope_c = torch.zeros(())
+        slope_c = torch.zeros((), dtype=c64.dtype, device=c64.device)
         if ctx.needs_input_grad[2]:
             du_dc = u / c64 - delta_sq / (2.0 * c64 * torch.outer(a_time, b_time))
             slope_c = slope_u * du_dc - distance / (2.0 * c64)

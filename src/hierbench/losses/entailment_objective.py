@@ -55,8 +55,9 @@ class EntailmentObjective(nn.Module):
         self.geometry, self.sources = geometry, sources
         self.register_buffer("groups", groups.long(), persistent=False)
         self.register_buffer("high_of_middle", high_of_middle.long(), persistent=False)
-        self.crops = crops
-        self.partners = partners
+        # Buffers (not saved with the objective), so that ``.to(device)`` moves them too.
+        self.register_buffer("crops", crops, persistent=False)
+        self.register_buffer("partners", partners, persistent=False)
         generator = torch.Generator().manual_seed(init_seed)
         n_middle = len(high_of_middle) if sources.taxonomy else 0
         n_high = int(high_of_middle.max()) + 1 if n_middle else 0

@@ -18,6 +18,7 @@ import pandas as pd
 from hierbench.artifacts import write_json, write_parquet, write_text
 from hierbench.baselines.pca import load_pca, project
 from hierbench.cells import CellSpec, embed, learned_curvature, load_checkpoint
+from hierbench.devices import config_device
 from hierbench.featurestore import read_labelled_features
 from hierbench.lock import build_lock, verify_against_lock
 from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES, HEAD_NAMES, HIER, PCA
@@ -145,7 +146,7 @@ def evaluate_cell_on_sealed_test(
     model = load_checkpoint(checkpoint, spec, matrix.shape[1])
     metric = metric_settings(config, HEAD_NAMES[spec.geometry], learned_curvature(model, spec))
     per_query, summary = score_draws(
-        embed(model, matrix),
+        embed(model, matrix, device=config_device(config)),
         labels,
         ids,
         pd.read_parquet(sealed_splits),

@@ -27,6 +27,7 @@ from hierbench.cells import (
 )
 from hierbench.companion import companion_objective, companion_spec
 from hierbench.controls.semantic import semantic_arm, semantic_spec, training_labels
+from hierbench.devices import config_device
 from hierbench.featurestore import role_arrays, role_data
 from hierbench.losses.hier import HierObjective, HierSettings
 from hierbench.protocol import HIER, POINCARE, SUPCON
@@ -75,7 +76,9 @@ def train_final_cell(
     spec = cell_spec(dataset, geometry, loss, seed, config, tau=tau, hyperbolic=hyperbolic)
     x, y = role_data(features, splits, split, "train")
     extra = {"train_split": split} if split != "final" else None  # final records unchanged
-    return _train_and_write(dataset, spec, x, y, outputs, job, label=label, extra=extra)
+    return _train_and_write(
+        dataset, spec, x, y, outputs, job, label=label, config=config, extra=extra
+    )
 
 
 def _train_and_write(
@@ -87,12 +90,14 @@ def _train_and_write(
     job: JobContext,
     *,
     label: str | None,
+    config: dict[str, Any],
     objective: torch.nn.Module | None = None,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Train a cell and publish its checkpoint, training log and record (``extra`` adds record
-    keys: a baseline's objective settings)."""
-    result = train_cell(x, y, spec, objective=objective)
+    """Train a cell on the config's device and publish its checkpoint, training log and record
+    (``extra`` adds record keys: a baseline's objective settings)."""
+    device = config_device(config)
+    result = train_cell(x, y, spec, objective=objective, device=device)
     model_path = publish(outputs["model"], checkpoint_writer(result.model, spec), job)
     record = {
         "dataset": dataset,
@@ -106,6 +111,7 @@ def _train_and_write(
         **({"initial_extra_hashes": extras} if (extras := result.initial_extra_hashes) else {}),
         "updates": result.updates,
         "updates_per_epoch": result.updates // spec.epochs,
+        "device": device.type,
         **_verify_reload(result.model, model_path, spec, x),
         **(extra or {}),
     }
@@ -141,7 +147,9 @@ def train_semantic_cell(
     x, y = role_data(features, splits, "final", "train")
     taxonomy, shuffled = (pd.read_parquet(path) for path in taxonomies)
     labels = training_labels(y, chosen, taxonomy, shuffled)
-    return _train_and_write(dataset, spec, x, labels, outputs, job, label=f"{arm}-{seed}")
+    return _train_and_write(
+        dataset, spec, x, labels, outputs, job, label=f"{arm}-{seed}", config=config
+    )
 
 
 def train_hier_cell(
@@ -172,7 +180,16 @@ def train_hier_cell(
         "objective_parameters": sum(p.numel() for p in objective.parameters()),
     }
     return _train_and_write(
-        dataset, spec, x, y, outputs, job, label=f"{HIER}-{seed}", objective=objective, extra=extra
+        dataset,
+        spec,
+        x,
+        y,
+        outputs,
+        job,
+        label=f"{HIER}-{seed}",
+        config=config,
+        objective=objective,
+        extra=extra,
     )
 
 
@@ -205,5 +222,14 @@ def train_companion_cell(
         }
     }
     return _train_and_write(
-        dataset, spec, x, y, outputs, job, label=spec.cell, objective=objective, extra=extra
+        dataset,
+        spec,
+        x,
+        y,
+        outputs,
+        job,
+        label=spec.cell,
+        config=config,
+        objective=objective,
+        extra=extra,
     )

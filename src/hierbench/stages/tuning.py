@@ -21,6 +21,7 @@ from hierbench.controls.semantic import (
     semantic_spec,
     training_labels,
 )
+from hierbench.devices import config_device
 from hierbench.featurestore import role_arrays, role_data
 from hierbench.metrics import evaluate, group_macro, query_micro
 from hierbench.protocol import (
@@ -85,7 +86,7 @@ def tune_temperature(
         dataset, geometry, SUPCON, tuning["seed"], config, tau=tau, epochs=tuning["epochs"]
     )
     x, y = role_data(features, splits, "tuning", "train")
-    result = train_cell(x, y, spec)
+    result = train_cell(x, y, spec, device=config_device(config))
     scores = validation_score(
         result.model, spec, features, splits, config["evaluation"]["recall_ks"]
     )
@@ -152,7 +153,8 @@ def select_semantic_duration(
         scores.append(_hierarchy_score(model, query, gallery, aggregation, ks))
         return {"validation_score": scores[-1]}
 
-    train_cell(x, training_labels(y, chosen, taxonomy, shuffled), spec, on_epoch=score)
+    labels = training_labels(y, chosen, taxonomy, shuffled)
+    train_cell(x, labels, spec, on_epoch=score, device=config_device(config))
     epochs = best_epoch(scores)
     record = {
         "dataset": dataset,
