@@ -17,6 +17,7 @@ from hierbench.dataset_kinds import (
     name_constraint,
     registered_aggregation,
 )
+from hierbench.devices import gpus_per_job
 from hierbench.hashing import source_fingerprint
 from hierbench.protocol import (
     ARMS_SUMMARY,
@@ -54,6 +55,7 @@ from hierbench.taxonomy import checklist_fingerprint
 DATASETS = enabled_datasets(config)
 RESULTS = "results"
 LOGS = "logs"
+GPUS_PER_JOB = gpus_per_job(config)  # the features and training jobs' GPU request
 
 
 def code(*modules):
@@ -177,7 +179,6 @@ def eval_config(dataset):
     """The config keys the sealed evaluation reads for a dataset (a params value)."""
     block = config["datasets"][dataset]
     return {
-        "device": config["device"],
         "evaluation": config["evaluation"],
         "training": {"distance_clip_test": config["training"]["distance_clip_test"]},
         "datasets": {dataset: {"splits": {"query_gallery": block["splits"]["query_gallery"]}}},

@@ -25,8 +25,6 @@ rule final_lock:
         code=code("stages.evaluation"),
         config=lambda wildcards: resolved_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/final_lock.py"
 
@@ -48,8 +46,6 @@ rule evaluate_cell:
         code=code("stages.evaluation"),
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"
 
@@ -69,8 +65,6 @@ rule evaluate_frozen:
         code=code("stages.evaluation"),
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"
 
@@ -93,8 +87,6 @@ rule evaluate_curvature_cell:
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
         variant=lambda wildcards: wildcards.point,
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"
 
@@ -117,8 +109,6 @@ rule evaluate_semantic_cell:
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
         variant=lambda wildcards: wildcards.arm,
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"
 
@@ -139,8 +129,6 @@ rule evaluate_pca:
         code=code("stages.evaluation"),
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"
 
@@ -162,8 +150,6 @@ rule evaluate_hier_cell:
         code=code("stages.evaluation"),
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"
 
@@ -184,8 +170,6 @@ rule score_outer_split:
     params:
         code=code("stages.outer"),
         config=lambda wildcards: eval_config(wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/score_outer_split.py"
 
@@ -207,7 +191,5 @@ rule evaluate_companion_cell:
         code=code("stages.evaluation"),
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"

@@ -16,14 +16,14 @@ rule features_dev:
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/features/dev.parquet")
     threads: workflow.cores
+    resources:
+        gpu=GPUS_PER_JOB,
     params:
         code=code("stages.features"),
         source=real_sources,
         backbone=config["backbone"],
         images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
         device=config["device"],
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/features.py"
 
@@ -42,14 +42,14 @@ rule features_sealed_test:
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/features/sealed/test.parquet")
     threads: workflow.cores
+    resources:
+        gpu=GPUS_PER_JOB,
     params:
         code=code("stages.features"),
         source=real_sources,
         backbone=config["backbone"],
         images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
         device=config["device"],
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/features.py"
 
@@ -69,13 +69,13 @@ rule features_dev_crops:
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/features/dev_crops.parquet")
     threads: workflow.cores
+    resources:
+        gpu=GPUS_PER_JOB,
     params:
         code=code("stages.features"),
         source=real_sources,
         backbone=config["backbone"],
         images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
         device=config["device"],
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/features.py"

@@ -12,7 +12,5 @@ rule stage_input:
     params:
         code=code("inputs"),
         source=lambda wildcards: source_identity(shipped_input(wildcards)),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/stage_input.py"

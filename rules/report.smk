@@ -19,8 +19,6 @@ rule effect_tables:
     params:
         code=code("stages.tables"),
         out_dir=lambda wildcards: f"{RESULTS}/{wildcards.dataset}/tables",
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/effect_tables.py"
 
@@ -46,8 +44,6 @@ rule figures:
         log_for(figure_outputs("{dataset}", FIGURES[0])[0]),
     params:
         code=code("stages.figures"),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/figures.py"
 
@@ -74,8 +70,6 @@ rule curvature_tables:
     params:
         code=code("stages.controls"),
         operating_point=lambda wildcards: config["datasets"][wildcards.dataset]["hyperbolic"],
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/curvature_tables.py"
 
@@ -101,8 +95,6 @@ rule semantic_tables:
     params:
         code=code("stages.controls"),
         aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/semantic_tables.py"
 
@@ -125,8 +117,6 @@ rule baselines_tables:
         code=code("stages.controls"),
         aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
         dimensions=lambda wildcards: pca_dimensions(config, wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/baselines_tables.py"
 
@@ -148,8 +138,6 @@ rule outer_tables:
         log_for(f"{outer_folder('{dataset}')}/{OUTER_CONTROL}.md"),
     params:
         code=code("stages.controls"),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/outer_tables.py"
 

@@ -30,8 +30,6 @@ rule taxonomy_cub:
         checklist_columns=lambda wildcards: cub_taxonomy_config(wildcards)["checklist_columns"],
         fuzzy_threshold=lambda wildcards: cub_taxonomy_config(wildcards)["fuzzy_threshold"],
         fuzzy_margin=lambda wildcards: cub_taxonomy_config(wildcards)["fuzzy_margin"],
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/taxonomy_cub.py"
 
@@ -48,8 +46,6 @@ rule taxonomy_nabirds:
         dataset=kind_constraint("nabirds"),
     params:
         code=code("stages.taxonomy"),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/taxonomy_nabirds.py"
 
@@ -68,8 +64,6 @@ rule taxonomy_table:
         code=code("stages.taxonomy"),
         source=folder_source,
         levels=lambda wildcards: level_names(config, wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/taxonomy_table.py"
 
@@ -86,7 +80,5 @@ rule taxonomy_shuffled:
         code=code("stages.taxonomy"),
         seed=lambda wildcards: config["datasets"][wildcards.dataset]["taxonomy"]["shuffle_seed"],
         levels=lambda wildcards: level_names(config, wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/taxonomy_shuffled.py"

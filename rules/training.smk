@@ -12,11 +12,11 @@ rule tune:
         log_for(f"{RESULTS}/{{dataset}}/tuning/{{geometry}}/tau-{{tau}}/score.json"),
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/tuning/{{geometry}}/tau-{{tau}}/score.json")
+    resources:
+        gpu=GPUS_PER_JOB,
     params:
         code=code("stages.tuning"),
         config=lambda wildcards: model_config(wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/tune.py"
 
@@ -30,8 +30,6 @@ rule tuning_selection:
         log_for(f"{RESULTS}/{{dataset}}/tuning/selection.parquet"),
     params:
         code=code("stages.tuning"),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/tuning_selection.py"
 
@@ -49,11 +47,11 @@ rule train_cell:
         log_for(f"{RESULTS}/{{dataset}}/cells/{{geometry}}{{loss}}-{{seed}}/model.safetensors"),
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/cells/{{geometry}}{{loss}}-{{seed}}/model.safetensors")
+    resources:
+        gpu=GPUS_PER_JOB,
     params:
         code=code("stages.training"),
         config=lambda wildcards: model_config(wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/train_cell.py"
 
@@ -72,12 +70,12 @@ rule train_curvature_cell:
         benchmark_for(
             f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}/model.safetensors"
         )
+    resources:
+        gpu=GPUS_PER_JOB,
     params:
         code=code("stages.training"),
         config=lambda wildcards: model_config(wildcards.dataset),
         hyperbolic=lambda wildcards: point_hyperbolic(wildcards.point),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/train_curvature_cell.py"
 
@@ -94,12 +92,12 @@ rule select_semantic_duration:
         log_for(f"{RESULTS}/{{dataset}}/controls/{SEMANTIC_CONTROL}/{{arm}}/duration.json"),
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/controls/{SEMANTIC_CONTROL}/{{arm}}/duration.json")
+    resources:
+        gpu=GPUS_PER_JOB,
     params:
         code=code("stages.tuning"),
         config=lambda wildcards: semantic_config(wildcards.dataset),
         aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/select_semantic_duration.py"
 
@@ -121,11 +119,11 @@ rule train_semantic_cell:
         benchmark_for(
             f"{RESULTS}/{{dataset}}/cells/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}/model.safetensors"
         )
+    resources:
+        gpu=GPUS_PER_JOB,
     params:
         code=code("stages.training"),
         config=lambda wildcards: semantic_config(wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/train_semantic_cell.py"
 
@@ -146,8 +144,6 @@ rule fit_pca:
     params:
         code=code("stages.baselines"),
         dimensions=lambda wildcards: pca_dimensions(config, wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/fit_pca.py"
 
@@ -164,11 +160,11 @@ rule train_hier_cell:
         log_for(f"{RESULTS}/{{dataset}}/cells/{HIER}/{HIER}-{{seed}}/model.safetensors"),
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/cells/{HIER}/{HIER}-{{seed}}/model.safetensors")
+    resources:
+        gpu=GPUS_PER_JOB,
     params:
         code=code("stages.training"),
         config=lambda wildcards: baselines_config(wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/train_hier_cell.py"
 
@@ -191,11 +187,11 @@ rule train_outer_cell:
         benchmark_for(
             f"{RESULTS}/{{dataset}}/cells/{OUTER_CONTROL}/{{outer}}/{{geometry}}{{loss}}-{{seed}}/model.safetensors"
         )
+    resources:
+        gpu=GPUS_PER_JOB,
     params:
         code=code("stages.training"),
         config=lambda wildcards: model_config(wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/train_outer_cell.py"
 
@@ -215,11 +211,11 @@ rule train_companion_cell:
         log_for(f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/model.safetensors"),
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/model.safetensors")
+    resources:
+        gpu=GPUS_PER_JOB,
     params:
         code=code("stages.training"),
         config=lambda wildcards: companion_config(wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/train_companion_cell.py"
 
@@ -247,7 +243,5 @@ rule fairness_audit:
     params:
         code=code("stages.audit"),
         config=lambda wildcards: model_config(wildcards.dataset),
-    conda:
-        "../environment.yml"
     script:
         "../workflow_scripts/fairness_audit.py"

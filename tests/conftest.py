@@ -73,6 +73,8 @@ def repo_copy(tmp_path: Path) -> Path:
 
 
 TINY = ("--configfile", "configs/tiny.yaml")
+# Where to keep a copy of the tiny run's results/ (unset: nowhere).
+KEEP_TINY_RUN = "HIERBENCH_KEEP_TINY_RUN"
 
 
 @pytest.fixture(scope="session")
@@ -81,6 +83,9 @@ def _built_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("built") / "repo"
     shutil.copytree(REPO, target, ignore=COPY_IGNORE)
     snakemake(target, *TINY)
+    keep = os.environ.get(KEEP_TINY_RUN)
+    if keep:  # .ci/run compares the SLURM check's run with this one (scripts/cluster.py)
+        shutil.copytree(target / "results", Path(keep) / "results", symlinks=True)
     return target
 
 

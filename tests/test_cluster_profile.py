@@ -125,3 +125,35 @@ def test_a_dry_run_with_the_profile_resolves_the_features_request(repo_copy: Pat
     # --cores 2 (the test helper's) caps the profile's 8 threads; the CPUs follow the threads
     assert "mem_mb=16000" in resources and "runtime=240" in resources
     assert "cpus_per_task=2" in resources
+
+
+GPU_RULES = {"features_dev", "features_sealed_test", "features_dev_crops", "tune"}
+GPU_RULES |= {"select_semantic_duration"} | {r for r in HEAVY if r.startswith("train_")}
+
+
+def _planned_jobs(stdout: str) -> list[tuple[str, dict[str, str]]]:
+    """Every job of a dry run's plan: its rule and its resources."""
+    jobs = re.findall(r"rule (\w+):\n((?: +.*\n)*?) +resources: (.*)\n", stdout)
+    return [(rule, dict(item.split("=", 1) for item in line.split(", "))) for rule, _, line in jobs]
+
+
+@pytest.mark.slow
+def test_a_dry_run_of_the_paper_config_resolves_every_jobs_request(repo_copy: Path):
+    """Every job of the paper's plan gets memory, wall time and CPUs; with ``device: cuda`` the
+    features and training jobs ask for one GPU each, no other job for any."""
+    for folder in ("data/CUB_200_2011", "data/nabirds", "weights"):
+        (repo_copy / folder).mkdir(parents=True)
+    (repo_copy / "weights/dinov2_vitb14_pretrain.pth").touch()  # read by jobs, not the plan
+    profile = ("--workflow-profile", "profiles/slurm", "--slurm-no-account")
+    paper = ("--configfile", "configs/paper.yaml")
+    result = snakemake(repo_copy, "-n", *profile, *paper, "--config", "device=cuda")
+    jobs = _planned_jobs(result.stdout)
+    assert len(jobs) == int(re.search(r"^total +(\d+)$", result.stdout, re.M)[1])  # rule all too
+    requests = _profile()["set-resources"]
+    for rule, resources in jobs:
+        assert {"mem_mb", "runtime", "cpus_per_task"} <= resources.keys(), rule
+        for key, value in requests.get(rule, {}).items():
+            assert resources[key] == str(value), (rule, key)
+        assert resources.get("gpu", "0") == ("1" if rule in GPU_RULES else "0"), rule
+    on_cpu = snakemake(repo_copy, "-n", *profile, *paper, "--config", "device=cpu")
+    assert all(resources.get("gpu", "0") == "0" for _, resources in _planned_jobs(on_cpu.stdout))

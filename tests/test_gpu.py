@@ -16,7 +16,7 @@ from hierbench.cells import embed
 from hierbench.companion import companion_objective, companion_spec
 from hierbench.features import extract_features
 from hierbench.losses.hier import HierObjective, HierSettings
-from hierbench.training import PROJECTOR_PREFIX, state_hash, train_cell
+from hierbench.training import train_cell
 
 pytestmark = pytest.mark.skipif(
     not torch.cuda.is_available(),
@@ -47,9 +47,8 @@ def test_the_fairness_invariants_do_not_depend_on_the_device(geometry, loss):
     assert on_gpu.initial_weight_hash == on_cpu.initial_weight_hash
     assert on_gpu.batch_order_hashes == on_cpu.batch_order_hashes
     assert on_gpu.updates == on_cpu.updates
-    # Not bitwise equal to the CPU's weights: dropout draws from CUDA's own generator and the
-    # kernels sum in another order. Stated in the README.
-    assert state_hash(on_gpu.model, PROJECTOR_PREFIX) != state_hash(on_cpu.model, PROJECTOR_PREFIX)
+    # The weights themselves are not the CPU's: dropout draws from CUDA's own generator and
+    # the kernels sum in another order (stated in the README).
 
 
 @pytest.mark.parametrize("head", ["E", "L"])

@@ -41,6 +41,13 @@ def config_device(config: dict[str, Any]) -> torch.device:
     return resolve_device(config.get(DEVICE_KEY, "cpu"))
 
 
+def gpus_per_job(config: dict[str, Any]) -> int:
+    """The GPUs a features or training job asks its executor for (Snakemake's ``gpu``
+    resource, which the SLURM plugin turns into ``--gpus``): one with ``device: cuda``, none
+    otherwise (``auto`` uses a GPU only where a job's node happens to have one)."""
+    return 1 if config.get(DEVICE_KEY, "cpu") == "cuda" else 0
+
+
 def check_device_before_scheduling(config: dict[str, Any], *, jobs_run_here: bool) -> None:
     """Refuse a run whose jobs run on this machine and ask for a device it lacks (called
     before the first job). Jobs sent to a cluster resolve the device on their node instead:

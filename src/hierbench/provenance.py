@@ -58,12 +58,14 @@ def package_version(name: str) -> str | None:
 
 
 def torch_record() -> dict[str, Any] | None:
-    """Torch's device and thread count, when the job loaded torch (None otherwise)."""
+    """Torch's device and thread count, when the job loaded torch (None otherwise), and the
+    GPU model when the job used CUDA (GPU results may differ between models)."""
     torch = sys.modules.get("torch")
     if torch is None:
         return None
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    return {"device": device, "threads": torch.get_num_threads()}
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_initialized() else None
+    return {"device": device, "threads": torch.get_num_threads(), "gpu": gpu}
 
 
 def installed_distributions() -> dict[str, str]:

@@ -18,7 +18,6 @@ import pandas as pd
 from hierbench.artifacts import write_json, write_parquet, write_text
 from hierbench.baselines.pca import load_pca, project
 from hierbench.cells import CellSpec, embed, learned_curvature, load_checkpoint
-from hierbench.devices import config_device
 from hierbench.featurestore import read_labelled_features
 from hierbench.lock import build_lock, verify_against_lock
 from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES, HEAD_NAMES, HIER, PCA
@@ -135,6 +134,10 @@ def evaluate_cell_on_sealed_test(
 ) -> pd.DataFrame:
     """Verify the lock, then score one final cell on every sealed query/gallery draw.
 
+    On the CPU whatever the config's ``device``: the head's forward pass over the sealed
+    features takes a fraction of a second and the metrics run in float64 NumPy, so a
+    checkpoint's scores are the same bytes on every node, with or without a GPU.
+
     ``variant`` labels a control's cell (a curvature point) in a ``variant`` column; a
     HIER-style baseline cell is the arm ``hier``.
     """
@@ -146,7 +149,7 @@ def evaluate_cell_on_sealed_test(
     model = load_checkpoint(checkpoint, spec, matrix.shape[1])
     metric = metric_settings(config, HEAD_NAMES[spec.geometry], learned_curvature(model, spec))
     per_query, summary = score_draws(
-        embed(model, matrix, device=config_device(config)),
+        embed(model, matrix),
         labels,
         ids,
         pd.read_parquet(sealed_splits),
