@@ -20,6 +20,8 @@ rule demo_cub:
         code=code("stages.demo"),
         kind="cub",
         demo=lambda wildcards: config["datasets"][wildcards.dataset]["demo"],
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/demo.py"
 
@@ -42,6 +44,8 @@ rule demo_nabirds:
         code=code("stages.demo"),
         kind="nabirds",
         demo=lambda wildcards: config["datasets"][wildcards.dataset]["demo"],
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/demo.py"
 
@@ -63,6 +67,8 @@ rule demo_table:
         code=code("stages.demo"),
         source=lambda wildcards: source_identity(config["datasets"][wildcards.dataset]["example_taxonomy"]),
         demo=lambda wildcards: config["datasets"][wildcards.dataset]["demo"],
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/demo_table.py"
 
@@ -80,5 +86,7 @@ rule image_table:
         code=code("stages.images"),
         source=folder_source,
         kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/image_table.py"

@@ -25,6 +25,8 @@ rule final_lock:
         code=code("stages.evaluation"),
         config=lambda wildcards: resolved_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/final_lock.py"
 
@@ -46,6 +48,8 @@ rule evaluate_cell:
         code=code("stages.evaluation"),
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"
 
@@ -65,6 +69,8 @@ rule evaluate_frozen:
         code=code("stages.evaluation"),
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"
 
@@ -87,6 +93,8 @@ rule evaluate_curvature_cell:
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
         variant=lambda wildcards: wildcards.point,
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"
 
@@ -109,6 +117,8 @@ rule evaluate_semantic_cell:
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
         variant=lambda wildcards: wildcards.arm,
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"
 
@@ -129,6 +139,8 @@ rule evaluate_pca:
         code=code("stages.evaluation"),
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"
 
@@ -150,6 +162,8 @@ rule evaluate_hier_cell:
         code=code("stages.evaluation"),
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"
 
@@ -170,6 +184,8 @@ rule score_outer_split:
     params:
         code=code("stages.outer"),
         config=lambda wildcards: eval_config(wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/score_outer_split.py"
 
@@ -191,5 +207,7 @@ rule evaluate_companion_cell:
         code=code("stages.evaluation"),
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"

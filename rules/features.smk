@@ -24,6 +24,8 @@ rule features_dev:
         backbone=config["backbone"],
         images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
         device=config["device"],
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/features.py"
 
@@ -50,6 +52,8 @@ rule features_sealed_test:
         backbone=config["backbone"],
         images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
         device=config["device"],
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/features.py"
 
@@ -77,5 +81,7 @@ rule features_dev_crops:
         backbone=config["backbone"],
         images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
         device=config["device"],
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/features.py"

@@ -12,5 +12,7 @@ rule stage_input:
     params:
         code=code("inputs"),
         source=lambda wildcards: source_identity(shipped_input(wildcards)),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/stage_input.py"

@@ -19,6 +19,8 @@ rule effect_tables:
     params:
         code=code("stages.tables"),
         out_dir=lambda wildcards: f"{RESULTS}/{wildcards.dataset}/tables",
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/effect_tables.py"
 
@@ -44,6 +46,8 @@ rule figures:
         log_for(figure_outputs("{dataset}", FIGURES[0])[0]),
     params:
         code=code("stages.figures"),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/figures.py"
 
@@ -70,6 +74,8 @@ rule curvature_tables:
     params:
         code=code("stages.controls"),
         operating_point=lambda wildcards: config["datasets"][wildcards.dataset]["hyperbolic"],
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/curvature_tables.py"
 
@@ -95,6 +101,8 @@ rule semantic_tables:
     params:
         code=code("stages.controls"),
         aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/semantic_tables.py"
 
@@ -117,6 +125,8 @@ rule baselines_tables:
         code=code("stages.controls"),
         aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
         dimensions=lambda wildcards: pca_dimensions(config, wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/baselines_tables.py"
 
@@ -138,6 +148,8 @@ rule outer_tables:
         log_for(f"{outer_folder('{dataset}')}/{OUTER_CONTROL}.md"),
     params:
         code=code("stages.controls"),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/outer_tables.py"
 

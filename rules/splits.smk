@@ -19,5 +19,7 @@ rule splits:
         code=code("stages.splits"),
         config=lambda wildcards: split_config(wildcards.dataset),
         kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/splits.py"

@@ -30,6 +30,8 @@ rule taxonomy_cub:
         checklist_columns=lambda wildcards: cub_taxonomy_config(wildcards)["checklist_columns"],
         fuzzy_threshold=lambda wildcards: cub_taxonomy_config(wildcards)["fuzzy_threshold"],
         fuzzy_margin=lambda wildcards: cub_taxonomy_config(wildcards)["fuzzy_margin"],
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/taxonomy_cub.py"
 
@@ -46,6 +48,8 @@ rule taxonomy_nabirds:
         dataset=kind_constraint("nabirds"),
     params:
         code=code("stages.taxonomy"),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/taxonomy_nabirds.py"
 
@@ -64,6 +68,8 @@ rule taxonomy_table:
         code=code("stages.taxonomy"),
         source=folder_source,
         levels=lambda wildcards: level_names(config, wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/taxonomy_table.py"
 
@@ -80,5 +86,7 @@ rule taxonomy_shuffled:
         code=code("stages.taxonomy"),
         seed=lambda wildcards: config["datasets"][wildcards.dataset]["taxonomy"]["shuffle_seed"],
         levels=lambda wildcards: level_names(config, wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/taxonomy_shuffled.py"

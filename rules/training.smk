@@ -17,6 +17,8 @@ rule tune:
     params:
         code=code("stages.tuning"),
         config=lambda wildcards: model_config(wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/tune.py"
 
@@ -30,6 +32,8 @@ rule tuning_selection:
         log_for(f"{RESULTS}/{{dataset}}/tuning/selection.parquet"),
     params:
         code=code("stages.tuning"),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/tuning_selection.py"
 
@@ -52,6 +56,8 @@ rule train_cell:
     params:
         code=code("stages.training"),
         config=lambda wildcards: model_config(wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/train_cell.py"
 
@@ -76,6 +82,8 @@ rule train_curvature_cell:
         code=code("stages.training"),
         config=lambda wildcards: model_config(wildcards.dataset),
         hyperbolic=lambda wildcards: point_hyperbolic(wildcards.point),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/train_curvature_cell.py"
 
@@ -98,6 +106,8 @@ rule select_semantic_duration:
         code=code("stages.tuning"),
         config=lambda wildcards: semantic_config(wildcards.dataset),
         aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/select_semantic_duration.py"
 
@@ -124,6 +134,8 @@ rule train_semantic_cell:
     params:
         code=code("stages.training"),
         config=lambda wildcards: semantic_config(wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/train_semantic_cell.py"
 
@@ -144,6 +156,8 @@ rule fit_pca:
     params:
         code=code("stages.baselines"),
         dimensions=lambda wildcards: pca_dimensions(config, wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/fit_pca.py"
 
@@ -165,6 +179,8 @@ rule train_hier_cell:
     params:
         code=code("stages.training"),
         config=lambda wildcards: baselines_config(wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/train_hier_cell.py"
 
@@ -192,6 +208,8 @@ rule train_outer_cell:
     params:
         code=code("stages.training"),
         config=lambda wildcards: model_config(wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/train_outer_cell.py"
 
@@ -216,6 +234,8 @@ rule train_companion_cell:
     params:
         code=code("stages.training"),
         config=lambda wildcards: companion_config(wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/train_companion_cell.py"
 
@@ -243,5 +263,7 @@ rule fairness_audit:
     params:
         code=code("stages.audit"),
         config=lambda wildcards: model_config(wildcards.dataset),
+    conda:
+        "../environment.yml"
     script:
         "../workflow_scripts/fairness_audit.py"

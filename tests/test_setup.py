@@ -48,6 +48,31 @@ def test_environment_yml_carries_the_same_pins():
     assert listed == lock_lines
 
 
+def test_every_rule_with_a_script_names_the_conda_environment():
+    """``--software-deployment-method conda`` gives every scripted rule environment.yml."""
+    stages = [path for path in sorted((REPO / "rules").glob("*.smk")) if path.name != "common.smk"]
+    for path in stages:
+        text = path.read_text()
+        scripts = text.count("    script:\n")
+        assert scripts, path.name
+        assert text.count('    conda:\n        "../environment.yml"\n    script:\n') == scripts
+
+
+def test_the_post_deploy_script_installs_this_checkout_without_dependencies(tmp_path):
+    """Snakemake runs environment.post-deploy.sh inside the new environment; a stand-in pip
+    records what it was asked to install (run from another folder: the path is the script's)."""
+    stub = tmp_path / "bin" / "pip"
+    stub.parent.mkdir()
+    stub.write_text(f'#!/bin/sh\necho "$@" > {tmp_path / "args"}\n')
+    stub.chmod(0o755)
+    env = {"PATH": f"{stub.parent}:/usr/bin:/bin"}
+    script = REPO / "environment.post-deploy.sh"
+    subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, check=True)
+    args = (tmp_path / "args").read_text().split()
+    assert args == ["install", "--no-deps", "--no-build-isolation", "--editable", str(REPO)]
+    assert (REPO / "pyproject.toml").is_file()
+
+
 def test_up_to_date_venv_needs_no_install():
     """`make -q venv` exits 0 only when the dependency stamp is current: nothing to install."""
     result = subprocess.run(["make", "-q", "venv"], cwd=REPO, capture_output=True, text=True)
