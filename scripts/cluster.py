@@ -334,7 +334,9 @@ def run_env(repo: Path, base: dict[str, str]) -> dict[str, str]:
 
 def timed_run(argv: list[str], repo: Path, env: dict[str, str], logfile: Path) -> float:
     """Run ``argv`` in ``repo``, its output into ``logfile``; the wall seconds, or an error."""
-    log(f"running in {repo}: {' '.join(argv)}")
+    targets = [a for a in argv if a.startswith("results/")]
+    shown = " ".join(a for a in argv if a not in targets)
+    log(f"running in {repo}: {shown}" + (f" ({len(targets)} targets)" if targets else ""))
     began = time.monotonic()
     with logfile.open("w") as out:
         result = subprocess.run(argv, cwd=repo, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -369,15 +371,8 @@ def slurm_argv(cluster: Cluster, targets: Sequence[str]) -> list[str]:
     ]
 
 
-def local_reference(folder: Path, targets: Sequence[str], reference: Path | None) -> Path:
-    """The local run to compare with: ``reference`` (a finished tiny run, e.g. the test suite's)
-    when given, else a fresh ``--cores 2`` run in a copy of this repository."""
-    if reference is not None:
-        if not (reference / "results").is_dir():
-            raise RuntimeError(f"--reference {reference}: no results/ folder (not a finished run)")
-        log(f"local reference: {reference} (not rerun)")
-        return reference
-    local = repo_copy(folder / "local")
+def run_locally(local: Path, folder: Path, targets: Sequence[str]) -> None:
+    """The reference run: ``--cores 2`` with the default profile, in its own copy."""
     snakemake = str(Path(sys.executable).with_name("snakemake"))
     seconds = timed_run(
         [snakemake, *targets, "--cores", "2", *TINY],  # targets first, as in slurm_argv
@@ -386,21 +381,44 @@ def local_reference(folder: Path, targets: Sequence[str], reference: Path | None
         folder / "local.log",
     )
     log(f"local run {seconds:.1f} s")
-    return local
+
+
+def dataset_targets(reference: Path, dataset: str) -> list[str]:
+    """Every artifact a finished run made for one dataset (its provenance records aside): as
+    targets, they rebuild exactly that dataset's part of the run."""
+    from hierbench.artifacts import PROVENANCE_SUFFIX
+
+    folder = reference / "results" / dataset
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    targets = [
+        p.relative_to(reference).as_posix()
+        for p in files
+        if not p.name.endswith(PROVENANCE_SUFFIX) and p.name != ".snakemake_timestamp"
+    ]
+    if not targets:
+        raise RuntimeError(f"--dataset {dataset}: {folder} holds no artifacts")
+    return targets
 
 
 def check(folder: Path, targets: Sequence[str], reference: Path | None = None) -> int:
     from hierbench.rundiff import compare_runs, software_environments
 
+    if reference is not None and not (reference / "results").is_dir():
+        raise RuntimeError(f"--reference {reference}: no results/ folder (not a finished run)")
+    # Both copies first: the runs see the same sources even if the checkout changes meanwhile.
+    on_slurm = repo_copy(folder / "slurm")
+    local = reference if reference is not None else repo_copy(folder / "local")
     with running_cluster(folder / "cluster") as cluster:
-        on_slurm = repo_copy(folder / "slurm")
         slurm_s = timed_run(
             slurm_argv(cluster, targets),
             on_slurm,
             run_env(on_slurm, cluster.env),
             folder / "slurm.log",
         )
-    local = local_reference(folder, targets, reference)
+    if reference is None:
+        run_locally(local, folder, targets)
+    else:
+        log(f"local reference: {reference} (not rerun)")
     diff = compare_runs(local, on_slurm)
     log(f"compared {diff.compared} files under results/ ({len(diff.exempt)} timing exceptions)")
     # A reference may hold more than the targets asked the SLURM run for; never less.
@@ -438,6 +456,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     check_parser.add_argument(
         "--reference", type=Path, help="a finished local tiny run to compare with (not rerun)"
     )
+    check_parser.add_argument(
+        "--dataset", help="only this dataset's artifacts (those of --reference, as targets)"
+    )
     run_parser = sub.add_parser("run", parents=[common], help="a command against the cluster")
     run_parser.add_argument("argv", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
@@ -456,7 +477,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             folder = Path(name).resolve()
             folder.chmod(0o755)  # munged refuses a socket below a folder others cannot search
             if args.command == "check":
-                return check(folder, args.target, args.reference)
+                targets = list(args.target)
+                if args.dataset:
+                    if args.reference is None:
+                        raise RuntimeError(
+                            "--dataset needs --reference (its artifacts are the targets)"
+                        )
+                    targets += dataset_targets(args.reference.resolve(), args.dataset)
+                return check(folder, targets, args.reference)
             command = [a for a in args.argv if a != "--"]
             with running_cluster(folder / "cluster") as cluster:
                 return subprocess.run(command, env=cluster.env).returncode

@@ -157,3 +157,21 @@ def test_a_dry_run_of_the_paper_config_resolves_every_jobs_request(repo_copy: Pa
         assert resources.get("gpu", "0") == ("1" if rule in GPU_RULES else "0"), rule
     on_cpu = snakemake(repo_copy, "-n", *profile, *paper, "--config", "device=cpu")
     assert all(resources.get("gpu", "0") == "0" for _, resources in _planned_jobs(on_cpu.stdout))
+
+
+def test_a_datasets_targets_are_its_artifacts_without_their_records(tmp_path: Path):
+    for relative in (
+        "results/nabirds/cells/ER-42/model.safetensors",
+        "results/nabirds/cells/ER-42/model.safetensors.prov.json",
+        "results/nabirds/.snakemake_timestamp",
+        "results/nabirds/tables/effects.csv",
+        "results/cub/cells/ER-42/model.safetensors",
+    ):
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text("x")
+    assert _harness().dataset_targets(tmp_path, "nabirds") == [
+        "results/nabirds/cells/ER-42/model.safetensors",
+        "results/nabirds/tables/effects.csv",
+    ]
+    with pytest.raises(RuntimeError, match="holds no artifacts"):
+        _harness().dataset_targets(tmp_path, "table")
