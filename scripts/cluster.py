@@ -384,8 +384,9 @@ def run_locally(local: Path, folder: Path, targets: Sequence[str]) -> None:
 
 
 def dataset_targets(reference: Path, dataset: str) -> list[str]:
-    """Every artifact a finished run made for one dataset (its provenance records aside): as
-    targets, they rebuild exactly that dataset's part of the run."""
+    """Every artifact a finished run made for one dataset (its provenance records and the
+    rendered demo folder's contents aside: that folder is one directory output, built as an
+    input): as targets, they rebuild exactly that dataset's part of the run."""
     from hierbench.artifacts import PROVENANCE_SUFFIX
 
     folder = reference / "results" / dataset
@@ -393,7 +394,9 @@ def dataset_targets(reference: Path, dataset: str) -> list[str]:
     targets = [
         p.relative_to(reference).as_posix()
         for p in files
-        if not p.name.endswith(PROVENANCE_SUFFIX) and p.name != ".snakemake_timestamp"
+        if not p.name.endswith(PROVENANCE_SUFFIX)
+        and p.name != ".snakemake_timestamp"
+        and (folder / "demo") not in p.parents
     ]
     if not targets:
         raise RuntimeError(f"--dataset {dataset}: {folder} holds no artifacts")

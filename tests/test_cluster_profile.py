@@ -165,6 +165,7 @@ def test_a_datasets_targets_are_its_artifacts_without_their_records(tmp_path: Pa
         "results/nabirds/cells/ER-42/model.safetensors.prov.json",
         "results/nabirds/.snakemake_timestamp",
         "results/nabirds/tables/effects.csv",
+        "results/nabirds/demo/nabirds/images/0338/a.jpg",
         "results/cub/cells/ER-42/model.safetensors",
     ):
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
