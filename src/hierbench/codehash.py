@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 PACKAGE = "hierbench"
@@ -72,7 +72,7 @@ def _package_of(name: str) -> str:
 def _imported_modules(name: str, source: str) -> set[str]:
     """Names of hierbench modules that module ``name`` imports (absolute or relative)."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in _import_statements(ast.parse(source)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 found.update(_strip_package(alias.name))
@@ -88,6 +88,20 @@ def _imported_modules(name: str, source: str) -> set[str]:
             for alias in node.names:
                 found.update(_candidates(prefix, alias.name))
     return {module for module in found if _source(module) is not None}
+
+
+def _import_statements(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement of a module, nested ones (in functions, classes, branches)
+    included; expressions cannot hold one, so only statement bodies are visited."""
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(node, field, None) or ():
+                if isinstance(child, ast.Import | ast.ImportFrom):
+                    yield child
+                elif isinstance(child, ast.stmt | ast.excepthandler | ast.match_case):
+                    pending.append(child)
 
 
 def _strip_package(dotted: str) -> set[str]:
@@ -123,9 +137,16 @@ def module_closure(names: tuple[str, ...]) -> tuple[str, ...]:
         if name in seen:
             continue
         seen.add(name)
-        source = module_path(name).read_text(encoding="utf-8")
-        pending.extend(_imported_modules(name, source) - seen)
+        path = module_path(name)
+        pending.extend(_module_imports(name, path, path.stat().st_mtime_ns) - seen)
     return tuple(sorted(seen))
+
+
+@functools.cache
+def _module_imports(name: str, path: Path, mtime_ns: int) -> frozenset[str]:
+    """The hierbench modules that module ``name`` (at ``path``, as modified at ``mtime_ns``)
+    imports: each file is parsed once per process, as every rule's closure shares most."""
+    return frozenset(_imported_modules(name, path.read_text(encoding="utf-8")))
 
 
 def code_hash(modules: Iterable[str]) -> str:
