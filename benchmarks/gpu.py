@@ -30,7 +30,8 @@ import numpy as np
 import timm
 import torch
 
-from hierbench.cells import cell_spec, embed
+from hierbench.cells import embed
+from hierbench.cellspec import cell_spec
 from hierbench.config import load_config, training_config
 from hierbench.devices import use_deterministic_torch
 from hierbench.features import _forward

@@ -25,9 +25,9 @@ import numpy as np
 import torch
 
 from hierbench.cells import CellSpec
-from hierbench.companion import companion_objective
 from hierbench.devices import use_deterministic_torch
 from hierbench.geometry import Projector
+from hierbench.losses.entailment_objective import companion_objective
 from hierbench.training import train_cell
 
 N, DIM, BATCH, HIDDEN, OUT = 5994, 768, 128, 256, 32

@@ -5,13 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hierbench.companion import (
-    CompanionError,
-    companion_cells,
-    companion_spec,
-    group_indices,
-    pair_sources,
-)
+from hierbench.companion import CompanionError, companion_cells, companion_spec, pair_sources
+from hierbench.losses.entailment_objective import group_indices
 
 CONFIG = {
     "companion": {
@@ -85,8 +80,8 @@ def _tiny_training_data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("head", ["E", "L"])
 def test_same_seed_same_checkpoint_bytes(tmp_path, head: str) -> None:
     from hierbench.cells import checkpoint_writer
-    from hierbench.companion import companion_objective
     from hierbench.hashing import sha256_file
+    from hierbench.losses.entailment_objective import companion_objective
     from hierbench.training import train_cell
 
     x, labels, crops = _tiny_training_data()
@@ -132,7 +127,7 @@ def test_the_audit_catches_a_changed_initialisation_of_extra_parameters() -> Non
 def test_every_tensor_of_the_objective_moves_with_it() -> None:
     """Crops, partners and group indices are buffers: ``.to(device)`` takes them along (the
     meta device stands in for a GPU here)."""
-    from hierbench.companion import companion_objective
+    from hierbench.losses.entailment_objective import companion_objective
 
     _, labels, crops = _tiny_training_data()
     objective = companion_objective(companion_spec("cub", "L", 42, CONFIG), CONFIG, labels, crops)

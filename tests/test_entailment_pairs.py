@@ -5,12 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hierbench.entailment_pairs import (
-    NO_PARTNER,
-    PairSources,
-    batch_pairs,
-    cross_image_partners,
-)
+from hierbench.companion import PairSources
+from hierbench.entailment_pairs import NO_PARTNER, batch_pairs, cross_image_partners
 
 LEAVES = torch.tensor([3, 1, 3, 2, 1, 3, 7, 1])  # leaf 2 and 7 have a single image
 

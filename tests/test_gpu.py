@@ -13,8 +13,9 @@ from test_features import SMALL, backbone, image_root  # noqa: F401 (fixtures)
 from test_training import _data, _spec
 
 from hierbench.cells import embed
-from hierbench.companion import companion_objective, companion_spec
+from hierbench.companion import companion_spec
 from hierbench.features import extract_features
+from hierbench.losses.entailment_objective import companion_objective
 from hierbench.losses.hier import HierObjective, HierSettings
 from hierbench.training import train_cell
 

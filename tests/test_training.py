@@ -17,7 +17,8 @@ from hierbench.audit import (
     projector_parameters,
     raise_on_failure,
 )
-from hierbench.cells import CellSpec, checkpoint_writer, embed, load_checkpoint
+from hierbench.cells import checkpoint_writer, embed, load_checkpoint
+from hierbench.cellspec import CellSpec
 from hierbench.hashing import sha256_file
 from hierbench.provenance import JobContext
 from hierbench.training import NonFiniteLossError, batch_order, train_cell

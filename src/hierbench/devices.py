@@ -8,9 +8,10 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:  # torch loads in the jobs that compute, not when the workflow is planned
+    import torch
 
 DEVICE_KEY = "device"
 SETTINGS: tuple[str, ...] = ("auto", "cpu", "cuda")
@@ -25,6 +26,8 @@ class DeviceError(ValueError):
 
 def resolve_device(setting: str, *, cuda_available: bool | None = None) -> torch.device:
     """The torch device of a setting; ``cuda`` without CUDA is an error naming the key."""
+    import torch
+
     if setting not in SETTINGS:
         raise DeviceError(f"config key '{DEVICE_KEY}': {setting!r} is not one of {list(SETTINGS)}")
     available = torch.cuda.is_available() if cuda_available is None else cuda_available
@@ -60,6 +63,8 @@ def prepare_cuda() -> None:
     """Settings a deterministic CUDA job needs before its first cuBLAS call: the fixed cuBLAS
     workspace (unless the caller chose one) and full-precision float32 matrix products (no
     TF32, which would change results between GPU generations)."""
+    import torch
+
     name, value = CUBLAS_WORKSPACE
     os.environ.setdefault(name, value)
     torch.backends.cuda.matmul.fp32_precision = "ieee"
@@ -74,6 +79,8 @@ def use_deterministic_torch(device: torch.device | None = None) -> None:
     ``fill_uninitialized_memory`` only helps to catch kernels that read memory they never
     wrote; none of ours do, and at batch 128 it costs dozens of extra fills per update.
     """
+    import torch
+
     if device is not None and device.type == "cuda":
         prepare_cuda()
     torch.use_deterministic_algorithms(True)

@@ -19,21 +19,9 @@ from dataclasses import dataclass
 
 import torch
 
+from hierbench.companion import PairSources
+
 NO_PARTNER = -1
-
-
-@dataclass(frozen=True)
-class PairSources:
-    """Which pairs a cell trains on."""
-
-    boxes: bool
-    cross_image: int
-    taxonomy: bool
-
-    @property
-    def needs_crops(self) -> bool:
-        """Whether any source needs crop features."""
-        return self.boxes or self.cross_image > 0
 
 
 @dataclass(frozen=True)

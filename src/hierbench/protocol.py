@@ -27,6 +27,9 @@ ALL_LEVELS = "all"
 LEVEL_ORDER: tuple[str, ...] = (*LEVELS, MEAN_HIERARCHY, ALL_LEVELS)
 
 # The Geometry x Loss factorial: codes as they appear in wildcards, cell names and tables.
+# Training distances are clipped at this value (non-finite ones become it): the CellSpec default.
+TRAIN_DISTANCE_CLIP = 20.0
+
 GEOMETRY_NAMES: dict[str, str] = {"E": "euclidean", "H": "poincare"}
 LOSS_NAMES: dict[str, str] = {"R": "regression", "S": "taxonomy_supcon"}
 GEOMETRIES: tuple[str, ...] = tuple(GEOMETRY_NAMES)

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from hierbench.cells import CellSpec, head_for
+from hierbench.cells import head_for
+from hierbench.cellspec import CellSpec
 from hierbench.devices import use_deterministic_torch
 from hierbench.geometry import sanitise_and_clip
 from hierbench.losses import OBJECTIVES

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hierbench.cells import CellSpec, cell_spec
+from hierbench.cellspec import CellSpec, cell_spec
 from hierbench.controls.common import seeds_mean_sd
 from hierbench.protocol import EUCLIDEAN, MEAN_HIERARCHY, SUPCON
 

@@ -19,7 +19,10 @@ from typing import Any
 
 import torch
 
-TRAIN_DISTANCE_CLIP = 20.0
+from hierbench.protocol import (
+    TRAIN_DISTANCE_CLIP as TRAIN_DISTANCE_CLIP,  # re-exported with the test clip
+)
+
 TEST_DISTANCE_CLIP = 1e6
 SQUARED_ROUNDING = 1e-14  # relative float64 rounding level of the Gram squared distance
 

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
-from hierbench.entailment_pairs import PairSources, batch_pairs
+from hierbench.cellspec import CellSpec
+from hierbench.companion import CompanionError, PairSources, pair_sources
+from hierbench.entailment_pairs import batch_pairs, cross_image_partners
 from hierbench.geometry.lorentz import expmap0
 from hierbench.losses.entailment import LearnableTemperature
 from hierbench.losses.entailment_fused import fused_angle_entailment_loss
@@ -101,3 +104,40 @@ class EntailmentObjective(nn.Module):
             {"params": [self.middle, self.high], "weight_decay": weight_decay, "name": "groups"},
             {"params": list(self.temperature.parameters()), "weight_decay": 0.0, "name": "tau"},
         ]
+
+
+def group_indices(labels: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """(N, 2) middle and high group indices of the training rows (0-based over the training
+    groups) and (M,) each middle group's high group index."""
+    middles, middle_index = np.unique(labels[:, 1], return_inverse=True)
+    _, high_index = np.unique(labels[:, 2], return_inverse=True)
+    high_of_middle = np.full(len(middles), -1, dtype=np.int64)
+    high_of_middle[middle_index] = high_index
+    if len(np.unique(np.column_stack([middle_index, high_index]), axis=0)) != len(middles):
+        raise CompanionError("a middle group of the training data sits under two high groups")
+    groups = np.column_stack([middle_index, high_index]).astype(np.int64)
+    return torch.from_numpy(groups), torch.from_numpy(high_of_middle)
+
+
+def companion_objective(
+    spec: CellSpec, config: dict[str, Any], labels: np.ndarray, crops: np.ndarray | None
+) -> EntailmentObjective:
+    """The loss-A objective of a cell over its training rows (``labels`` (N, 3) codes, ``crops``
+    (N, F) crop features in the same row order); cross-image partners drawn with the seed."""
+    sources = pair_sources(config)
+    block = config["companion"]
+    groups, high_of_middle = group_indices(labels)
+    leaves = torch.as_tensor(labels[:, 0], dtype=torch.long)
+    generator = torch.Generator().manual_seed(spec.seed)
+    partners = cross_image_partners(leaves, sources.cross_image, generator)
+    return EntailmentObjective(
+        spec.geometry,
+        spec.embedding_dim,
+        sources,
+        groups,
+        high_of_middle,
+        crops=None if crops is None else torch.as_tensor(crops, dtype=torch.float32),
+        partners=partners if sources.cross_image else None,
+        temperature=float(block["temperature"]),
+        init_seed=int(block["init_seed"]),
+    )

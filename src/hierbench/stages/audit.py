@@ -17,13 +17,8 @@ from hierbench.audit import (
     check_reload,
     raise_on_failure,
 )
-from hierbench.cells import (
-    VERIFICATION_ROWS,
-    CellSpec,
-    embed,
-    load_checkpoint,
-    verification_digest,
-)
+from hierbench.cells import VERIFICATION_ROWS, embed, load_checkpoint, verification_digest
+from hierbench.cellspec import CellSpec
 from hierbench.featurestore import role_data
 from hierbench.protocol import POINCARE
 from hierbench.provenance import JobContext

@@ -17,7 +17,8 @@ import pandas as pd
 
 from hierbench.artifacts import write_json, write_parquet, write_text
 from hierbench.baselines.pca import load_pca, project
-from hierbench.cells import CellSpec, embed, learned_curvature, load_checkpoint
+from hierbench.cells import embed, learned_curvature, load_checkpoint
+from hierbench.cellspec import CellSpec
 from hierbench.featurestore import read_labelled_features
 from hierbench.lock import build_lock, verify_against_lock
 from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES, HEAD_NAMES, HIER, PCA

@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from hierbench.artifacts import publish
-from hierbench.cells import CellSpec, embed, load_checkpoint
+from hierbench.cells import embed, load_checkpoint
+from hierbench.cellspec import CellSpec
 from hierbench.effects import OT_METRIC, add_arm
 from hierbench.featurestore import read_labelled_features
 from hierbench.figures import (

@@ -11,7 +11,8 @@ from typing import Any
 import pandas as pd
 
 from hierbench.artifacts import write_parquet
-from hierbench.cells import CellSpec, embed, load_checkpoint
+from hierbench.cells import embed, load_checkpoint
+from hierbench.cellspec import CellSpec
 from hierbench.controls.outer import OuterSplitError
 from hierbench.featurestore import read_labelled_features
 from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES

@@ -18,17 +18,17 @@ import torch
 from hierbench.artifacts import publish, write_json, write_parquet
 from hierbench.cells import (
     VERIFICATION_ROWS,
-    CellSpec,
-    cell_spec,
     checkpoint_writer,
     embed,
     load_checkpoint,
     verification_digest,
 )
-from hierbench.companion import companion_objective, companion_spec
+from hierbench.cellspec import CellSpec, cell_spec
+from hierbench.companion import companion_spec
 from hierbench.controls.semantic import semantic_arm, semantic_spec, training_labels
 from hierbench.devices import config_device
 from hierbench.featurestore import role_arrays, role_data
+from hierbench.losses.entailment_objective import companion_objective
 from hierbench.losses.hier import HierObjective, HierSettings
 from hierbench.protocol import HIER, POINCARE, SUPCON
 from hierbench.provenance import JobContext

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from hierbench.artifacts import write_json, write_parquet
-from hierbench.cells import CellSpec, cell_spec, embed
+from hierbench.cells import embed
+from hierbench.cellspec import CellSpec, cell_spec
 from hierbench.controls.semantic import (
     best_epoch,
     semantic_arm,
