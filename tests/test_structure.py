@@ -104,3 +104,21 @@ def test_protocol_names_are_spelled_only_in_the_protocol_module(pattern: str):
 
 def test_the_protocol_module_imports_nothing_of_the_library():
     assert not _imports(LIBRARY / "protocol.py")
+
+
+def test_planning_the_workflow_loads_no_torch():
+    """Every hierbench module the Snakefile and the rules import is torch-free: each Snakemake
+    start (a dry run, every SLURM job) parses them, and torch alone takes about 1.5 s to load."""
+    import subprocess
+    import sys
+
+    sources = [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
+    pattern = re.compile(r"^from (hierbench[\w.]*) import", re.M)
+    modules = sorted({name for path in sources for name in pattern.findall(path.read_text())})
+    assert "hierbench.devices" in modules and "hierbench.companion" in modules
+    probe = "import importlib, sys\n"
+    probe += "".join(f"importlib.import_module({name!r})\n" for name in modules)
+    probe += "print(sorted(m for m in ('torch', 'timm', 'geoopt') if m in sys.modules))\n"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
