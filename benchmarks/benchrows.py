@@ -66,6 +66,6 @@ def error_row(benchmark: str, message: str) -> Row:
     }
 
 
-def skipped_row(benchmark: str, reason: str) -> Row:
-    """A benchmark that cannot run on this machine (no goal to meet or miss)."""
-    return row(benchmark, "skipped", None, None, "", None, note=f"skipped: {reason}")
+def skipped_row(benchmark: str, figure: str, reason: str) -> Row:
+    """Figures that cannot be measured on this machine (no goal to meet or miss)."""
+    return row(benchmark, figure, None, None, "", None, note=f"skipped: {reason}")

@@ -212,7 +212,7 @@ def report(figures: dict[str, dict[str, float]]) -> list[str]:
 def rows(smoke: bool = False) -> list[Row]:
     """The figures as benchmark rows (``make bench``); one skipped row without CUDA."""
     if not torch.cuda.is_available():
-        return [skipped_row("gpu", "no CUDA")]
+        return [skipped_row("gpu", "every GPU figure", "no CUDA")]
     device = torch.device("cuda")
     sizes = SMOKE if smoke else PAPER
     use_deterministic_torch(device)

@@ -39,13 +39,13 @@ CELL_GOAL = 0.7  # each factorial cell's rate against the bare head's, paired pe
 COMPANION_GOAL = 2.0  # an A cell's time per update against its S cell's
 
 
-def cub_like_data(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def cub_like_data(seed: int = 0, rows: int = N) -> tuple[np.ndarray, np.ndarray]:
     """Random 768-D features with a CUB-sized tree: 200 leaves, 124 middles, 37 highs."""
     rng = np.random.default_rng(seed)
-    leaf = rng.integers(0, 200, N)
+    leaf = rng.integers(0, 200, rows)
     middle = (leaf * 124) // 200
     high = (middle * 37) // 124
-    return rng.normal(size=(N, DIM)).astype(np.float32), np.stack([leaf, middle, high], axis=1)
+    return rng.normal(size=(rows, DIM)).astype(np.float32), np.stack([leaf, middle, high], axis=1)
 
 
 def spec(geometry: str, loss: str, seed: int, epochs: int) -> CellSpec:
@@ -124,7 +124,7 @@ def head_only_rate(features: np.ndarray, updates: int = 300) -> float:
 
 
 def paired_ratios(
-    features: np.ndarray, labels: np.ndarray, epochs: int, repeats: int
+    features: np.ndarray, labels: np.ndarray, epochs: int, repeats: int, head_updates: int = 300
 ) -> tuple[list[float], dict[str, list[float]], dict[str, list[float]]]:
     """Per repeat: the pure GEMM rate, then every cell's rate and its ratio to that pure rate.
 
@@ -141,7 +141,7 @@ def paired_ratios(
     for _ in range(repeats):
         pure = matmul_rate()
         pures.append(pure)
-        rates["head only"].append(head_only_rate(features))
+        rates["head only"].append(head_only_rate(features, head_updates))
         ratios["head only"].append(rates["head only"][-1] / pure)
         for cell in cells[1:]:
             rates[cell].append(cell_rate(features, labels, cell, epochs))
@@ -167,14 +167,17 @@ def matmul_rate(repeats: int = 300) -> float:
     return repeats / (time.perf_counter() - start)
 
 
-def rows(epochs: int = 2, repeats: int = 5) -> list[Row]:
+def rows(epochs: int = 2, repeats: int = 5, samples: int = N, head_updates: int = 300) -> list[Row]:
     """Each factorial cell against the bare head, the head against the pure GEMMs, and the
-    companion cells' time per update against E_S / H_S; ratios are medians of paired ones."""
-    features, labels = cub_like_data()
-    pures, rates, _ = paired_ratios(features, labels, epochs, repeats)
+    companion cells' time per update against E_S / H_S; ratios are medians of paired ones.
+
+    ``samples`` below CUB's 5,994 shortens every epoch (quick runs; same batch and shapes).
+    """
+    features, labels = cub_like_data(rows=samples)
+    pures, rates, _ = paired_ratios(features, labels, epochs, repeats, head_updates)
     head = rates["head only"]
     threads = torch.get_num_threads()
-    size = f"{N} x {DIM} features, batch {BATCH}, {threads} thread(s), median of {repeats}"
+    size = f"{samples} x {DIM} features, batch {BATCH}, {threads} thread(s), median of {repeats}"
     result = [
         row(
             "training",
