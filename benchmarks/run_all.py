@@ -233,9 +233,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
     parser.add_argument("--demo", action="store_true", help="add the demo end to end (~1 h)")
-    parser.add_argument("--only", action="append", choices=sorted(BENCHMARKS), metavar="NAME")
-    parser.add_argument("--parquet", type=Path, default=PARQUET)
-    parser.add_argument("--markdown", type=Path, default=MARKDOWN)
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=sorted(BENCHMARKS),
+        metavar="NAME",
+        help=f"run only this benchmark (repeatable): {', '.join(sorted(BENCHMARKS))}",
+    )
+    parser.add_argument("--parquet", type=Path, default=PARQUET, help="the rows (parquet)")
+    parser.add_argument("--markdown", type=Path, default=MARKDOWN, help="the generated page")
     parser.add_argument("--child", help=argparse.SUPPRESS)  # one benchmark, in this process
     parser.add_argument("--rows-json", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
