@@ -9,8 +9,9 @@ an ``error`` row that counts as a missed goal. The rows, sorted, go to a parquet
 Markdown table (both written whole, then renamed into place; no timestamps inside), the table
 is printed, and the exit status is 1 when any goal is missed, else 0.
 
-``--quick`` runs small sizes with one repeat (about a minute on 2 cores): a smoke check that
-every benchmark works, not figures to quote. ``--demo`` adds the demo's end-to-end wall time
+``--quick`` runs small sizes with one repeat (about a minute on 2 cores; training takes the
+median of three short paired repeats, as one is at the mercy of a single stall): a smoke check
+that every benchmark works, not figures to quote. ``--demo`` adds the demo's end-to-end wall time
 (about an hour on 2 cores; no reference, so no ratio or goal). ``--parquet`` and
 ``--markdown`` choose where the outputs go (the tests write into a temporary folder).
 """
@@ -71,7 +72,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "training": Benchmark(
         "training.py",
         {"epochs": 2, "repeats": 5},
-        {"epochs": 1, "repeats": 1, "samples": 2048, "head_updates": 100},
+        {"epochs": 1, "repeats": 3, "samples": 2048, "head_updates": 100},
     ),
     "workflow": Benchmark("workflow.py", {"repeats": 3}, {"repeats": 1}, "dag_rows"),
 }
@@ -170,7 +171,7 @@ def verdict(met: Any) -> str:
 def markdown(rows: list[Row], facts: dict[str, Any]) -> str:
     """The generated docs page: how it was made, the table, then each row's note."""
     mode = (
-        "**quick** (`make bench BENCH_ARGS=--quick`: small sizes, one repeat; a smoke check "
+        "**quick** (`make bench BENCH_ARGS=--quick`: small sizes, few repeats; a smoke check "
         "that every benchmark runs, not figures to quote)"
         if facts["mode"] == "quick"
         else "**full** (`make bench`: the benchmarks' own sizes and repeats)"
