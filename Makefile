@@ -1,5 +1,5 @@
 # Two entry points: `make run` (the pipeline on the embedded demo) and `make test`
-# (`make test-fast` runs the unit tests only).
+# (`make test-fast` runs the unit tests only). `make bench` runs every speed benchmark.
 # Both bootstrap .venv first; the bootstrap is skipped when a stamp keyed on the hash of the
 # dependency specification (pyproject.toml + requirements.lock) is present.
 SHELL := /bin/bash
@@ -8,14 +8,19 @@ VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 DEPS_HASH := $(shell cat pyproject.toml requirements.lock | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.deps-$(DEPS_HASH)
+# The benchmarks' extra (scikit-learn), installed on top by `make bench` only.
+BENCH_HASH := $(shell cat requirements-bench.lock | sha256sum | cut -c1-16)
+BENCH_STAMP := $(VENV)/.bench-$(BENCH_HASH)
+BENCH_PACKAGES := $(shell grep -v '^\#' requirements-bench.lock | sed -n 's/==.*//p')
 CORES ?= all
 SNAKEMAKE_ARGS ?=
+BENCH_ARGS ?=
 
 export PATH := $(BIN):$(PATH)
 export HF_HUB_OFFLINE := 1
 export PYTHONHASHSEED := 0
 
-.PHONY: run test test-fast test-cluster venv lint lock clean
+.PHONY: run test test-fast test-cluster bench venv lint lock clean
 
 run: $(STAMP)
 	snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
@@ -36,6 +41,12 @@ test-fast: $(STAMP)
 test-cluster: $(STAMP)
 	python scripts/cluster.py check $(CLUSTER_ARGS)
 
+# Every benchmark, each figure a ratio to a reference measured in the same run: writes
+# benchmarks/results.parquet and docs/benchmarks.md, exits 1 when a goal is missed.
+# BENCH_ARGS="--quick" for a smoke check at small sizes; "--demo" adds the demo's wall time.
+bench: $(STAMP) $(BENCH_STAMP)
+	python benchmarks/run_all.py $(BENCH_ARGS)
+
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml requirements.lock
@@ -46,11 +57,20 @@ $(STAMP): pyproject.toml requirements.lock
 	@touch $@
 	@echo "environment ready: $(VENV) (deps $(DEPS_HASH))"
 
-# Re-pin the whole environment after changing a version in pyproject.toml.
+# Reinstalled when the bench lock changes (or after a new venv); the main lock constrains it.
+$(BENCH_STAMP): requirements-bench.lock $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+	  -r requirements-bench.lock -c requirements.lock
+	@rm -f $(VENV)/.bench-*
+	@touch $@
+
+# Re-pin the whole environment after changing a version in pyproject.toml (the bench extra,
+# when installed, stays out: it has its own lock).
 lock: $(STAMP)
 	( echo "# Full, exact environment that make installs (pip freeze of a working venv)."; \
 	  echo "# Regenerate with: make lock"; \
-	  $(BIN)/python -m pip freeze --all --exclude-editable | grep -v -e '^pip==' -e '^hierbench' ) > requirements.lock.new
+	  $(BIN)/python -m pip freeze --all --exclude-editable $(addprefix --exclude ,$(BENCH_PACKAGES)) \
+	    | grep -v -e '^pip==' -e '^hierbench' ) > requirements.lock.new
 	mv requirements.lock.new requirements.lock
 
 clean:

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from benchrows import Row, row
 from PIL import Image
 
 from hierbench.backbones import DEMO_BACKBONE, create_backbone
@@ -62,19 +63,56 @@ def forward_seconds(model: torch.nn.Module, count: int, batch: int, size: int) -
     return time.perf_counter() - start
 
 
-def stage_seconds(model: torch.nn.Module, images: pd.DataFrame, root: Path, args) -> float:
+def stage_seconds(
+    model: torch.nn.Module, images: pd.DataFrame, root: Path, size: int, batch: int, workers: int
+) -> float:
     """Seconds for ``extract_features`` on the image table."""
     start = time.perf_counter()
     extract_features(
         model,
         images,
         root,
-        image_size=args.size,
-        batch_size=args.batch,
-        num_workers=args.workers,
+        image_size=size,
+        batch_size=batch,
+        num_workers=workers,
         device="cpu",
     )
     return time.perf_counter() - start
+
+
+def rates(
+    images: int = 256, workers: int = 2, batch: int = 64, size: int = 224, repeats: int = 3
+) -> tuple[float, float]:
+    """Images/s of the bare forward and of ``extract_features`` (best of ``repeats`` each)."""
+    model = create_backbone(DEMO_BACKBONE, WEIGHTS, image_size=size)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        table = write_images(root, images, 128)
+        forward_seconds(model, batch, batch, size)  # warm-up
+        forward, stage = [], []
+        for _ in range(repeats):
+            forward.append(forward_seconds(model, images, batch, size))
+            stage.append(stage_seconds(model, table, root, size, batch, workers))
+    return images / min(forward), images / min(stage)
+
+
+def rows(
+    images: int = 256, workers: int = 2, batch: int = 64, size: int = 224, repeats: int = 3
+) -> list[Row]:
+    """The stage's rate against the bare forward's, measured in the same run."""
+    forward_rate, stage_rate = rates(images, workers, batch, size, repeats)
+    return [
+        row(
+            "features",
+            "extract_features images/s vs the bare forward",
+            stage_rate,
+            forward_rate,
+            "images/s",
+            f">= {MIN_RATIO}",
+            note=f"{images} JPEGs of 128 px at {size} px, batch {batch}, {workers} worker(s), "
+            f"{torch.get_num_threads()} torch thread(s), best of {repeats}",
+        )
+    ]
 
 
 def main() -> int:
@@ -87,16 +125,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
-    model = create_backbone(DEMO_BACKBONE, WEIGHTS, image_size=args.size)
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        images = write_images(root, args.images, 128)
-        forward_seconds(model, args.batch, args.batch, args.size)  # warm-up
-        forward, stage = [], []
-        for _ in range(args.repeats):
-            forward.append(forward_seconds(model, args.images, args.batch, args.size))
-            stage.append(stage_seconds(model, images, root, args))
-    forward_rate, stage_rate = args.images / min(forward), args.images / min(stage)
+    forward_rate, stage_rate = rates(args.images, args.workers, args.batch, args.size, args.repeats)
     ratio = stage_rate / forward_rate
     print(
         f"{args.images} images of 128 px at {args.size} px, batch {args.batch}, "

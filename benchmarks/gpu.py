@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import timm
 import torch
+from benchrows import Row, row, skipped_row
 
 from hierbench.cells import embed
 from hierbench.cellspec import cell_spec
@@ -206,6 +207,48 @@ def report(figures: dict[str, dict[str, float]]) -> list[str]:
         f"CUB factorial from cached features: {w['total_s'] / 60:.1f} min (tuning "
         f"{w['tuning_s'] / 60:.1f}, cells {w['cells_s'] / 60:.1f}, sealed scoring "
         f"{w['scoring_s'] / 60:.1f})",
+    ]
+
+
+def rows(smoke: bool = False) -> list[Row]:
+    """The figures as benchmark rows (``make bench``); one skipped row without CUDA."""
+    if not torch.cuda.is_available():
+        return [skipped_row("gpu", "every GPU figure", "no CUDA")]
+    device = torch.device("cuda")
+    sizes = SMOKE if smoke else PAPER
+    use_deterministic_torch(device)
+    f, t = feature_rates(sizes, device), training_rates(sizes, device)
+    w = factorial_seconds(sizes, device)
+    where = torch.cuda.get_device_name() + (" (smoke sizes)" if smoke else "")
+    return [
+        row(
+            "gpu",
+            "features stage images/s vs the bare forward (DINOv2 ViT-B/14)",
+            f["stage_images_per_s"],
+            f["bare_images_per_s"],
+            "images/s",
+            f">= {FEATURE_GOAL}",
+            note=where,
+        ),
+        row(
+            "gpu",
+            "H_S updates/s on the GPU vs the CPU",
+            t["gpu_updates_per_s"],
+            t["cpu_updates_per_s"],
+            "updates/s",
+            None,
+            note=f"{where}; the speed-up, no goal; CPU with {torch.get_num_threads()} threads",
+        ),
+        row(
+            "gpu",
+            "CUB factorial from cached features, wall time",
+            w["total_s"],
+            None,
+            "s",
+            None,
+            note=f"{where}; no reference: tuning {w['tuning_s']:.0f} s, cells "
+            f"{w['cells_s']:.0f} s, sealed scoring {w['scoring_s']:.0f} s",
+        ),
     ]
 
 

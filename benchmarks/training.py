@@ -9,7 +9,9 @@ bare head's update (no distances, no objective) shows the ceiling of eager PyTor
 default) and with the method's own box pairs alone: goal at most 2x their time per update
 (reported, not part of the exit status). ``--full`` also trains the whole CUB factorial (12
 cells x 100 epochs) and reports its wall time (goal: under 10 minutes on 2 cores); without it,
-the wall time is extrapolated from the measured rates and labelled as such.
+the wall time is extrapolated from the measured rates and labelled as such. For ``make bench``,
+:func:`rows` sets each factorial cell against the bare head measured in the same run (goal:
+at least 0.7 of its rate) and records the companion cells' ratios with their goal.
 
 Run: ``.venv/bin/python benchmarks/training.py [--repeats 5] [--full]``; exits 1 below a goal.
 """
@@ -23,6 +25,7 @@ from statistics import median
 
 import numpy as np
 import torch
+from benchrows import Row, row
 
 from hierbench.cells import CellSpec
 from hierbench.devices import use_deterministic_torch
@@ -32,15 +35,17 @@ from hierbench.training import train_cell
 
 N, DIM, BATCH, HIDDEN, OUT = 5994, 768, 128, 256, 32
 SEEDS = (42, 2024, 3407)
+CELL_GOAL = 0.7  # each factorial cell's rate against the bare head's, paired per repeat
+COMPANION_GOAL = 2.0  # an A cell's time per update against its S cell's
 
 
-def cub_like_data(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def cub_like_data(seed: int = 0, rows: int = N) -> tuple[np.ndarray, np.ndarray]:
     """Random 768-D features with a CUB-sized tree: 200 leaves, 124 middles, 37 highs."""
     rng = np.random.default_rng(seed)
-    leaf = rng.integers(0, 200, N)
+    leaf = rng.integers(0, 200, rows)
     middle = (leaf * 124) // 200
     high = (middle * 37) // 124
-    return rng.normal(size=(N, DIM)).astype(np.float32), np.stack([leaf, middle, high], axis=1)
+    return rng.normal(size=(rows, DIM)).astype(np.float32), np.stack([leaf, middle, high], axis=1)
 
 
 def spec(geometry: str, loss: str, seed: int, epochs: int) -> CellSpec:
@@ -119,7 +124,7 @@ def head_only_rate(features: np.ndarray, updates: int = 300) -> float:
 
 
 def paired_ratios(
-    features: np.ndarray, labels: np.ndarray, epochs: int, repeats: int
+    features: np.ndarray, labels: np.ndarray, epochs: int, repeats: int, head_updates: int = 300
 ) -> tuple[list[float], dict[str, list[float]], dict[str, list[float]]]:
     """Per repeat: the pure GEMM rate, then every cell's rate and its ratio to that pure rate.
 
@@ -136,7 +141,7 @@ def paired_ratios(
     for _ in range(repeats):
         pure = matmul_rate()
         pures.append(pure)
-        rates["head only"].append(head_only_rate(features))
+        rates["head only"].append(head_only_rate(features, head_updates))
         ratios["head only"].append(rates["head only"][-1] / pure)
         for cell in cells[1:]:
             rates[cell].append(cell_rate(features, labels, cell, epochs))
@@ -160,6 +165,62 @@ def matmul_rate(repeats: int = 300) -> float:
         g2 @ w2.T, h.T @ g2  # backward through the second layer: input and weight gradients
         x.T @ h  # backward through the first layer: weight gradient (D x HIDDEN)
     return repeats / (time.perf_counter() - start)
+
+
+def rows(epochs: int = 2, repeats: int = 5, samples: int = N, head_updates: int = 300) -> list[Row]:
+    """Each factorial cell against the bare head, the head against the pure GEMMs, and the
+    companion cells' time per update against E_S / H_S; ratios are medians of paired ones.
+
+    ``samples`` below CUB's 5,994 shortens every epoch (quick runs; same batch and shapes).
+    """
+    features, labels = cub_like_data(rows=samples)
+    pures, rates, _ = paired_ratios(features, labels, epochs, repeats, head_updates)
+    head = rates["head only"]
+    threads = torch.get_num_threads()
+    size = f"{samples} x {DIM} features, batch {BATCH}, {threads} thread(s), median of {repeats}"
+    result = [
+        row(
+            "training",
+            "bare head updates/s vs the pure GEMMs of an update",
+            median(head),
+            median(pures),
+            "updates/s",
+            None,
+            ratio=median(h / p for h, p in zip(head, pures, strict=True)),
+            note=f"context, no goal: the ceiling of eager PyTorch here; {size}",
+        )
+    ]
+    for cell in ("ER", "ES", "HR", "HS"):
+        result.append(
+            row(
+                "training",
+                f"{cell[0]}_{cell[1]} updates/s vs the bare head",
+                median(rates[cell]),
+                median(head),
+                "updates/s",
+                f">= {CELL_GOAL}",
+                ratio=median(c / h for c, h in zip(rates[cell], head, strict=True)),
+                note=f"{epochs} epoch(s) per run, setup included; {size} paired ratios",
+            )
+        )
+    for companion, reference in COMPANION_PAIRS:
+        geometry, _, pairs = CELLS[companion]
+        sources = "box pairs only" if pairs == BOX_PAIRS else "every pair source"
+        result.append(
+            row(
+                "training",
+                f"{geometry}_A ({sources}) time per update vs {reference[0]}_{reference[1]}",
+                1000 / median(rates[companion]),
+                1000 / median(rates[reference]),
+                "ms/update",
+                f"<= {COMPANION_GOAL:g}",
+                ratio=median(
+                    s / a for a, s in zip(rates[companion], rates[reference], strict=True)
+                ),
+                note=f"{epochs} epoch(s) per run; {size} paired ratios",
+            )
+        )
+    return result
 
 
 def main() -> int:

@@ -11,24 +11,41 @@ from conftest import REPO
 PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==([^\s;]+)$")
 
 
-def _lock() -> dict[str, str]:
+def _lock(name: str = "requirements.lock") -> dict[str, str]:
     pins = {}
-    for line in (REPO / "requirements.lock").read_text().splitlines():
+    for line in (REPO / name).read_text().splitlines():
         if line and not line.startswith("#"):
             match = PIN.match(line.strip())
-            assert match, f"requirements.lock line is not an exact pin: {line!r}"
+            assert match, f"{name} line is not an exact pin: {line!r}"
             pins[match.group(1).lower().replace("_", "-")] = match.group(2)
+    return pins
+
+
+def _pins(requirements: list[str]) -> dict[str, str]:
+    pins = {}
+    for requirement in requirements:
+        match = PIN.match(requirement)
+        assert match, f"pyproject dependency is not an exact pin: {requirement}"
+        pins[match.group(1).lower().replace("_", "-")] = match.group(2)
     return pins
 
 
 def test_direct_dependencies_are_exact_pins_that_match_the_lock():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     lock = _lock()
-    for requirement in project["dependencies"] + project["optional-dependencies"]["dev"]:
-        match = PIN.match(requirement)
-        assert match, f"pyproject dependency is not an exact pin: {requirement}"
-        name = match.group(1).lower().replace("_", "-")
-        assert lock.get(name) == match.group(2), f"{name}: pyproject {match.group(2)} vs lock"
+    pins = _pins(project["dependencies"] + project["optional-dependencies"]["dev"])
+    for name, version in pins.items():
+        assert lock.get(name) == version, f"{name}: pyproject {version} vs lock"
+
+
+def test_the_bench_extra_is_its_lock_exactly_and_adds_to_the_main_lock():
+    """pyproject's `bench` group pins what requirements-bench.lock pins, nothing in the main
+    lock (so installing it with the main lock as constraints changes no other package)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    bench = _pins(project["optional-dependencies"]["bench"])
+    assert bench == _lock("requirements-bench.lock")
+    assert "scikit-learn" in bench
+    assert not set(bench) & set(_lock()), "a bench pin is already in requirements.lock"
 
 
 def test_torch_and_torchvision_are_pinned_together():

@@ -1,0 +1,118 @@
+"""Speed check of Snakemake's planning: building the tiny config's DAG within 5x an empty one's.
+
+``snakemake -n --configfile configs/tiny.yaml`` in a fresh copy of the repository (nothing
+built yet, so it plans every job: parsing the rules, validating the config, resolving every
+input function) is timed against ``snakemake -n`` on a Snakefile with one rule ``all`` and no
+input, in a temporary folder: the reference is Snakemake's own start-up, measured in the same
+run. Each is timed ``--repeats`` times, each time in a fresh copy, and the best time counts.
+``--demo`` also times the whole demo (``snakemake --cores 2`` on config.yaml in a fresh copy;
+about an hour on 2 cores), recorded without a reference or a goal.
+
+Run: ``.venv/bin/python benchmarks/workflow.py [--repeats 3] [--demo]``; exits 1 when the DAG
+build takes more than 5x the empty run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchrows import Row, row
+
+from hierbench.rundiff import copy_repository
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+MAX_DAG_RATIO = 5.0
+EMPTY_SNAKEFILE = "rule all:\n    input: []\n"
+DEMO_CORES = 2
+
+
+def snakemake_seconds(folder: Path, *args: str) -> float:
+    """Wall seconds of one Snakemake command in ``folder`` (its own src/ first on the path)."""
+    env = {**os.environ, "PYTHONPATH": str(folder / "src"), "HF_HUB_OFFLINE": "1"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    start = time.perf_counter()
+    result = subprocess.run(
+        [SNAKEMAKE, *args], cwd=folder, env=env, capture_output=True, text=True, check=False
+    )
+    seconds = time.perf_counter() - start
+    if result.returncode != 0:
+        tail = (result.stdout + result.stderr).strip().splitlines()[-20:]
+        raise RuntimeError(f"snakemake {' '.join(args)} failed in {folder}:\n" + "\n".join(tail))
+    return seconds
+
+
+def dag_seconds() -> float:
+    """Seconds of a dry run on the tiny config in a fresh copy of the repository."""
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = copy_repository(REPO, Path(tmp) / "repo")
+        return snakemake_seconds(copy, "-n", "--cores", "2", "--configfile", "configs/tiny.yaml")
+
+
+def empty_seconds() -> float:
+    """Seconds of a dry run on a Snakefile with one rule and no input: Snakemake's start-up."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "Snakefile").write_text(EMPTY_SNAKEFILE)
+        return snakemake_seconds(folder, "-n", "--cores", "2")
+
+
+def dag_rows(repeats: int = 3) -> list[Row]:
+    """The tiny config's DAG build against an empty workflow's (best of ``repeats``, paired)."""
+    dag, empty = [], []
+    for _ in range(repeats):
+        empty.append(empty_seconds())
+        dag.append(dag_seconds())
+    return [
+        row(
+            "workflow",
+            "snakemake -n on configs/tiny.yaml vs an empty Snakefile",
+            min(dag),
+            min(empty),
+            "s",
+            f"<= {MAX_DAG_RATIO:g}",
+            note=f"a fresh repository copy each time (every job planned), best of {repeats}",
+        )
+    ]
+
+
+def demo_rows(cores: int = DEMO_CORES) -> list[Row]:
+    """Wall time of the whole demo from nothing; no natural reference, so no ratio or goal."""
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = copy_repository(REPO, Path(tmp) / "repo")
+        seconds = snakemake_seconds(copy, "--cores", str(cores))
+    return [
+        row(
+            "workflow",
+            f"demo end to end (snakemake --cores {cores} on config.yaml)",
+            seconds,
+            None,
+            "s",
+            None,
+            note="a fresh repository copy; recorded without a reference or a goal",
+        )
+    ]
+
+
+def main() -> int:
+    """Time the dry runs (and the demo when asked) and report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--demo", action="store_true", help="also run the whole demo (~1 h)")
+    args = parser.parse_args()
+    rows = dag_rows(args.repeats) + (demo_rows() if args.demo else [])
+    for r in rows:
+        ratio = "" if r["ratio"] is None else f", ratio {r['ratio']:.2f} (goal {r['goal']})"
+        reference = "" if r["reference"] is None else f" vs {r['reference']:.2f} s"
+        print(f"{r['figure']}: {r['value']:.2f} s{reference}{ratio}")
+    return 1 if any(r["met"] is False for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

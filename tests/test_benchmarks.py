@@ -1,0 +1,144 @@
+"""benchmarks/run_all.py: rows with their goals, the parquet and Markdown outputs, the exit
+status (1 when any goal is missed, after both outputs are written), and a quick run of every
+benchmark into a temporary folder."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from conftest import REPO
+
+BENCHMARKS = REPO / "benchmarks"
+
+
+def _module(name: str):
+    if str(BENCHMARKS) not in sys.path:  # the scripts import their sibling benchrows
+        sys.path.insert(0, str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location(f"test_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+FACTS = {"mode": "quick", "demo": False, "cpu_threads": 2, "load_average": 0.5}
+
+
+def _rows():
+    rows = _module("benchrows")
+    return [
+        rows.row("features", "stage vs bare", 90.0, 100.0, "images/s", ">= 0.8"),
+        rows.row("workflow", "dag vs empty", 6.0, 1.0, "s", "<= 5"),
+        rows.row("render", "rate | goal rate", 270.0, 58.3, "images/s", ">= 1", note="constant"),
+        rows.row("workflow", "demo end to end", 3600.0, None, "s", None, note="no reference"),
+        rows.skipped_row("gpu", "every GPU figure", "no CUDA"),
+        rows.error_row("training", "exit status 1: boom"),
+    ]
+
+
+def test_a_row_divides_by_its_reference_and_judges_its_goal():
+    rows = _module("benchrows")
+    assert rows.row("b", "f", 90.0, 100.0, "u", ">= 0.8")["ratio"] == pytest.approx(0.9)
+    assert rows.row("b", "f", 90.0, 100.0, "u", ">= 0.8")["met"] is True
+    assert rows.row("b", "f", 70.0, 100.0, "u", ">= 0.8")["met"] is False
+    assert rows.row("b", "f", 3.0, 1.0, "s", "<= 2")["met"] is False
+    assert rows.row("b", "f", 3.0, 1.0, "s", "<= 2", ratio=1.5)["met"] is True  # paired ratio
+    assert rows.row("b", "f", 3.0, None, "s", None)["met"] is None
+    assert tuple(rows.error_row("b", "x")) == rows.COLUMNS
+    assert rows.error_row("b", "x")["met"] is False
+    with pytest.raises(ValueError, match="goal"):
+        rows.goal_met(1.0, "> 1")
+
+
+def test_missed_goals_are_written_printed_and_fail_the_run(tmp_path, capsys):
+    run_all = _module("run_all")
+    parquet, markdown = tmp_path / "out" / "results.parquet", tmp_path / "docs" / "bench.md"
+    assert run_all.finish(_rows(), parquet, markdown, FACTS) == 1
+
+    table = pd.read_parquet(parquet)
+    assert list(table.columns) == list(run_all.COLUMNS)
+    assert list(table["benchmark"]) == sorted(table["benchmark"])
+    assert str(table["met"].dtype) == "boolean"
+    met = dict(zip(table["figure"], table["met"], strict=True))
+    assert met["stage vs bare"] and met["dag vs empty"] is not pd.NA and not met["dag vs empty"]
+    assert not met["error"] and pd.isna(met["demo end to end"]) and pd.isna(met["every GPU figure"])
+    facts = json.loads(pq.read_schema(parquet).metadata[run_all.METADATA_KEY])
+    assert facts == FACTS
+
+    text = markdown.read_text()
+    assert "Mode: **quick**" in text and "2 CPU thread(s)" in text and "average 0.5" in text
+    assert "| workflow | dag vs empty | 6.00 s | 1.00 s | 6.00 | <= 5 | **no** |" in text
+    assert (
+        "| features | stage vs bare | 90.0 images/s | 100 images/s | 0.90 | >= 0.8 | yes |" in text
+    )
+    assert "| workflow | demo end to end | 3,600 s |  |  |  |  |" in text
+    assert (
+        "| rate \\| goal rate |" in text
+        and "skipped: no CUDA" in text
+        and "exit status 1: boom" in text
+    )
+    printed = capsys.readouterr().out
+    assert "GOAL NOT MET: workflow: dag vs empty: ratio 6.00, goal <= 5" in printed
+    assert "GOAL NOT MET: training: error" in printed
+    assert not list(parquet.parent.glob(".*.tmp")) and not list(markdown.parent.glob(".*.tmp"))
+
+
+def test_a_run_with_every_goal_met_exits_0_and_rewrites_the_same_bytes(tmp_path):
+    run_all = _module("run_all")
+    rows = [r for r in _rows() if r["met"] is not False]
+    parquet, markdown = tmp_path / "results.parquet", tmp_path / "bench.md"
+    assert run_all.finish(rows, parquet, markdown, FACTS) == 0
+    first = parquet.read_bytes(), markdown.read_bytes()
+    assert run_all.finish(list(reversed(rows)), parquet, markdown, FACTS) == 0
+    assert (parquet.read_bytes(), markdown.read_bytes()) == first  # sorted, no timestamps
+
+
+def test_a_benchmark_that_fails_becomes_a_missed_goal_with_its_error(monkeypatch):
+    """The child process fails (it does not know the name): one error row, not a lost run."""
+    run_all = _module("run_all")
+    monkeypatch.setitem(run_all.BENCHMARKS, "broken", run_all.BENCHMARKS["gpu"])
+    [found] = run_all.measure_apart("broken", quick=True)
+    assert (found["benchmark"], found["figure"], found["met"]) == ("broken", "error", False)
+    assert "exit status 1" in found["note"] and "KeyError" in found["note"]
+
+
+def test_the_committed_page_comes_from_run_all():
+    text = (REPO / "docs" / "benchmarks.md").read_text()
+    assert "Generated by benchmarks/run_all.py" in text and "Mode: **" in text
+    table = pd.read_parquet(REPO / "benchmarks" / "results.parquet")
+    assert set(table["benchmark"]) >= set(_module("run_all").BENCHMARKS)
+
+
+@pytest.mark.slow  # every benchmark at quick sizes: about a minute on 2 cores
+def test_the_quick_run_measures_every_benchmark(tmp_path):
+    parquet, markdown = tmp_path / "results.parquet", tmp_path / "benchmarks.md"
+    result = subprocess.run(
+        [
+            sys.executable,
+            BENCHMARKS / "run_all.py",
+            "--quick",
+            "--parquet",
+            parquet,
+            "--markdown",
+            markdown,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    table = pd.read_parquet(parquet)
+    assert set(table["benchmark"]) == set(_module("run_all").BENCHMARKS)
+    errors = table[table["figure"] == "error"]
+    assert errors.empty, errors["note"].tolist()
+    measured = table[~table["note"].str.startswith("skipped:")]
+    assert (measured["value"] > 0).all()
+    assert (measured["ratio"].notna() | measured["goal"].isna()).all()
+    assert (result.returncode == 1) == (table["met"] == False).any()  # noqa: E712
+    assert "Mode: **quick**" in markdown.read_text()
