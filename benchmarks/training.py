@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from benchrows import Row, row
 
-from hierbench.cells import CellSpec
+from hierbench.cellspec import CellSpec
 from hierbench.devices import use_deterministic_torch
 from hierbench.geometry import Projector
 from hierbench.losses.entailment_objective import companion_objective
