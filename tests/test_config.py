@@ -250,3 +250,33 @@ def test_training_params_leave_out_sealed_only_keys_and_add_asked_controls():
     assert set(plain["datasets"]["cub"]) == {"hyperbolic", "tau"}
     semantic = training_config(config, "cub", controls=("semantic",))
     assert semantic["datasets"]["cub"]["controls"] == {"semantic": {"enabled": True}}
+
+
+def test_the_paper_scale_rehearsal_is_the_paper_protocol_on_rendered_data():
+    """configs/paper-scale.yaml differs from configs/paper.yaml only where it must: rendered
+    sources, the shipped CNN, the CPU, and NABirds' query/gallery as the paper's fractions."""
+    schema = REPO / "schemas/config.schema.yaml"
+    paper = load_config(REPO / "configs/paper.yaml", schema)
+    scale = load_config(REPO / "configs/paper-scale.yaml", schema)
+    for name in ("cub", "nabirds"):
+        assert scale["datasets"][name]["source"] == "demo"
+        for config in (paper, scale):
+            for key in ("source", "root", "demo"):
+                config["datasets"][name].pop(key)
+    cub, nabirds = paper["datasets"]["cub"], scale["datasets"]["nabirds"]
+    assert cub["splits"]["query_gallery"] == scale["datasets"]["cub"]["splits"]["query_gallery"]
+    asked = paper["datasets"]["nabirds"]["splits"]["query_gallery"]
+    fractions = nabirds["splits"]["query_gallery"]
+    assert fractions["queries"] == pytest.approx(asked["queries"] / 5017, abs=1e-3)
+    assert fractions["gallery"] == pytest.approx(asked["gallery"] / 5017, abs=1e-3)
+    fractions.update(queries=asked["queries"], gallery=asked["gallery"])
+    assert scale["backbone"]["name"] == "efficientnet_lite0" and scale["device"] == "cpu"
+    for config in (paper, scale):
+        config.pop("backbone")
+        config.pop("device")
+    assert scale == paper
+    images = {
+        name: block["demo"]["images_per_class"]
+        for name, block in load_yaml(REPO / "configs/paper-scale.yaml")["datasets"].items()
+    }
+    assert images == {"cub": 59, "nabirds": 44}  # 11,800 CUB images; 24,420 >= the 24,038 pool
