@@ -13,7 +13,7 @@ import pytest
 from conftest import REPO
 
 from hierbench.cli import main
-from hierbench.codehash import code_hash
+from hierbench.codehash import code_hash, module_closure, module_hash
 
 SCHEMA = str(REPO / "schemas/config.schema.yaml")
 
@@ -189,3 +189,18 @@ def test_check_dataset_on_an_example_not_yet_rendered_says_how_to_render_it(
     example = str(REPO / "configs/table-example.yaml")
     assert main(["check-dataset", example, "birds_of_prey_and_co", "--schema", SCHEMA]) == 2
     assert "rule demo_table" in capsys.readouterr().err
+
+
+def test_code_hash_lists_each_covered_module_with_its_normalised_hash(capsys):
+    assert main(["code-hash", "inputs"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    listed = dict(reversed(line.split()) for line in lines[2:])
+    assert set(listed) == set(module_closure(("inputs",)))
+    assert listed["inputs"] == module_hash("inputs")
+
+
+def test_code_hash_form_prints_what_is_hashed(capsys):
+    assert main(["code-hash", "--form", "hashing"]) == 0
+    form = capsys.readouterr().out.strip()
+    assert form.startswith("Module(body=[") and "sha256" in form
+    assert '"""' not in form

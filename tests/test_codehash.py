@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,109 @@ def test_the_real_taxonomy_package_is_covered_by_its_stage():
     assert {"taxonomy", "taxonomy.matching", "taxonomy.shuffle", "taxonomy.nabirds"} <= closure
     assert {"taxonomy.checklist", "taxonomy.aliases", "idnames", "protocol"} <= closure
     assert "taxonomy" not in module_closure(("taxonomy.shuffle",))
+
+
+# ---- the hash is of behaviour: comments, docstrings and layout do not count
+
+SOURCE = '''"""Module docstring."""
+
+import math
+
+
+class Scale:
+    """Class docstring."""
+
+    factor = 2.0  # a comment
+
+    def apply(self, value: float) -> float:
+        """Method docstring."""
+        return value * self.factor
+
+
+async def fetch(x):
+    "Async docstring."
+    return math.sqrt(x)
+
+
+def later():
+    x = 1
+    "not a docstring: a statement after the first"
+    return x
+'''
+
+
+@pytest.mark.parametrize(
+    "edited",
+    [
+        SOURCE + "# a comment appended\n",
+        SOURCE.replace('"""Method docstring."""', '"""A rewritten docstring,\n\n    longer."""'),
+        SOURCE.replace('    "Async docstring."\n', ""),
+        SOURCE.replace('"""Module docstring."""\n', ""),
+        SOURCE.replace("factor = 2.0  # a comment", "factor = (\n        2.0\n    )"),
+        ast.unparse(ast.parse(SOURCE)),
+        "\n\n".join(SOURCE.splitlines()) + "\n",
+    ],
+    ids=[
+        "comment",
+        "docstring",
+        "docstring-removed",
+        "module-docstring",
+        "layout",
+        "unparse",
+        "blank-lines",
+    ],
+)
+def test_comments_docstrings_and_layout_leave_the_hash(edited: str):
+    assert codehash.normalised_hash(edited) == codehash.normalised_hash(SOURCE)
+
+
+@pytest.mark.parametrize(
+    "edited",
+    [
+        SOURCE.replace("factor = 2.0", "factor = 3.0"),
+        SOURCE.replace("value * self", "value / self"),
+        SOURCE.replace("math.sqrt", "math.exp"),
+        SOURCE.replace("not a docstring", "not a docstrinG"),
+        SOURCE.replace("value: float)", "value: int)"),
+        SOURCE.replace("x = 1\n", "x = 1\n    x = x\n"),
+    ],
+    ids=["constant", "operator", "name", "later-string", "annotation", "statement"],
+)
+def test_any_change_to_code_changes_the_hash(edited: str):
+    assert codehash.normalised_hash(edited) != codehash.normalised_hash(SOURCE)
+
+
+def test_normalised_form_keeps_names_and_constants_but_not_docstrings():
+    form = codehash.normalised_form(SOURCE)
+    assert "factor" in form and "2.0" in form and "not a docstring" in form
+    assert "docstring." not in form and "comment" not in form
+
+
+def test_a_rule_hash_ignores_comments_in_its_imports(fake_package: Path):
+    before = code_hash(["a"])
+    (fake_package / "c.py").write_text('"""Docs."""\n\n# note\nother = 2  # two\n')
+    assert code_hash(["a"]) == before
+
+
+REAL_MODULES = ["metrics.engine", "losses.supcon", "losses.regression", "geometry.poincare"]
+
+
+def _edits_without_behaviour(source: str) -> dict[str, str]:
+    """A comment, a docstring and a whole-file reformat of a real module's source."""
+    tree = ast.parse(source)
+    docstring = ast.get_docstring(tree, clean=False)
+    assert docstring, "the module has a docstring to edit"
+    return {
+        "comment": source + "\n# a comment a user appended\n",
+        "docstring": source.replace(docstring, docstring + "\n\nA paragraph added.", 1),
+        "reformat": ast.unparse(tree),
+    }
+
+
+@pytest.mark.parametrize("module", REAL_MODULES)
+def test_real_modules_hash_the_same_after_edits_without_behaviour(module: str):
+    source = codehash.module_path(module).read_text(encoding="utf-8")
+    reference = codehash.normalised_hash(source)
+    for kind, edited in _edits_without_behaviour(source).items():
+        assert edited != source
+        assert codehash.normalised_hash(edited) == reference, kind

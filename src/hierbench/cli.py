@@ -14,7 +14,13 @@ from pathlib import Path
 
 from hierbench import __version__
 from hierbench.artifacts import write_parquet
-from hierbench.codehash import code_hash, module_closure
+from hierbench.codehash import (
+    code_hash,
+    module_closure,
+    module_hash,
+    module_path,
+    normalised_form,
+)
 from hierbench.config import ConfigError, check_inputs_exist, load_config
 from hierbench.dataset_kinds import TABLE_KIND, dataset_kind, level_names, table_folder
 from hierbench.effects import EffectsError, plan_effects, read_per_seed
@@ -90,9 +96,17 @@ def _check_dataset(args: argparse.Namespace) -> int:
 
 
 def _code_hash(args: argparse.Namespace) -> int:
-    """Print the code hash a rule declaring these modules gets, and the modules it covers."""
+    """Print the code hash a rule declaring these modules gets, then each module it covers
+    with the hash of its normalised form (``--form`` prints that form instead)."""
+    if args.form:
+        for name in args.modules:
+            print(normalised_form(module_path(name).read_text(encoding="utf-8")))
+        return 0
     print(code_hash(args.modules))
-    print("covers: " + ", ".join(module_closure(tuple(sorted(set(args.modules))))))
+    closure = module_closure(tuple(sorted(set(args.modules))))
+    print(f"covers {len(closure)} modules (hash of each without comments, docstrings, layout):")
+    for name in closure:
+        print(f"  {module_hash(name)}  {name}")
     return 0
 
 
@@ -284,8 +298,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dataset.set_defaults(handler=_check_dataset)
 
-    hashing = commands.add_parser("code-hash", help="source hash of library modules")
+    hashing = commands.add_parser(
+        "code-hash", help="behaviour hash of library modules (comments and docstrings ignored)"
+    )
     hashing.add_argument("modules", nargs="+")
+    hashing.add_argument(
+        "--form", action="store_true", help="print the normalised form that is hashed"
+    )
     hashing.set_defaults(handler=_code_hash)
     _add_taxonomy(commands)
     _add_effects(commands)

@@ -1,9 +1,14 @@
-"""Source hashes of library modules, so that editing a module reruns exactly the rules using it.
+"""Behaviour hashes of library modules, so that editing a module reruns exactly the rules using it.
 
 Snakemake tracks a rule's own script, not the library it imports. Each rule therefore declares
 the hierbench modules it uses and passes :func:`code_hash` of them as a ``params`` value; a
 changed hash is a changed parameter, and Snakemake reruns the rule. The hash covers the declared
 modules and every hierbench module they import, directly or not.
+
+A module is hashed by its syntax tree (Python's ``ast``) with docstrings removed, not by its
+text: comments, docstrings, blank lines and formatting change nothing, while any change to
+names, constants or structure changes the hash. The tree's printed form is Python's own, so a
+new Python minor version may change every hash once (the software record changes with it).
 
 A name is a module (``taxonomy.shuffle`` is ``taxonomy/shuffle.py``) or a package (``taxonomy``
 is ``taxonomy/__init__.py``). Declaring a package covers its ``__init__`` and hence whatever it
@@ -69,10 +74,45 @@ def _package_of(name: str) -> str:
     return name.rpartition(".")[0]
 
 
-def _imported_modules(name: str, source: str) -> set[str]:
-    """Names of hierbench modules that module ``name`` imports (absolute or relative)."""
+DOCSTRING_OWNERS = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _without_docstrings(tree: ast.Module) -> ast.Module:
+    """``tree`` with the docstring of the module and of every class and function removed."""
+    for node in ast.walk(tree):
+        if not isinstance(node, DOCSTRING_OWNERS) or not node.body:
+            continue
+        first = node.body[0]
+        if (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+        ):
+            node.body = node.body[1:]
+    return tree
+
+
+def normalised_form(source: str) -> str:
+    """A module's behaviour as text: its syntax tree without docstrings, as ``ast.dump`` prints
+    it (no comments, no layout, no line numbers; every name, constant and statement kept)."""
+    return _dump(ast.parse(source))
+
+
+def _dump(tree: ast.Module) -> str:
+    """:func:`normalised_form` of a parsed module (its docstrings are removed in place)."""
+    return ast.dump(_without_docstrings(tree), include_attributes=False)
+
+
+def normalised_hash(source: str) -> str:
+    """SHA256 of :func:`normalised_form`: equal for sources that differ only in comments,
+    docstrings or formatting."""
+    return hashlib.sha256(normalised_form(source).encode()).hexdigest()
+
+
+def _imported_modules(name: str, tree: ast.Module) -> set[str]:
+    """Names of hierbench modules that module ``name`` (parsed as ``tree``) imports."""
     found: set[str] = set()
-    for node in _import_statements(ast.parse(source)):
+    for node in _import_statements(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 found.update(_strip_package(alias.name))
@@ -138,21 +178,31 @@ def module_closure(names: tuple[str, ...]) -> tuple[str, ...]:
             continue
         seen.add(name)
         path = module_path(name)
-        pending.extend(_module_imports(name, path, path.stat().st_mtime_ns) - seen)
+        pending.extend(_module_facts(name, path, path.stat().st_mtime_ns)[0] - seen)
     return tuple(sorted(seen))
 
 
 @functools.cache
-def _module_imports(name: str, path: Path, mtime_ns: int) -> frozenset[str]:
+def _module_facts(name: str, path: Path, mtime_ns: int) -> tuple[frozenset[str], str]:
     """The hierbench modules that module ``name`` (at ``path``, as modified at ``mtime_ns``)
-    imports: each file is parsed once per process, as every rule's closure shares most."""
-    return frozenset(_imported_modules(name, path.read_text(encoding="utf-8")))
+    imports, and its :func:`normalised_hash`: each file is parsed once per process, as every
+    rule's closure shares most."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imports = frozenset(_imported_modules(name, tree))
+    return imports, hashlib.sha256(_dump(tree).encode()).hexdigest()
+
+
+def module_hash(name: str) -> str:
+    """The :func:`normalised_hash` of one library module's source."""
+    path = module_path(name)
+    return _module_facts(name, path, path.stat().st_mtime_ns)[1]
 
 
 def code_hash(modules: Iterable[str]) -> str:
-    """SHA256 over the sources of ``modules`` and their hierbench imports, in sorted order."""
+    """SHA256 over the normalised forms of ``modules`` and their hierbench imports, in sorted
+    order: what a rule declaring ``modules`` runs, whatever its comments and layout."""
     digest = hashlib.sha256()
     for name in module_closure(tuple(sorted(set(modules)))):
         digest.update(name.encode() + b"\0")
-        digest.update(module_path(name).read_bytes() + b"\0")
+        digest.update(module_hash(name).encode() + b"\0")
     return digest.hexdigest()
