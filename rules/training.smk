@@ -132,7 +132,7 @@ rule train_semantic_cell:
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        code=code("stages.training"),
+        code=code("stages.semantic"),
         config=lambda wildcards: semantic_config(wildcards.dataset),
     conda:
         "../environment.yml"
@@ -177,7 +177,7 @@ rule train_hier_cell:
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        code=code("stages.training"),
+        code=code("stages.hier"),
         config=lambda wildcards: baselines_config(wildcards.dataset),
     conda:
         "../environment.yml"
@@ -232,7 +232,7 @@ rule train_companion_cell:
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        code=code("stages.training"),
+        code=code("stages.companion"),
         config=lambda wildcards: companion_config(wildcards.dataset),
     conda:
         "../environment.yml"

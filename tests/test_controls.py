@@ -25,11 +25,10 @@ from hierbench.controls.semantic import (
     best_epoch,
     semantic_arm,
     semantic_arms,
-    semantic_contrasts,
     semantic_spec,
-    semantic_table,
     training_labels,
 )
+from hierbench.controls.semantic_tables import semantic_contrasts, semantic_table
 from hierbench.protocol import MEAN_HIERARCHY
 
 SEEDS = (42, 2024, 3407)

@@ -1,7 +1,7 @@
 """Train one companion cell (E_A or L_A)."""
 
 from hierbench.jobs import start_job
-from hierbench.stages.training import train_companion_cell
+from hierbench.stages.companion import train_companion_cell
 
 job = start_job(snakemake)
 train_companion_cell(

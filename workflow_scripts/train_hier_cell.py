@@ -1,7 +1,7 @@
 """Train one HIER-style baseline cell."""
 
 from hierbench.jobs import start_job
-from hierbench.stages.training import train_hier_cell
+from hierbench.stages.hier import train_hier_cell
 
 job = start_job(snakemake)
 train_hier_cell(

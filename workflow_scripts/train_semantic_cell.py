@@ -1,7 +1,7 @@
 """Train one semantic-control cell for its arm's chosen epochs."""
 
 from hierbench.jobs import start_job
-from hierbench.stages.training import train_semantic_cell
+from hierbench.stages.semantic import train_semantic_cell
 
 job = start_job(snakemake)
 train_semantic_cell(

@@ -23,7 +23,7 @@ from hierbench.controls.curvature import (
     variant_order,
 )
 from hierbench.controls.outer import figure_rows, outer_gains, outer_per_split, outer_table
-from hierbench.controls.semantic import arm_order, semantic_contrasts, semantic_table
+from hierbench.controls.semantic_tables import arm_order, semantic_contrasts, semantic_table
 from hierbench.effects import PER_SEED_KEYS, render_csv, render_latex, render_markdown
 from hierbench.figures import baselines_figure, control_figure, figure_writer
 from hierbench.protocol import ARM_ORDER

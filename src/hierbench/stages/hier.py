@@ -1,0 +1,55 @@
+"""HIER-style baseline training: the factorial's Poincaré head with HIER's objective."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from hierbench.cell_publishing import train_and_publish
+from hierbench.cellspec import cell_spec
+from hierbench.featurestore import role_data
+from hierbench.losses.hier import HierObjective, HierSettings
+from hierbench.protocol import HIER, POINCARE
+from hierbench.provenance import JobContext
+
+
+def train_hier_cell(
+    dataset: str,
+    seed: int,
+    features: str | Path,
+    splits: str | Path,
+    config: dict[str, Any],
+    outputs: dict[str, str | Path],
+    job: JobContext,
+) -> dict[str, Any]:
+    """Train one HIER-style baseline cell on ``final/train``: the factorial's Poincaré head,
+    seed, batch order, optimiser and epochs, with HIER's objective on leaf labels only."""
+    block = config["datasets"][dataset]["controls"]["baselines"]["hier"]
+    settings = HierSettings.from_config(block)
+    spec = cell_spec(dataset, POINCARE, HIER, seed, config)
+    x, y = role_data(features, splits, "final", "train")
+    objective = HierObjective(
+        sorted({int(code) for code in y[:, 0]}),
+        spec.embedding_dim,
+        float(spec.curvature or 0.0),
+        settings,
+        seed,
+        spec.distance_clip,
+    )
+    extra = {
+        "hier": dataclasses.asdict(settings),
+        "objective_parameters": sum(p.numel() for p in objective.parameters()),
+    }
+    return train_and_publish(
+        dataset,
+        spec,
+        x,
+        y,
+        outputs,
+        job,
+        label=f"{HIER}-{seed}",
+        config=config,
+        objective=objective,
+        extra=extra,
+    )
