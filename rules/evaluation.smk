@@ -22,7 +22,7 @@ rule final_lock:
     log:
         log_for(f"{RESULTS}/{{dataset}}/lock/final_lock.json"),
     params:
-        code=code("stages.evaluation"),
+        code=code("stages.lock"),
         config=lambda wildcards: resolved_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
     conda:

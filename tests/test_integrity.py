@@ -20,7 +20,7 @@ from hierbench.seal import (
     reason_for,
     reseal_history_markdown,
 )
-from hierbench.stages.evaluation import write_final_lock
+from hierbench.stages.lock import write_final_lock
 
 JOB = JobContext(rule="splits", wildcards={"dataset": "cub"})
 

@@ -2,7 +2,7 @@
 
 from hierbench.jobs import start_job
 from hierbench.seal import SealPaths
-from hierbench.stages.evaluation import write_final_lock
+from hierbench.stages.lock import write_final_lock
 
 job = start_job(snakemake)
 groups = ("checkpoints", "records", "audits", "taxonomy", "features", "splits", "sealed")

@@ -1,4 +1,4 @@
-"""Sealed evaluation stage: the Final lock, then strict retrieval metrics on the test draws.
+"""Sealed evaluation stage: strict retrieval metrics on the test draws, under the Final lock.
 
 Every function here that reads test data says so in its name, and verifies the lock first.
 """
@@ -15,85 +15,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hierbench.artifacts import write_json, write_parquet, write_text
+from hierbench.artifacts import write_parquet
 from hierbench.baselines.pca import load_pca, project
 from hierbench.cells import embed, learned_curvature, load_checkpoint
 from hierbench.cellspec import CellSpec
 from hierbench.featurestore import read_labelled_features
-from hierbench.lock import build_lock, verify_against_lock
+from hierbench.lock import verify_against_lock
 from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES, HEAD_NAMES, HIER, PCA
 from hierbench.provenance import JobContext
 from hierbench.scoring import l2_normalised, metric_settings, qg_seeds, score_draws
-from hierbench.seal import (
-    ON_CHANGE_CHOICES,
-    SealChangedError,
-    SealPaths,
-    archive_seal,
-    lock_changes,
-    reason_for,
-    reseal_history_markdown,
-    sealed_test_was_read,
-)
 
 log = logging.getLogger(__name__)
-
-
-def _previous_lock(path: Path) -> dict[str, Any] | None:
-    """The lock a rebuild would replace (an unreadable one counts as covering nothing)."""
-    if not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
-        return {}
-
-
-def _guard_the_seal(
-    dataset: str,
-    lock: dict[str, Any],
-    previous: dict[str, Any] | None,
-    seal: SealPaths,
-    on_change: str,
-) -> None:
-    """After a sealed read, a lock that changes what it covers is refused or archived."""
-    if on_change not in ON_CHANGE_CHOICES:
-        raise ValueError(
-            f"seal.on_change must be one of {list(ON_CHANGE_CHOICES)}, got {on_change!r}"
-        )
-    if not sealed_test_was_read(seal):
-        return
-    changes = ["the previous lock is missing"] if previous is None else lock_changes(previous, lock)
-    if not changes:
-        return
-    if on_change == "refuse":
-        raise SealChangedError(
-            f"{dataset}: the sealed test was read under the Final lock {seal.lock.as_posix()} "
-            f"({seal.access_log.as_posix()}), and the new lock differs in: {'; '.join(changes)}. "
-            f"seal.on_change is 'refuse': run `hierbench unseal {dataset} --reason \"...\"` to "
-            "archive the old lock, its evaluations and the access log, then run snakemake again"
-        )
-    folder = archive_seal(seal, reason_for(changes), changes)
-    log.warning("%s re-sealed (%s); the old seal is archived in %s", dataset, changes, folder)
-
-
-def write_final_lock(
-    dataset: str,
-    config: dict[str, Any],
-    artifacts: dict[str, list[str | Path]],
-    outputs: dict[str, str | Path],
-    job: JobContext,
-    *,
-    seal: SealPaths,
-    on_change: str,
-) -> dict[str, Any]:
-    """Write the Final lock of a dataset (its inputs exist only once training and audit passed)
-    and its re-seal history; a lock that would change after a sealed read is guarded first."""
-    lock = build_lock(dataset, config, artifacts)
-    _guard_the_seal(dataset, lock, _previous_lock(Path(outputs["lock"])), seal, on_change)
-    write_json(lock, outputs["lock"], job)
-    write_text(reseal_history_markdown(dataset, seal), outputs["history"], job)
-    log.info("%s Final lock: %d checkpoints", dataset, len(lock["artifacts"]["checkpoints"]))
-    return lock
 
 
 def _note_test_access(access_log: str | Path, what: str) -> None:

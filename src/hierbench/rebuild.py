@@ -1,0 +1,223 @@
+"""The rebuild map: which rules a dry run reruns after an edit to each library module or to a
+config key of each stage, measured on a complete run and published as a table.
+
+Each rule declares the library modules it runs (``code("stages.x")`` in ``rules/*.smk``); an
+edit to module M changes the code hash of exactly the rules whose import closure holds M, and
+Snakemake reruns those and everything downstream. Modules that reach the same set of rules
+rerun the same jobs, so one dry run per such group measures every module of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from hierbench.codehash import known_modules, module_closure, module_path
+
+RULE_HEADER = re.compile(r"^rule (\w+):", re.MULTILINE)
+CODE_CALL = re.compile(r"\bcode\(([^)]*)\)")
+MODULE_LITERAL = re.compile(r"""["']([\w.]+)["']""")
+# An edit that changes behaviour in every module and breaks none: one more global name.
+PROBE_LINE = "\n_REBUILD_PROBE = 1\n"
+README_START = "<!-- rebuild-map:start (python scripts/rebuild_map.py --write) -->"
+README_END = "<!-- rebuild-map:end -->"
+
+# Config keys probed, one or more per stage, each with the value the edit sets (tiny config).
+CONFIG_PROBES: tuple[tuple[str, Any], ...] = (
+    ("datasets.cub.taxonomy.fuzzy_margin", 6),
+    ("datasets.cub.splits.validation_fraction", 0.3),
+    ("backbone.image_size", 72),
+    ("tuning.epochs", 3),
+    ("training.lr", 6.0e-5),
+    ("datasets.cub.controls.baselines.hier.margin", 0.2),
+    ("datasets.cub.controls.semantic.tau", 0.2),
+    ("companion.temperature", 0.1),
+    ("evaluation.ot_ks", [5, 10]),
+)
+
+RebuildMap = dict[str, dict[str, dict[str, int]]]
+Scheduler = Callable[[Sequence[str]], Mapping[str, int]]
+
+
+class RebuildMapError(ValueError):
+    """A rule file or a config probe the rebuild map cannot read."""
+
+
+def declared_modules(rules_dir: Path) -> dict[str, tuple[str, ...]]:
+    """Every rule of ``rules_dir/*.smk`` with a ``code(...)`` declaration: its module names."""
+    declared: dict[str, tuple[str, ...]] = {}
+    for path in sorted(rules_dir.glob("*.smk")):
+        text = path.read_text(encoding="utf-8")
+        headers = list(RULE_HEADER.finditer(text))
+        for header, following in zip(headers, [*headers[1:], None], strict=False):
+            body = text[header.end() : following.start() if following else len(text)]
+            calls = CODE_CALL.findall(body)
+            if len(calls) > 1:
+                raise RebuildMapError(f"{path}: rule {header[1]} declares code() twice")
+            if calls:
+                declared[header[1]] = tuple(MODULE_LITERAL.findall(calls[0]))
+    return declared
+
+
+def affected_rules(module: str, declared: Mapping[str, Sequence[str]]) -> frozenset[str]:
+    """The rules whose code hash covers ``module`` (it is in their import closure)."""
+    return frozenset(
+        rule
+        for rule, modules in declared.items()
+        if module in module_closure(tuple(sorted(set(modules))))
+    )
+
+
+def module_groups(declared: Mapping[str, Sequence[str]]) -> dict[frozenset[str], list[str]]:
+    """Library modules grouped by the set of rules an edit to them reaches, sorted."""
+    groups: dict[frozenset[str], list[str]] = {}
+    for module in known_modules():
+        groups.setdefault(affected_rules(module, declared), []).append(module)
+    return dict(sorted(groups.items(), key=lambda item: item[1][0]))
+
+
+@contextlib.contextmanager
+def probe_edit(path: Path) -> Iterator[None]:
+    """Append :data:`PROBE_LINE` to a source file, restoring its bytes afterwards."""
+    original = path.read_bytes()
+    path.write_bytes(original + PROBE_LINE.encode())
+    try:
+        yield
+    finally:
+        path.write_bytes(original)
+
+
+def overlay(key: str, value: Any) -> dict[str, Any]:
+    """A config overlay setting one dotted key (Snakemake deep-merges ``--configfile``s)."""
+    tree: dict[str, Any] = {}
+    node = tree
+    *parents, leaf = key.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = value
+    return tree
+
+
+def measure(
+    package_dir: Path,
+    rules_dir: Path,
+    scheduled: Scheduler,
+    write_overlay: Callable[[dict[str, Any]], Sequence[str]],
+) -> RebuildMap:
+    """Dry-run every module group and config probe against a complete run.
+
+    ``package_dir`` is the run's ``src/hierbench``; ``scheduled(extra_args)`` returns a dry
+    run's job counts per rule; ``write_overlay(tree)`` stores a config overlay and returns the
+    Snakemake arguments that add it. A clean tree must schedule nothing.
+    """
+    if dict(scheduled(())):
+        raise RebuildMapError("the run is not complete: a dry run schedules jobs before any edit")
+    modules: dict[str, dict[str, int]] = {}
+    for members in module_groups(declared_modules(rules_dir)).values():
+        relative = module_path(members[0]).relative_to(module_path_root())
+        with probe_edit(package_dir / relative):
+            rules = dict(sorted(scheduled(()).items()))
+        modules.update({member: rules for member in members})
+    config = {}
+    for key, value in CONFIG_PROBES:
+        config[key] = dict(sorted(scheduled(write_overlay(overlay(key, value))).items()))
+    return {"modules": modules, "config": config}
+
+
+def module_path_root() -> Path:
+    """The folder :func:`module_path` resolves module names in (the running hierbench)."""
+    return module_path("codehash").parent
+
+
+def rule_list(rules: Mapping[str, int]) -> str:
+    """``rule ×count`` for each rule that reruns, or "nothing"."""
+    shown = [f"{rule} ×{count}" for rule, count in rules.items() if rule != "all"]
+    return ", ".join(shown) if shown else "nothing"
+
+
+def render_markdown(rebuild: RebuildMap) -> str:
+    """Two tables: module groups (cheapest first) and config keys, with the rules they rerun."""
+    by_rules: dict[str, list[str]] = {}
+    totals: dict[str, int] = {}
+    for module, rules in rebuild["modules"].items():
+        text = rule_list(rules)
+        by_rules.setdefault(text, []).append(module)
+        totals[text] = sum(count for rule, count in rules.items() if rule != "all")
+    lines = ["| Edit this module | These rules rerun (jobs on the tiny config) |", "|---|---|"]
+    for text in sorted(by_rules, key=lambda key: (totals[key], by_rules[key][0])):
+        names = ", ".join(f"`{module}`" for module in sorted(by_rules[text]))
+        lines.append(f"| {names} | {text} |")
+    lines += ["", "| Edit this config key | These rules rerun |", "|---|---|"]
+    for key, rules in rebuild["config"].items():
+        lines.append(f"| `{key}` | {rule_list(rules)} |")
+    return "\n".join(lines) + "\n"
+
+
+def readme_section(readme: str) -> str:
+    """The text between the rebuild map's markers in the README."""
+    if README_START not in readme or README_END not in readme:
+        raise RebuildMapError(f"the README has no {README_START!r} ... {README_END!r} section")
+    return readme.split(README_START, 1)[1].split(README_END, 1)[0].strip("\n") + "\n"
+
+
+def with_readme_section(readme: str, table: str) -> str:
+    """The README with the rebuild map's section replaced by ``table``."""
+    before = readme.split(README_START, 1)[0]
+    after = readme.split(README_END, 1)[1]
+    return f"{before}{README_START}\n{table}{README_END}{after}"
+
+
+# `snakemake --dag` (DOT): one node per job of the DAG, up-to-date jobs drawn dashed.
+DOT_HEADER = (
+    "digraph snakemake_dag {",
+    "graph[bgcolor=white, margin=0];",
+    re.compile(r"node\[shape=box, style=rounded, fontname=sans, +fontsize=10, penwidth=2\];"),
+    "edge[penwidth=2, color=grey];",
+)
+DOT_NODE = re.compile(
+    r'(?P<id>\d+)\[label = "(?P<label>[^"]*)", color = "[0-9. ]+", '
+    r'style="(?P<style>rounded|rounded,dashed)"\];'
+)
+DOT_EDGE = re.compile(r"\d+ -> \d+")
+DOT_TO_RUN = "rounded"
+
+
+def dag_jobs(dot: str) -> list[tuple[str, bool]]:
+    """``(rule, will run)`` for every job node of ``snakemake --dag`` output; strict."""
+    return [(label.split("\\n", 1)[0], runs) for label, runs in dag_labels(dot)]
+
+
+def dag_labels(dot: str) -> list[tuple[str, bool]]:
+    """``(label, will run)`` for every job node of ``snakemake --dag`` output; strict.
+
+    A node's label is its rule name, then its wildcards, separated by a literal ``\\n``;
+    Snakemake styles jobs that need no run ``rounded,dashed``. Any line that is not the fixed
+    header, a node, an edge or the closing brace is an error, so a format change cannot
+    silently drop jobs.
+    """
+    lines = [line.strip() for line in dot.strip().splitlines()]
+    if len(lines) < len(DOT_HEADER) + 1 or lines[-1] != "}":
+        raise ValueError(f"not a Snakemake DAG in DOT:\n{dot}")
+    for line, expected in zip(lines, DOT_HEADER, strict=False):
+        if not (expected.fullmatch(line) if isinstance(expected, re.Pattern) else line == expected):
+            raise ValueError(f"unexpected DOT header line {line!r} (expected {expected!r})")
+    jobs, ids = [], set()
+    for line in lines[len(DOT_HEADER) : -1]:
+        node = DOT_NODE.fullmatch(line)
+        if node:
+            if node["id"] in ids:
+                raise ValueError(f"job node {node['id']} listed twice")
+            ids.add(node["id"])
+            jobs.append((node["label"], node["style"] == DOT_TO_RUN))
+        elif not DOT_EDGE.fullmatch(line):
+            raise ValueError(f"unexpected DOT line {line!r}")
+    return jobs
+
+
+def job_counts(jobs: Sequence[tuple[str, bool]]) -> Counter[str]:
+    """Rules with the number of their jobs that would run, from ``(rule, runs)`` pairs."""
+    return Counter(rule for rule, runs in jobs if runs)
