@@ -74,4 +74,4 @@ lock: $(STAMP)
 	mv requirements.lock.new requirements.lock
 
 clean:
-	rm -rf results logs .snakemake
+	rm -rf results logs runs .snakemake

@@ -19,6 +19,7 @@ from hierbench.dataset_kinds import (
 )
 from hierbench.devices import gpus_per_job
 from hierbench.hashing import source_fingerprint
+from hierbench.runs import logs_folder, run_folder
 from hierbench.protocol import (
     ARMS_SUMMARY,
     BASELINES,
@@ -53,8 +54,8 @@ from hierbench.seal import SealPaths
 from hierbench.taxonomy import checklist_fingerprint
 
 DATASETS = enabled_datasets(config)
-RESULTS = "results"
-LOGS = "logs"
+RESULTS = run_folder(config)  # this config's run: every artifact and lock under it
+LOGS = logs_folder(RESULTS)
 GPUS_PER_JOB = gpus_per_job(config)  # the features and training jobs' GPU request
 
 
@@ -64,7 +65,7 @@ def code(*modules):
 
 
 def log_for(output_path):
-    """The log file of an output: the same path under logs/ instead of results/, plus .log."""
+    """The log file of an output: the same path under the run's logs folder, plus .log."""
     return output_path.replace(f"{RESULTS}/", f"{LOGS}/", 1) + ".log"
 
 

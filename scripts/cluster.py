@@ -8,11 +8,11 @@ spool, logs and pid files, on free ports, so it never touches /etc or a cluster 
 munged, slurmctld and slurmd run in the foreground as children of this script, and on exit
 (normal, failed, or SIGINT/SIGTERM/SIGHUP) exactly those process ids are stopped.
 
-``check`` copies the repository twice (sources only, no results/), runs the tiny config with
-the SLURM workflow profile in one copy and locally (``--cores 2``, the default profile) in the
-other, then compares the bytes of every file under results/ (less the timing exceptions of
-:mod:`hierbench.rundiff`) and audits the SLURM copy. Without the Debian packages (and no
-apt-get to install them) it prints one line and exits 0.
+``check`` copies the repository twice (sources only, no run folders), runs the tiny config
+with the SLURM workflow profile in one copy and locally (``--cores 2``, the default profile) in
+the other, then compares the bytes of every file under the tiny run's folder (less the timing
+exceptions of :mod:`hierbench.rundiff`) and audits the SLURM copy. Without the Debian packages
+(and no apt-get to install them) it prints one line and exits 0.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ CLIENTS = ("sbatch", "squeue", "sinfo", "srun", "scancel")
 SBIN = Path("/usr/sbin")
 MEMORY_MARGIN_MB = 2048  # left to the OS and the submitting Snakemake
 TINY = ("--configfile", "configs/tiny.yaml")
+TINY_RUN = "runs/tiny"  # configs/tiny.yaml's run folder (tests/test_cluster_profile.py checks)
 
 
 def log(message: str) -> None:
@@ -334,7 +335,7 @@ def run_env(repo: Path, base: dict[str, str]) -> dict[str, str]:
 
 def timed_run(argv: list[str], repo: Path, env: dict[str, str], logfile: Path) -> float:
     """Run ``argv`` in ``repo``, its output into ``logfile``; the wall seconds, or an error."""
-    targets = [a for a in argv if a.startswith("results/")]
+    targets = [a for a in argv if a.startswith(f"{TINY_RUN}/")]
     shown = " ".join(a for a in argv if a not in targets)
     log(f"running in {repo}: {shown}" + (f" ({len(targets)} targets)" if targets else ""))
     began = time.monotonic()
@@ -389,7 +390,7 @@ def dataset_targets(reference: Path, dataset: str) -> list[str]:
     input): as targets, they rebuild exactly that dataset's part of the run."""
     from hierbench.artifacts import PROVENANCE_SUFFIX
 
-    folder = reference / "results" / dataset
+    folder = reference / TINY_RUN / dataset
     files = sorted(p for p in folder.rglob("*") if p.is_file())
     targets = [
         p.relative_to(reference).as_posix()
@@ -406,8 +407,8 @@ def dataset_targets(reference: Path, dataset: str) -> list[str]:
 def check(folder: Path, targets: Sequence[str], reference: Path | None = None) -> int:
     from hierbench.rundiff import compare_runs, software_environments
 
-    if reference is not None and not (reference / "results").is_dir():
-        raise RuntimeError(f"--reference {reference}: no results/ folder (not a finished run)")
+    if reference is not None and not (reference / TINY_RUN).is_dir():
+        raise RuntimeError(f"--reference {reference}: no {TINY_RUN}/ folder (not a finished run)")
     # Both copies first: the runs see the same sources even if the checkout changes meanwhile.
     on_slurm = repo_copy(folder / "slurm")
     local = reference if reference is not None else repo_copy(folder / "local")
@@ -422,8 +423,8 @@ def check(folder: Path, targets: Sequence[str], reference: Path | None = None) -
         run_locally(local, folder, targets)
     else:
         log(f"local reference: {reference} (not rerun)")
-    diff = compare_runs(local, on_slurm)
-    log(f"compared {diff.compared} files under results/ ({len(diff.exempt)} timing exceptions)")
+    diff = compare_runs(local, on_slurm, TINY_RUN)
+    log(f"compared {diff.compared} files under {TINY_RUN}/ ({len(diff.exempt)} timing exceptions)")
     # A reference may hold more than the targets asked the SLURM run for; never less.
     only_local = diff.only_first if not targets or reference is None else []
     for label, paths in (
@@ -433,11 +434,11 @@ def check(folder: Path, targets: Sequence[str], reference: Path | None = None) -
     ):
         for path in paths:
             log(f"{label}: {path}")
-    environments = software_environments(on_slurm)
+    environments = software_environments(on_slurm, TINY_RUN)
     log(f"software environments in the SLURM run's provenance records: {len(environments)}")
     hierbench = str(Path(sys.executable).with_name("hierbench"))
     audit = subprocess.run(
-        [hierbench, "audit", "results"], cwd=on_slurm, env=run_env(on_slurm, dict(os.environ))
+        [hierbench, "audit", TINY_RUN], cwd=on_slurm, env=run_env(on_slurm, dict(os.environ))
     )
     log(f"SLURM run {slurm_s:.1f} s; audit exit {audit.returncode}")
     ok = (

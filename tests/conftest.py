@@ -18,8 +18,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from hierbench.config import load_yaml
 from hierbench.rebuild import dag_jobs, job_counts
 from hierbench.rundiff import COPY_IGNORED
+from hierbench.runs import logs_folder, run_folder
 from hierbench.taxonomy import (
     load_alias_file,
     load_default_checklist,
@@ -73,6 +75,9 @@ def repo_copy(tmp_path: Path) -> Path:
 
 
 TINY = ("--configfile", "configs/tiny.yaml")
+# The tiny config's run folder and its logs (configs/tiny.yaml, key run).
+TINY_RUN = run_folder(load_yaml(REPO / "configs/tiny.yaml"))
+TINY_LOGS = logs_folder(TINY_RUN)
 # Where to keep a copy of the tiny run's results/ (unset: nowhere).
 KEEP_TINY_RUN = "HIERBENCH_KEEP_TINY_RUN"
 
@@ -85,7 +90,7 @@ def _built_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     snakemake(target, *TINY)
     keep = os.environ.get(KEEP_TINY_RUN)
     if keep:  # .ci/run compares the SLURM check's run with this one (scripts/cluster.py)
-        shutil.copytree(target / "results", Path(keep) / "results", symlinks=True)
+        shutil.copytree(target / TINY_RUN, Path(keep) / TINY_RUN, symlinks=True)
     return target
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, TINY, snakemake
+from conftest import REPO, TINY, TINY_RUN, snakemake
 
 SLURM = REPO / "profiles" / "slurm" / "config.yaml"
 DEFAULT = REPO / "profiles" / "default" / "config.yaml"
@@ -161,18 +161,22 @@ def test_a_dry_run_of_the_paper_config_resolves_every_jobs_request(repo_copy: Pa
 
 def test_a_datasets_targets_are_its_artifacts_without_their_records(tmp_path: Path):
     for relative in (
-        "results/nabirds/cells/ER-42/model.safetensors",
-        "results/nabirds/cells/ER-42/model.safetensors.prov.json",
-        "results/nabirds/.snakemake_timestamp",
-        "results/nabirds/tables/effects.csv",
-        "results/nabirds/demo/nabirds/images/0338/a.jpg",
-        "results/cub/cells/ER-42/model.safetensors",
+        f"{TINY_RUN}/nabirds/cells/ER-42/model.safetensors",
+        f"{TINY_RUN}/nabirds/cells/ER-42/model.safetensors.prov.json",
+        f"{TINY_RUN}/nabirds/.snakemake_timestamp",
+        f"{TINY_RUN}/nabirds/tables/effects.csv",
+        f"{TINY_RUN}/nabirds/demo/nabirds/images/0338/a.jpg",
+        f"{TINY_RUN}/cub/cells/ER-42/model.safetensors",
     ):
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text("x")
     assert _harness().dataset_targets(tmp_path, "nabirds") == [
-        "results/nabirds/cells/ER-42/model.safetensors",
-        "results/nabirds/tables/effects.csv",
+        f"{TINY_RUN}/nabirds/cells/ER-42/model.safetensors",
+        f"{TINY_RUN}/nabirds/tables/effects.csv",
     ]
     with pytest.raises(RuntimeError, match="holds no artifacts"):
         _harness().dataset_targets(tmp_path, "table")
+
+
+def test_the_cluster_check_compares_the_tiny_configs_run_folder():
+    assert _harness().TINY_RUN == TINY_RUN

@@ -271,9 +271,11 @@ def test_the_paper_scale_rehearsal_is_the_paper_protocol_on_rendered_data():
     assert fractions["gallery"] == pytest.approx(asked["gallery"] / 5017, abs=1e-3)
     fractions.update(queries=asked["queries"], gallery=asked["gallery"])
     assert scale["backbone"]["name"] == "efficientnet_lite0" and scale["device"] == "cpu"
+    assert (paper["run"], scale["run"]) == ("runs/paper", "runs/paper-scale")
     for config in (paper, scale):
         config.pop("backbone")
         config.pop("device")
+        config.pop("run")
     assert scale == paper
     images = {
         name: block["demo"]["images_per_class"]

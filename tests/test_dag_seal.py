@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import TINY, snakemake
+from conftest import TINY, TINY_RUN, snakemake
 
 # The only jobs upstream of the lock that may read sealed artifacts: the split stage writes
 # them, the sealed feature extraction embeds the test images, and the lock only hashes them.
@@ -83,7 +83,10 @@ def test_the_pca_fit_and_the_outer_splits_see_development_data_only(repo_copy: P
         for job in upstream:
             assert not any("/sealed/" in p or "/lock/" in p for p in job["input"]), job
     (fit,) = [job for job in jobs if job["rule"] == "fit_pca"]
-    assert fit["input"] == ["results/cub/features/dev.parquet", "results/cub/splits/dev.parquet"]
+    assert fit["input"] == [
+        f"{TINY_RUN}/cub/features/dev.parquet",
+        f"{TINY_RUN}/cub/splits/dev.parquet",
+    ]
 
 
 def test_every_evaluation_waits_for_the_lock(repo_copy: Path):

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-from conftest import TINY, snakemake
+from conftest import TINY, TINY_RUN, snakemake
 
 from hierbench.artifacts import read_provenance
 from hierbench.datasets import CUB_FILES, NABIRDS_FILES
@@ -18,26 +18,28 @@ def test_demo_folders_have_the_real_layouts_and_records(built_repo: Path):
         ("cub", "CUB_200_2011", CUB_FILES),
         ("nabirds", "nabirds", NABIRDS_FILES),
     ):
-        root = built_repo / f"results/{dataset}/demo/{folder}"
+        root = built_repo / f"{TINY_RUN}/{dataset}/demo/{folder}"
         assert all((root / name).is_file() for name in files)
         assert (root / "images").is_dir()
         record = read_provenance(root)
         assert record["sha256"] == sha256_tree(root)
         assert record["rule"] == f"demo_{dataset}"
-    cub_classes = built_repo / "results/cub/demo/CUB_200_2011/classes.txt"
+    cub_classes = built_repo / f"{TINY_RUN}/cub/demo/CUB_200_2011/classes.txt"
     assert cub_classes.read_bytes() == (built_repo / "resources/cub_classes.txt").read_bytes()
 
 
 def test_image_tables_cover_the_rendered_images(built_repo: Path):
-    cub = pd.read_parquet(built_repo / "results/cub/data/images.parquet")
+    cub = pd.read_parquet(built_repo / f"{TINY_RUN}/cub/data/images.parquet")
     assert len(cub) == 24 * 6 and cub["class_id"].nunique() == 24
     assert cub["is_train"].sum() == 24 * 3
-    nabirds = pd.read_parquet(built_repo / "results/nabirds/data/images.parquet")
+    nabirds = pd.read_parquet(built_repo / f"{TINY_RUN}/nabirds/data/images.parquet")
     assert len(nabirds) == 48 * 6
-    record = read_provenance(built_repo / "results/nabirds/data/images.parquet")
+    record = read_provenance(built_repo / f"{TINY_RUN}/nabirds/data/images.parquet")
     assert record["facts"]["images"] == 48 * 6
     assert record["inputs"] == {
-        "results/nabirds/demo/nabirds": sha256_tree(built_repo / "results/nabirds/demo/nabirds")
+        f"{TINY_RUN}/nabirds/demo/nabirds": sha256_tree(
+            built_repo / f"{TINY_RUN}/nabirds/demo/nabirds"
+        )
     }
 
 
@@ -57,33 +59,33 @@ def _folder_config(repo: Path, root: Path) -> Path:
 
 def test_a_real_dataset_folder_runs_through_the_same_rules(built_repo: Path, tmp_path: Path):
     real = tmp_path / "data/CUB_200_2011"
-    shutil.copytree(built_repo / "results/cub/demo/CUB_200_2011", real)
+    shutil.copytree(built_repo / f"{TINY_RUN}/cub/demo/CUB_200_2011", real)
     (real / ".snakemake_timestamp").unlink(missing_ok=True)
     config = _folder_config(built_repo, real)
-    shutil.rmtree(built_repo / "results/cub/data")
-    snakemake(built_repo, "results/cub/data/images.parquet", "--configfile", str(config))
-    table = pd.read_parquet(built_repo / "results/cub/data/images.parquet")
+    shutil.rmtree(built_repo / f"{TINY_RUN}/cub/data")
+    snakemake(built_repo, f"{TINY_RUN}/cub/data/images.parquet", "--configfile", str(config))
+    table = pd.read_parquet(built_repo / f"{TINY_RUN}/cub/data/images.parquet")
     assert len(table) == 24 * 6
-    assert read_provenance(built_repo / "results/cub/data/images.parquet")["inputs"] == {
+    assert read_provenance(built_repo / f"{TINY_RUN}/cub/data/images.parquet")["inputs"] == {
         str(real): sha256_tree(real)
     }
 
 
 def test_a_broken_dataset_folder_fails_naming_file_and_line(built_repo: Path, tmp_path: Path):
     real = tmp_path / "data/CUB_200_2011"
-    shutil.copytree(built_repo / "results/cub/demo/CUB_200_2011", real)
+    shutil.copytree(built_repo / f"{TINY_RUN}/cub/demo/CUB_200_2011", real)
     labels = real / "image_class_labels.txt"
     lines = labels.read_text().splitlines()
     lines[2] = lines[2].split()[0] + " 999"
     labels.write_text("\n".join(lines) + "\n")
     config = _folder_config(built_repo, real)
-    target = "results/cub/data/images.parquet"
+    target = f"{TINY_RUN}/cub/data/images.parquet"
     result = snakemake(built_repo, target, "-f", "--configfile", str(config), check=False)
     assert result.returncode != 0
     assert "image_class_labels.txt:3: class id 999" in result.stdout
-    assert not (built_repo / "results/cub/data/images.parquet").exists()
+    assert not (built_repo / f"{TINY_RUN}/cub/data/images.parquet").exists()
 
 
 def test_tiny_config_is_what_the_session_fixture_built(built_repo: Path):
     assert TINY == ("--configfile", "configs/tiny.yaml")
-    assert (built_repo / "results/cub/splits/manifest.parquet").is_file()
+    assert (built_repo / f"{TINY_RUN}/cub/splits/manifest.parquet").is_file()

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import SNAKEMAKE, TINY, snakemake
+from conftest import SNAKEMAKE, TINY, TINY_LOGS, TINY_RUN, snakemake
 
 from hierbench.artifacts import PROVENANCE_SUFFIX
 from hierbench.manifest import verify
@@ -29,7 +29,7 @@ def _kill_during_training(repo: Path) -> None:
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 600
-    while not list((repo / "logs").glob("*/cells/*/model.safetensors.log")):
+    while not list((repo / TINY_LOGS).glob("*/cells/*/model.safetensors.log")):
         if process.poll() is not None or time.monotonic() > deadline:
             raise AssertionError("the pipeline ended before any training job started")
         time.sleep(0.2)
@@ -40,14 +40,14 @@ def _kill_during_training(repo: Path) -> None:
 
 def test_a_killed_run_recovers_and_matches_a_clean_run(built_repo: Path, repo_copy: Path):
     _kill_during_training(repo_copy)
-    assert not (repo_copy / "results/cub/lock/final_lock.json").exists()
+    assert not (repo_copy / f"{TINY_RUN}/cub/lock/final_lock.json").exists()
     snakemake(repo_copy, "--unlock", *TINY)
     snakemake(repo_copy, *TINY)
-    assert not [p for p in (repo_copy / "results").rglob(".*.tmp")]
-    findings = verify(repo_copy / "results", repo_copy)
+    assert not [p for p in (repo_copy / TINY_RUN).rglob(".*.tmp")]
+    findings = verify(repo_copy / TINY_RUN, repo_copy)
     assert [f.path for f in findings if not f.passed] == []
     # The timing exceptions (the Final locks, training logs and the records that carry their
-    # times) are hierbench.rundiff's; logs and benchmark timings are outside results/.
+    # times) are hierbench.rundiff's; logs and benchmark timings are outside the run folder.
     diff = compare_runs(built_repo, repo_copy)
     assert (diff.only_first, diff.only_second, diff.differing) == ([], [], [])
     first, skipped = result_hashes(built_repo), set(diff.exempt)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import REPO, snakemake
+from conftest import REPO, TINY_RUN, snakemake
 
 from hierbench.config import load_config
 from hierbench.devices import (
@@ -49,7 +49,7 @@ def test_only_a_run_whose_jobs_run_here_is_refused(monkeypatch):
 def test_a_local_run_asking_for_cuda_stops_before_its_first_job(repo_copy):
     config = repo_copy / "cuda.yaml"
     config.write_text((repo_copy / "configs/tiny.yaml").read_text() + "\ndevice: cuda\n")
-    target = "results/cub/inputs/classes.txt"
+    target = f"{TINY_RUN}/cub/inputs/classes.txt"
     result = snakemake(repo_copy, target, "--configfile", str(config), check=False)
     assert result.returncode != 0
     assert "config key 'device': cuda was asked for" in result.stdout

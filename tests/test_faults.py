@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import SNAKEMAKE, TINY, snakemake
+from conftest import SNAKEMAKE, TINY, TINY_LOGS, TINY_RUN, snakemake
 
 from hierbench.artifacts import provenance_path
 from hierbench.hashing import sha256_file
 
-LOCK = "results/cub/lock/final_lock.json"
-SUMMARY = "results/cub/tables/summary.md"
-EVALUATION = "results/cub/eval/ER-42_summary.parquet"
+LOCK = f"{TINY_RUN}/cub/lock/final_lock.json"
+SUMMARY = f"{TINY_RUN}/cub/tables/summary.md"
+EVALUATION = f"{TINY_RUN}/cub/eval/ER-42_summary.parquet"
 
 
 def _env(repo: Path) -> dict[str, str]:
@@ -41,7 +41,7 @@ def _flip_a_byte(path: Path) -> None:
 
 
 def _temporaries(repo: Path) -> list[Path]:
-    return sorted((repo / "results").rglob(".*.tmp"))
+    return sorted((repo / TINY_RUN).rglob(".*.tmp"))
 
 
 def _hierbench(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -60,10 +60,10 @@ def _hierbench(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     "artifact",
     [
-        "results/cub/splits/sealed/test.parquet",
-        "results/cub/features/dev.parquet",
-        "results/cub/cells/ER-42/model.safetensors",
-        "results/cub/taxonomy/taxonomy.parquet",
+        f"{TINY_RUN}/cub/splits/sealed/test.parquet",
+        f"{TINY_RUN}/cub/features/dev.parquet",
+        f"{TINY_RUN}/cub/cells/ER-42/model.safetensors",
+        f"{TINY_RUN}/cub/taxonomy/taxonomy.parquet",
     ],
 )
 def test_a_hand_edited_artifact_stops_the_run_and_nothing_flows_on(built_repo: Path, artifact):
@@ -83,7 +83,7 @@ def test_a_hand_edited_artifact_stops_the_run_and_nothing_flows_on(built_repo: P
 
 def _edit_the_audit_and_its_record(repo: Path) -> None:
     """An edited artifact whose record was edited to match: it passes the verified read."""
-    audit = repo / "results/cub/audit/fairness.parquet"
+    audit = repo / f"{TINY_RUN}/cub/audit/fairness.parquet"
     audit.write_bytes(audit.read_bytes() + b"\0")
     record_path = provenance_path(audit)
     record = json.loads(record_path.read_text())
@@ -105,38 +105,46 @@ def test_refuse_stops_a_changed_lock_until_unseal(built_repo: Path):
     _edit_the_audit_and_its_record(built_repo)
     stopped = snakemake(built_repo, *refuse, check=False)
     assert stopped.returncode != 0
-    assert "hierbench unseal cub --reason" in stopped.stdout
-    assert "artifact results/cub/audit/fairness.parquet" in stopped.stdout
+    assert f"hierbench unseal cub --results {TINY_RUN} --reason" in stopped.stdout
+    assert f"artifact {TINY_RUN}/cub/audit/fairness.parquet" in stopped.stdout
     assert _bytes(built_repo, LOCK, EVALUATION) == kept
 
-    unsealed = _hierbench(built_repo, "unseal", "cub", "--reason", "audit table rebuilt by hand")
+    unsealed = _hierbench(
+        built_repo,
+        "unseal",
+        "cub",
+        "--results",
+        TINY_RUN,
+        "--reason",
+        "audit table rebuilt by hand",
+    )
     assert unsealed.returncode == 0, unsealed.stderr
     snakemake(built_repo, *refuse)
-    reseal = json.loads((built_repo / "results/cub/reseals/001/reseal.json").read_text())
+    reseal = json.loads((built_repo / f"{TINY_RUN}/cub/reseals/001/reseal.json").read_text())
     assert reseal["reason"] == "audit table rebuilt by hand"
-    archive = built_repo / "results/cub/reseals/001"
+    archive = built_repo / f"{TINY_RUN}/cub/reseals/001"
     assert (archive / "eval/ER-42_summary.parquet").read_bytes() == kept[EVALUATION]
     assert (archive / "tables/summary.md").is_file() and (archive / "figures").is_dir()
     assert (built_repo / EVALUATION).read_bytes() == kept[EVALUATION]  # rebuilt, same draws
-    audit = _hierbench(built_repo, "audit", "results")
+    audit = _hierbench(built_repo, "audit", TINY_RUN)
     assert audit.returncode == 0, audit.stdout
-    assert "RESEAL results/cub/reseals/001: audit table rebuilt by hand" in audit.stdout
-    history = (built_repo / "results/cub/lock/reseal_history.md").read_text()
+    assert f"RESEAL {TINY_RUN}/cub/reseals/001: audit table rebuilt by hand" in audit.stdout
+    history = (built_repo / f"{TINY_RUN}/cub/lock/reseal_history.md").read_text()
     assert "audit table rebuilt by hand" in history
 
 
 def test_archive_records_the_reseal_and_goes_on(built_repo: Path):
     _edit_the_audit_and_its_record(built_repo)
     snakemake(built_repo, *TINY)
-    reseal = json.loads((built_repo / "results/cub/reseals/001/reseal.json").read_text())
+    reseal = json.loads((built_repo / f"{TINY_RUN}/cub/reseals/001/reseal.json").read_text())
     assert reseal["reason"] == "locked artifacts changed"
-    assert reseal["changes"] == ["artifact results/cub/audit/fairness.parquet"]
+    assert reseal["changes"] == [f"artifact {TINY_RUN}/cub/audit/fairness.parquet"]
     assert reseal["test_reads"] >= 13  # 12 cells and the frozen baseline read the sealed test
-    assert (built_repo / "logs/cub/lock/test_access.log").is_file()  # the new seal's reads
-    assert not (built_repo / "results/nabirds/reseals").exists()
-    audit = _hierbench(built_repo, "audit", "results")
+    assert (built_repo / f"{TINY_LOGS}/cub/lock/test_access.log").is_file()  # the new seal's reads
+    assert not (built_repo / f"{TINY_RUN}/nabirds/reseals").exists()
+    audit = _hierbench(built_repo, "audit", TINY_RUN)
     assert audit.returncode == 0, audit.stdout
-    assert "RESEAL results/cub/reseals/001: locked artifacts changed" in audit.stdout
+    assert f"RESEAL {TINY_RUN}/cub/reseals/001: locked artifacts changed" in audit.stdout
 
 
 # ------------------------------------------------------------------------- SIGKILL
@@ -165,12 +173,12 @@ def _kill_once_running(repo: Path, target: str, log: str) -> None:
 
 @pytest.mark.parametrize(
     "target",
-    ["results/cub/features/dev.parquet", "results/cub/eval/ER-42.parquet"],
+    [f"{TINY_RUN}/cub/features/dev.parquet", f"{TINY_RUN}/cub/eval/ER-42.parquet"],
     ids=["features", "evaluation"],
 )
 def test_a_killed_job_reruns_to_identical_bytes(built_repo: Path, target: str):
     before = sha256_file(built_repo / target)
-    log = target.replace("results/", "logs/", 1) + ".log"
+    log = target.replace(f"{TINY_RUN}/", f"{TINY_LOGS}/", 1) + ".log"
     _kill_once_running(built_repo, target, log)
     snakemake(built_repo, "--unlock", *TINY)
     snakemake(built_repo, target, *TINY)  # the target first: --configfile takes many values
@@ -182,7 +190,7 @@ def test_a_killed_job_reruns_to_identical_bytes(built_repo: Path, target: str):
 
 
 def test_a_second_run_in_the_same_folder_is_refused(built_repo: Path):
-    target = "results/cub/features/dev.parquet"
+    target = f"{TINY_RUN}/cub/features/dev.parquet"
     before = sha256_file(built_repo / target)
     first = subprocess.Popen(
         [SNAKEMAKE, "--cores", "2", *TINY, "--force", target],  # a job's threads set its bytes
@@ -210,7 +218,7 @@ def test_a_second_run_in_the_same_folder_is_refused(built_repo: Path):
 def _as_real_folder(repo: Path) -> tuple[Path, tuple[str, str]]:
     """The rendered CUB demo copied out as a real dataset folder, and a config that reads it."""
     root = repo / "data/CUB_200_2011"
-    shutil.copytree(repo / "results/cub/demo/CUB_200_2011", root)
+    shutil.copytree(repo / f"{TINY_RUN}/cub/demo/CUB_200_2011", root)
     config = yaml.safe_load((repo / "configs/tiny.yaml").read_text())
     config["datasets"]["cub"] |= {"source": "folder", "root": "data/CUB_200_2011"}
     config["datasets"]["cub"].pop("demo")

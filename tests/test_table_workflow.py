@@ -13,11 +13,15 @@ from conftest import COPY_IGNORE, REPO, snakemake
 
 from hierbench.artifacts import read_parquet_metadata
 from hierbench.cli import main
+from hierbench.config import load_yaml
+from hierbench.runs import logs_folder, run_folder
 
 pytestmark = pytest.mark.slow
 
 EXAMPLE = ("--configfile", "configs/table-example.yaml")
 NAME = "birds_of_prey_and_co"
+TABLE_RUN = run_folder(load_yaml(REPO / "configs/table-example.yaml"))
+TABLE_LOGS = logs_folder(TABLE_RUN)
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +34,7 @@ def table_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_example_collection_runs_the_whole_study(table_run: Path):
-    base = table_run / "results" / NAME
+    base = table_run / TABLE_RUN / NAME
     taxonomy = pd.read_parquet(base / "taxonomy/taxonomy.parquet")
     assert taxonomy[["leaf", "middle", "high"]].nunique().tolist() == [36, 12, 6]
     levels = read_parquet_metadata(base / "taxonomy/taxonomy.parquet")["levels"]
@@ -49,7 +53,7 @@ def test_the_example_collection_runs_the_whole_study(table_run: Path):
 def test_the_official_protocol_follows_the_split_column_and_outer_splits_hold_out_genera(
     table_run: Path,
 ):
-    base = table_run / "results" / NAME
+    base = table_run / TABLE_RUN / NAME
     images = pd.read_parquet(base / "data/images.parquet").set_index("image_id")
     sealed = pd.read_parquet(base / "splits/sealed/test.parquet")
     test = set(sealed.loc[sealed["split"] == "final", "image_id"])
@@ -67,14 +71,14 @@ def test_the_audit_passes_and_check_dataset_reads_the_rendered_collection(
     table_run: Path, capsys, monkeypatch
 ):
     monkeypatch.chdir(table_run)
-    assert main(["audit", "results"]) == 0
+    assert main(["audit", TABLE_RUN]) == 0
     assert main(["check-dataset", "configs/table-example.yaml", NAME]) == 0
     assert "genus (middle)                 12" in capsys.readouterr().out
 
 
 def test_a_flawed_images_csv_stops_the_run_naming_file_and_line(table_run: Path, tmp_path):
     folder = tmp_path / "mine"
-    shutil.copytree(table_run / "results" / NAME / "demo/collection", folder)
+    shutil.copytree(table_run / TABLE_RUN / NAME / "demo/collection", folder)
     lines = (folder / "images.csv").read_text().splitlines()
     lines[3] = lines[3].replace(lines[3].split(",")[1], "Strix unknownensis")
     (folder / "images.csv").write_text("\n".join(lines) + "\n")
@@ -83,6 +87,6 @@ def test_a_flawed_images_csv_stops_the_run_naming_file_and_line(table_run: Path,
     (table_run / "configs/mine.yaml").write_text(config.replace(NAME, "mine"))
     result = snakemake(table_run, "--configfile", "configs/mine.yaml", check=False)
     assert result.returncode != 0
-    log = "\n".join(p.read_text() for p in (table_run / "logs/mine").rglob("*.log"))
+    log = "\n".join(p.read_text() for p in (table_run / f"{TABLE_LOGS}/mine").rglob("*.log"))
     assert f"{folder / 'images.csv'}:4: " in log and "Strix unknownensis" in log
-    assert not list((table_run / "results/mine").rglob("*.parquet"))
+    assert not list((table_run / f"{TABLE_RUN}/mine").rglob("*.parquet"))

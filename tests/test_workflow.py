@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import TINY, dag_jobs, scheduled_rules, snakemake
+from conftest import TINY, TINY_LOGS, TINY_RUN, dag_jobs, scheduled_rules, snakemake
 
 from hierbench.artifacts import PROVENANCE_SUFFIX
 from hierbench.hashing import sha256_path
@@ -64,14 +64,14 @@ def _scheduled(repo: Path) -> dict[str, int]:
 
 
 def test_run_stages_inputs_with_provenance_and_logs(built_repo: Path):
-    staged = built_repo / "results/nabirds/inputs/hierarchy.txt"
+    staged = built_repo / f"{TINY_RUN}/nabirds/inputs/hierarchy.txt"
     record = json.loads(staged.with_name("hierarchy.txt.prov.json").read_text())
     assert record["sha256"] == sha256_path(staged)
     assert record["rule"] == "stage_input"
     assert record["wildcards"] == {"dataset": "nabirds", "name": "hierarchy"}
     shipped = built_repo / "resources/nabirds_hierarchy.txt"
     assert record["inputs"] == {"resources/nabirds_hierarchy.txt": sha256_path(shipped)}
-    assert (built_repo / "logs/nabirds/inputs/hierarchy.txt.log").is_file()
+    assert (built_repo / f"{TINY_LOGS}/nabirds/inputs/hierarchy.txt.log").is_file()
 
 
 def test_a_complete_run_leaves_nothing_to_do(built_repo: Path):
@@ -95,7 +95,7 @@ def _artifacts(results: Path) -> list[Path]:
 
 
 def test_every_artifact_has_a_matching_provenance_record(built_repo: Path):
-    artifacts = _artifacts(built_repo / "results")
+    artifacts = _artifacts(built_repo / TINY_RUN)
     assert len(artifacts) >= 150
     for artifact in artifacts:
         record = json.loads(artifact.with_name(artifact.name + PROVENANCE_SUFFIX).read_text())
@@ -113,7 +113,7 @@ def test_alias_file_change_reruns_cub_taxonomy_and_what_follows(built_repo: Path
 def test_touching_inputs_without_changing_them_reruns_nothing(built_repo: Path):
     for path in ("resources/cub_aliases.json", "resources/cub_classes.txt", "configs/tiny.yaml"):
         os.utime(built_repo / path)
-    for path in (built_repo / "results/cub/splits").glob("*.parquet"):
+    for path in (built_repo / f"{TINY_RUN}/cub/splits").glob("*.parquet"):
         os.utime(path)
     assert _scheduled(built_repo) == {}
 
@@ -133,7 +133,7 @@ def test_broken_shipped_file_fails_naming_file_and_line(repo_copy: Path):
     result = snakemake(repo_copy, *TINY, check=False)
     assert result.returncode != 0
     assert "resources/cub_classes.txt:5: expected '<integer id> <text>'" in result.stdout
-    assert not (repo_copy / "results/cub/inputs/classes.txt").exists()
+    assert not (repo_copy / f"{TINY_RUN}/cub/inputs/classes.txt").exists()
 
 
 # As `snakemake --dag dot` prints it: tabs before jobs, spaces after the closing brace.

@@ -26,6 +26,7 @@ from hierbench.dataset_kinds import TABLE_KIND, dataset_kind, level_names, table
 from hierbench.effects import EffectsError, plan_effects, read_per_seed
 from hierbench.manifest import MANIFEST_NAME, manifest_table, report_json, report_lines, verify
 from hierbench.provenance import JobContext
+from hierbench.runs import DEFAULT_RUN, logs_folder
 from hierbench.seal import SealPaths, archive_seal, list_reseals, reseal_lines, sealed_test_was_read
 from hierbench.shipped import shipped_file
 from hierbench.stages.tables import write_plan
@@ -202,7 +203,9 @@ def _audit(args: argparse.Namespace) -> int:
 def _add_audit(commands: argparse._SubParsersAction) -> None:
     """The `audit` subcommand."""
     audit = commands.add_parser("audit", help="verify every artifact against its provenance")
-    audit.add_argument("results", type=Path, nargs="?", default=Path("results"))
+    audit.add_argument(
+        "results", type=Path, nargs="?", default=Path(DEFAULT_RUN), help="the run folder"
+    )
     audit.add_argument("--json", action="store_true", help="machine-readable output")
     audit.add_argument(
         "--base", type=Path, default=Path("."), help="folder the recorded paths are relative to"
@@ -212,7 +215,8 @@ def _add_audit(commands: argparse._SubParsersAction) -> None:
 
 def _unseal(args: argparse.Namespace) -> int:
     """Archive a dataset's lock, evaluations and access log, so a changed lock can be written."""
-    paths = SealPaths.of(args.dataset, args.results, args.logs)
+    logs = args.logs if args.logs is not None else Path(logs_folder(args.results.as_posix()))
+    paths = SealPaths.of(args.dataset, args.results, logs)
     if not paths.lock.is_file() and not sealed_test_was_read(paths):
         print(f"{args.dataset}: no Final lock and no sealed read; nothing to unseal")
         return 0
@@ -228,8 +232,10 @@ def _add_unseal(commands: argparse._SubParsersAction) -> None:
     )
     unseal.add_argument("dataset")
     unseal.add_argument("--reason", required=True, help="why the seal is opened (recorded)")
-    unseal.add_argument("--results", type=Path, default=Path("results"))
-    unseal.add_argument("--logs", type=Path, default=Path("logs"))
+    unseal.add_argument(
+        "--results", type=Path, default=Path(DEFAULT_RUN), help="the run folder (config key run)"
+    )
+    unseal.add_argument("--logs", type=Path, help="the run's logs (default: its -logs folder)")
     unseal.set_defaults(handler=_unseal)
 
 

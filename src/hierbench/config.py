@@ -188,7 +188,7 @@ def load_config(path: str | Path, schema_path: str | Path = SCHEMA_PATH) -> dict
 
 
 # Keys that say how the pipeline runs, not what the study is: not covered by the Final lock.
-UNLOCKED_KEYS = ("seal",)
+UNLOCKED_KEYS = ("seal", "run")
 
 
 def locked_config(config: dict[str, Any], dataset: str) -> dict[str, Any]:

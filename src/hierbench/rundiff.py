@@ -1,10 +1,10 @@
-"""Two runs' results/ compared byte for byte, less the artifacts that hold a time by design.
+"""Two runs' folders compared byte for byte, less the artifacts that hold a time by design.
 
 Two complete runs of the same configuration give identical bytes for every artifact except
 the Final lock (``lock/final_lock.json``, when training finished) and a cell's
 ``train_log.parquet`` (each epoch's wall seconds); their provenance records, and the records
 whose inputs include a Final lock (their input hash carries its time), differ with them. Logs
-and Snakemake benchmark timings live outside results/. The determinism test and the cluster
+and Snakemake benchmark timings live outside the run folder. The determinism test and the cluster
 check (``scripts/cluster.py``) both compare runs with :func:`compare_runs`.
 """
 
@@ -17,12 +17,14 @@ from pathlib import Path
 
 from hierbench.artifacts import PROVENANCE_SUFFIX
 from hierbench.hashing import sha256_file
+from hierbench.runs import DEFAULT_RUN
 
 # What a copy of the repository for a separate run leaves out: history, environments, outputs.
 COPY_IGNORED: tuple[str, ...] = (
     ".git",
     ".venv",
     "results",
+    "runs",
     "logs",
     ".snakemake",
     "__pycache__",
@@ -39,11 +41,12 @@ def is_timed(path: str) -> bool:
     return path.endswith(f"lock/{LOCK_FILE}") or path.endswith(f"/{TRAIN_LOG}")
 
 
-def result_hashes(repo: Path) -> dict[str, str]:
-    """SHA256 of every file under ``repo/results``, keyed by its path relative to ``repo``."""
+def result_hashes(repo: Path, run: str = DEFAULT_RUN) -> dict[str, str]:
+    """SHA256 of every file under the run folder ``repo/run``, keyed by its path relative to
+    ``repo``."""
     return {
         p.relative_to(repo).as_posix(): sha256_file(p)
-        for p in (repo / "results").rglob("*")
+        for p in (repo / run).rglob("*")
         if p.is_file() and p.name != ".snakemake_timestamp"
     }
 
@@ -63,7 +66,7 @@ def timing_exempt(repo: Path, paths: list[str]) -> set[str]:
 
 @dataclass(frozen=True)
 class RunDiff:
-    """Files under results/ present in one run only, and files whose bytes differ."""
+    """Files of a run folder present in one run only, and files whose bytes differ."""
 
     only_first: list[str]
     only_second: list[str]
@@ -76,9 +79,9 @@ class RunDiff:
         return not (self.only_first or self.only_second or self.differing)
 
 
-def compare_runs(first: Path, second: Path) -> RunDiff:
-    """Compare ``first/results`` with ``second/results``, less the timing exceptions."""
-    a, b = result_hashes(first), result_hashes(second)
+def compare_runs(first: Path, second: Path, run: str = DEFAULT_RUN) -> RunDiff:
+    """Compare ``first/run`` with ``second/run``, less the timing exceptions."""
+    a, b = result_hashes(first, run), result_hashes(second, run)
     exempt = timing_exempt(first, sorted(a))
     common = sorted(a.keys() & b.keys())
     return RunDiff(
@@ -90,12 +93,12 @@ def compare_runs(first: Path, second: Path) -> RunDiff:
     )
 
 
-def software_environments(repo: Path) -> list[dict]:
+def software_environments(repo: Path, run: str = DEFAULT_RUN) -> list[dict]:
     """The distinct software blocks (interpreter, platform, every installed distribution) of
-    the provenance records under ``repo/results``, less torch's per-job device and threads: one
+    the provenance records under ``repo/run``, less torch's per-job device and threads: one
     entry when every job ran in the same environment."""
     distinct: list[dict] = []
-    for record_path in sorted((repo / "results").rglob(f"*{PROVENANCE_SUFFIX}")):
+    for record_path in sorted((repo / run).rglob(f"*{PROVENANCE_SUFFIX}")):
         software = json.loads(record_path.read_text())["software"]
         static = {key: value for key, value in software.items() if key != "torch_runtime"}
         if static not in distinct:

@@ -12,6 +12,7 @@ from typing import Any
 from hierbench.artifacts import write_json, write_text
 from hierbench.lock import build_lock
 from hierbench.provenance import JobContext
+from hierbench.runs import DEFAULT_RUN
 from hierbench.seal import (
     ON_CHANGE_CHOICES,
     SealChangedError,
@@ -36,6 +37,13 @@ def _previous_lock(path: Path) -> dict[str, Any] | None:
         return {}
 
 
+def _unseal_command(dataset: str, seal: SealPaths) -> str:
+    """The `hierbench unseal` command for this dataset's run (its folder named unless default)."""
+    run = seal.lock.parents[2].as_posix()
+    where = "" if run == DEFAULT_RUN else f" --results {run}"
+    return f'hierbench unseal {dataset}{where} --reason "..."'
+
+
 def _guard_the_seal(
     dataset: str,
     lock: dict[str, Any],
@@ -57,7 +65,7 @@ def _guard_the_seal(
         raise SealChangedError(
             f"{dataset}: the sealed test was read under the Final lock {seal.lock.as_posix()} "
             f"({seal.access_log.as_posix()}), and the new lock differs in: {'; '.join(changes)}. "
-            f"seal.on_change is 'refuse': run `hierbench unseal {dataset} --reason \"...\"` to "
+            f"seal.on_change is 'refuse': run `{_unseal_command(dataset, seal)}` to "
             "archive the old lock, its evaluations and the access log, then run snakemake again"
         )
     folder = archive_seal(seal, reason_for(changes), changes)
