@@ -59,9 +59,10 @@ LOGS = logs_folder(RESULTS)
 GPUS_PER_JOB = gpus_per_job(config)  # the features and training jobs' GPU request
 
 
-def code(*modules):
-    """Source hash of the library modules used by a rule; as a params value, edits rerun it."""
-    return code_hash(modules)
+def code(*modules, script):
+    """Behaviour hash of the library modules a rule runs and of its workflow script (named as
+    in its script: directive); as a params value, edits rerun it, comments do not."""
+    return code_hash(modules, [f"{workflow.basedir}/workflow_scripts/{script}.py"])
 
 
 def log_for(output_path):

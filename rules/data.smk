@@ -17,7 +17,7 @@ rule demo_cub:
         dataset=kind_constraint("cub"),
     threads: workflow.cores
     params:
-        code=code("stages.demo"),
+        code=code("stages.demo", script="demo"),
         kind="cub",
         demo=lambda wildcards: config["datasets"][wildcards.dataset]["demo"],
     conda:
@@ -41,7 +41,7 @@ rule demo_nabirds:
         dataset=kind_constraint("nabirds"),
     threads: workflow.cores
     params:
-        code=code("stages.demo"),
+        code=code("stages.demo", script="demo"),
         kind="nabirds",
         demo=lambda wildcards: config["datasets"][wildcards.dataset]["demo"],
     conda:
@@ -64,7 +64,7 @@ rule demo_table:
         dataset=kind_constraint("table"),
     threads: workflow.cores
     params:
-        code=code("stages.demo"),
+        code=code("stages.demo", script="demo_table"),
         source=lambda wildcards: source_identity(config["datasets"][wildcards.dataset]["example_taxonomy"]),
         demo=lambda wildcards: config["datasets"][wildcards.dataset]["demo"],
     conda:
@@ -83,7 +83,7 @@ rule image_table:
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/data/images.parquet")
     params:
-        code=code("stages.images"),
+        code=code("stages.images", script="image_table"),
         source=folder_source,
         kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
     conda:

@@ -22,7 +22,7 @@ rule final_lock:
     log:
         log_for(f"{RESULTS}/{{dataset}}/lock/final_lock.json"),
     params:
-        code=code("stages.lock"),
+        code=code("stages.lock", script="final_lock"),
         config=lambda wildcards: resolved_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
     conda:
@@ -45,7 +45,7 @@ rule evaluate_cell:
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/eval/{{geometry}}{{loss}}-{{seed}}.parquet")
     params:
-        code=code("stages.evaluation"),
+        code=code("stages.evaluation", script="evaluate"),
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
     conda:
@@ -66,7 +66,7 @@ rule evaluate_frozen:
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/eval/frozen.parquet")
     params:
-        code=code("stages.evaluation"),
+        code=code("stages.evaluation", script="evaluate"),
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
     conda:
@@ -89,7 +89,7 @@ rule evaluate_curvature_cell:
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/eval/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}.parquet")
     params:
-        code=code("stages.evaluation"),
+        code=code("stages.evaluation", script="evaluate"),
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
         variant=lambda wildcards: wildcards.point,
@@ -113,7 +113,7 @@ rule evaluate_semantic_cell:
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/eval/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}.parquet")
     params:
-        code=code("stages.evaluation"),
+        code=code("stages.evaluation", script="evaluate"),
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
         variant=lambda wildcards: wildcards.arm,
@@ -136,7 +136,7 @@ rule evaluate_pca:
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/eval/{PCA}.parquet")
     params:
-        code=code("stages.evaluation"),
+        code=code("stages.evaluation", script="evaluate"),
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
     conda:
@@ -159,7 +159,7 @@ rule evaluate_hier_cell:
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/eval/{HIER}/{HIER}-{{seed}}.parquet")
     params:
-        code=code("stages.evaluation"),
+        code=code("stages.evaluation", script="evaluate"),
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
     conda:
@@ -182,7 +182,7 @@ rule score_outer_split:
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/{OUTER_CONTROL}/{{outer}}/scores.parquet")
     params:
-        code=code("stages.outer"),
+        code=code("stages.outer", script="score_outer_split"),
         config=lambda wildcards: eval_config(wildcards.dataset),
     conda:
         "../environment.yml"
@@ -204,7 +204,7 @@ rule evaluate_companion_cell:
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/eval/{{head}}A-{{seed}}.parquet")
     params:
-        code=code("stages.evaluation"),
+        code=code("stages.evaluation", script="evaluate"),
         config=lambda wildcards: eval_config(wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
     conda:

@@ -19,7 +19,7 @@ rule features_dev:
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        code=code("stages.features"),
+        code=code("stages.features", script="features"),
         source=real_sources,
         backbone=config["backbone"],
         images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
@@ -47,7 +47,7 @@ rule features_sealed_test:
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        code=code("stages.features"),
+        code=code("stages.features", script="features"),
         source=real_sources,
         backbone=config["backbone"],
         images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
@@ -76,7 +76,7 @@ rule features_dev_crops:
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        code=code("stages.features"),
+        code=code("stages.features", script="features"),
         source=real_sources,
         backbone=config["backbone"],
         images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),

@@ -17,7 +17,7 @@ rule effect_tables:
     log:
         log_for(f"{RESULTS}/{{dataset}}/tables/{SUMMARY_PAGE}"),
     params:
-        code=code("stages.tables"),
+        code=code("stages.tables", script="effect_tables"),
         out_dir=lambda wildcards: f"{RESULTS}/{wildcards.dataset}/tables",
     conda:
         "../environment.yml"
@@ -45,7 +45,7 @@ rule figures:
     log:
         log_for(figure_outputs("{dataset}", FIGURES[0])[0]),
     params:
-        code=code("stages.figures"),
+        code=code("stages.figures", script="figures"),
     conda:
         "../environment.yml"
     script:
@@ -72,7 +72,7 @@ rule curvature_tables:
     log:
         log_for(f"{RESULTS}/{{dataset}}/tables/controls/{CURVATURE_CONTROL}.md"),
     params:
-        code=code("stages.controls"),
+        code=code("stages.controls", script="curvature_tables"),
         operating_point=lambda wildcards: config["datasets"][wildcards.dataset]["hyperbolic"],
     conda:
         "../environment.yml"
@@ -99,7 +99,7 @@ rule semantic_tables:
     log:
         log_for(f"{RESULTS}/{{dataset}}/tables/controls/{SEMANTIC_CONTROL}.md"),
     params:
-        code=code("stages.controls"),
+        code=code("stages.controls", script="semantic_tables"),
         aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
     conda:
         "../environment.yml"
@@ -122,7 +122,7 @@ rule baselines_tables:
     log:
         log_for(f"{RESULTS}/{{dataset}}/tables/{BASELINES}.md"),
     params:
-        code=code("stages.controls"),
+        code=code("stages.controls", script="baselines_tables"),
         aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
         dimensions=lambda wildcards: pca_dimensions(config, wildcards.dataset),
     conda:
@@ -147,7 +147,7 @@ rule outer_tables:
     log:
         log_for(f"{outer_folder('{dataset}')}/{OUTER_CONTROL}.md"),
     params:
-        code=code("stages.controls"),
+        code=code("stages.controls", script="outer_tables"),
     conda:
         "../environment.yml"
     script:

@@ -16,7 +16,7 @@ rule splits:
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/splits/dev.parquet")
     params:
-        code=code("stages.splits"),
+        code=code("stages.splits", script="splits"),
         config=lambda wildcards: split_config(wildcards.dataset),
         kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
     conda:

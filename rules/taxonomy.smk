@@ -19,7 +19,7 @@ rule taxonomy_cub:
     wildcard_constraints:
         dataset=kind_constraint("cub"),
     params:
-        code=code("stages.taxonomy"),
+        code=code("stages.taxonomy", script="taxonomy_cub"),
         source=lambda wildcards: source_identity(
             cub_taxonomy_config(wildcards)["aliases"],
             "schemas/aliases.schema.json",
@@ -47,7 +47,7 @@ rule taxonomy_nabirds:
     wildcard_constraints:
         dataset=kind_constraint("nabirds"),
     params:
-        code=code("stages.taxonomy"),
+        code=code("stages.taxonomy", script="taxonomy_nabirds"),
     conda:
         "../environment.yml"
     script:
@@ -65,7 +65,7 @@ rule taxonomy_table:
     wildcard_constraints:
         dataset=kind_constraint("table"),
     params:
-        code=code("stages.taxonomy"),
+        code=code("stages.taxonomy", script="taxonomy_table"),
         source=folder_source,
         levels=lambda wildcards: level_names(config, wildcards.dataset),
     conda:
@@ -83,7 +83,7 @@ rule taxonomy_shuffled:
     log:
         log_for(f"{RESULTS}/{{dataset}}/taxonomy/shuffled.parquet"),
     params:
-        code=code("stages.taxonomy"),
+        code=code("stages.taxonomy", script="taxonomy_shuffled"),
         seed=lambda wildcards: config["datasets"][wildcards.dataset]["taxonomy"]["shuffle_seed"],
         levels=lambda wildcards: level_names(config, wildcards.dataset),
     conda:

@@ -15,7 +15,7 @@ rule tune:
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        code=code("stages.tuning"),
+        code=code("stages.tuning", script="tune"),
         config=lambda wildcards: model_config(wildcards.dataset),
     conda:
         "../environment.yml"
@@ -31,7 +31,7 @@ rule tuning_selection:
     log:
         log_for(f"{RESULTS}/{{dataset}}/tuning/selection.parquet"),
     params:
-        code=code("stages.tuning"),
+        code=code("stages.tuning", script="tuning_selection"),
     conda:
         "../environment.yml"
     script:
@@ -54,7 +54,7 @@ rule train_cell:
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        code=code("stages.training"),
+        code=code("stages.training", script="train_cell"),
         config=lambda wildcards: model_config(wildcards.dataset),
     conda:
         "../environment.yml"
@@ -79,7 +79,7 @@ rule train_curvature_cell:
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        code=code("stages.training"),
+        code=code("stages.training", script="train_curvature_cell"),
         config=lambda wildcards: model_config(wildcards.dataset),
         hyperbolic=lambda wildcards: point_hyperbolic(wildcards.point),
     conda:
@@ -103,7 +103,7 @@ rule select_semantic_duration:
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        code=code("stages.tuning"),
+        code=code("stages.tuning", script="select_semantic_duration"),
         config=lambda wildcards: semantic_config(wildcards.dataset),
         aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
     conda:
@@ -132,7 +132,7 @@ rule train_semantic_cell:
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        code=code("stages.semantic"),
+        code=code("stages.semantic", script="train_semantic_cell"),
         config=lambda wildcards: semantic_config(wildcards.dataset),
     conda:
         "../environment.yml"
@@ -154,7 +154,7 @@ rule fit_pca:
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/{BASELINES}/{PCA}/projection.safetensors")
     params:
-        code=code("stages.baselines"),
+        code=code("stages.baselines", script="fit_pca"),
         dimensions=lambda wildcards: pca_dimensions(config, wildcards.dataset),
     conda:
         "../environment.yml"
@@ -177,7 +177,7 @@ rule train_hier_cell:
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        code=code("stages.hier"),
+        code=code("stages.hier", script="train_hier_cell"),
         config=lambda wildcards: baselines_config(wildcards.dataset),
     conda:
         "../environment.yml"
@@ -206,7 +206,7 @@ rule train_outer_cell:
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        code=code("stages.training"),
+        code=code("stages.training", script="train_outer_cell"),
         config=lambda wildcards: model_config(wildcards.dataset),
     conda:
         "../environment.yml"
@@ -232,7 +232,7 @@ rule train_companion_cell:
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        code=code("stages.companion"),
+        code=code("stages.companion", script="train_companion_cell"),
         config=lambda wildcards: companion_config(wildcards.dataset),
     conda:
         "../environment.yml"
@@ -261,7 +261,7 @@ rule fairness_audit:
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/audit/fairness.parquet")
     params:
-        code=code("stages.audit"),
+        code=code("stages.audit", script="fairness_audit"),
         config=lambda wildcards: model_config(wildcards.dataset),
     conda:
         "../environment.yml"

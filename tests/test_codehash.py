@@ -226,3 +226,19 @@ def test_real_modules_hash_the_same_after_edits_without_behaviour(module: str):
     for kind, edited in _edits_without_behaviour(source).items():
         assert edited != source
         assert codehash.normalised_hash(edited) == reference, kind
+
+
+def test_a_rules_script_counts_by_behaviour(tmp_path: Path):
+    script = tmp_path / "train.py"
+    script.write_text('"""Train."""\nfrom x import y\n\ny(1)\n')
+    before = code_hash(["inputs"], [script])
+    assert before != code_hash(["inputs"])
+    script.write_text('"""Train a cell."""\nfrom x import y  # the call\n\n\ny(1)\n')
+    assert code_hash(["inputs"], [script]) == before
+    script.write_text('"""Train."""\nfrom x import y\n\ny(2)\n')
+    assert code_hash(["inputs"], [script]) != before
+
+
+def test_a_missing_script_is_an_error_naming_it(tmp_path: Path):
+    with pytest.raises(UnknownModuleError, match=r"no workflow script .*gone\.py"):
+        code_hash(["inputs"], [tmp_path / "gone.py"])

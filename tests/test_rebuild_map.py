@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
 import subprocess
 from collections import Counter
@@ -22,6 +23,7 @@ from hierbench.rebuild import (
     RULE_HEADER,
     RebuildMapError,
     affected_rules,
+    code_declarations,
     dag_labels,
     declared_modules,
     measure,
@@ -66,8 +68,18 @@ def test_every_rule_that_runs_a_script_declares_its_code():
         }
     assert len(scripted) >= 35
     assert scripted <= set(declared), sorted(scripted - set(declared))
+
     assert declared["train_cell"] == ("stages.training",)
     assert declared["final_lock"] == ("stages.lock",)
+
+
+def test_each_rule_hashes_the_script_it_runs():
+    for path in (REPO / "rules").glob("*.smk"):
+        blocks = RULE_HEADER.split(path.read_text(encoding="utf-8"))[1:]
+        for name, body in zip(blocks[::2], blocks[1::2], strict=True):
+            found = re.search(r'script:\s*"\.\./workflow_scripts/(\w+)\.py"', body)
+            if found:
+                assert code_declarations(REPO / "rules")[name][1] == found[1], name
 
 
 def test_a_rule_with_two_code_declarations_is_an_error(tmp_path: Path):

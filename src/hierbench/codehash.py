@@ -198,11 +198,29 @@ def module_hash(name: str) -> str:
     return _module_facts(name, path, path.stat().st_mtime_ns)[1]
 
 
-def code_hash(modules: Iterable[str]) -> str:
+@functools.cache
+def _file_hash(path: Path, mtime_ns: int) -> str:
+    """:func:`normalised_hash` of a Python file (as modified at ``mtime_ns``), parsed once."""
+    return normalised_hash(path.read_text(encoding="utf-8"))
+
+
+def script_hash(path: str | Path) -> str:
+    """The :func:`normalised_hash` of a workflow script: its behaviour, not its text."""
+    path = Path(path)
+    if not path.is_file():
+        raise UnknownModuleError(f"no workflow script {path}")
+    return _file_hash(path.resolve(), path.stat().st_mtime_ns)
+
+
+def code_hash(modules: Iterable[str], scripts: Iterable[str | Path] = ()) -> str:
     """SHA256 over the normalised forms of ``modules`` and their hierbench imports, in sorted
-    order: what a rule declaring ``modules`` runs, whatever its comments and layout."""
+    order, then of the rule's workflow ``scripts``: what a rule runs, whatever its comments
+    and layout (so the workflow drops Snakemake's script-mtime ``code`` trigger)."""
     digest = hashlib.sha256()
     for name in module_closure(tuple(sorted(set(modules)))):
         digest.update(name.encode() + b"\0")
         digest.update(module_hash(name).encode() + b"\0")
+    for script in scripts:
+        digest.update(b"script\0" + Path(script).name.encode() + b"\0")
+        digest.update(script_hash(script).encode() + b"\0")
     return digest.hexdigest()

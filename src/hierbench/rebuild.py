@@ -9,6 +9,7 @@ rerun the same jobs, so one dry run per such group measures every module of it.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import re
 from collections import Counter
@@ -19,8 +20,7 @@ from typing import Any
 from hierbench.codehash import known_modules, module_closure, module_path
 
 RULE_HEADER = re.compile(r"^rule (\w+):", re.MULTILINE)
-CODE_CALL = re.compile(r"\bcode\(([^)]*)\)")
-MODULE_LITERAL = re.compile(r"""["']([\w.]+)["']""")
+CODE_CALL = re.compile(r"\bcode\([^)]*\)")
 # An edit that changes behaviour in every module and breaks none: one more global name.
 PROBE_LINE = "\n_REBUILD_PROBE = 1\n"
 README_START = "<!-- rebuild-map:start (python scripts/rebuild_map.py --write) -->"
@@ -47,9 +47,10 @@ class RebuildMapError(ValueError):
     """A rule file or a config probe the rebuild map cannot read."""
 
 
-def declared_modules(rules_dir: Path) -> dict[str, tuple[str, ...]]:
-    """Every rule of ``rules_dir/*.smk`` with a ``code(...)`` declaration: its module names."""
-    declared: dict[str, tuple[str, ...]] = {}
+def code_declarations(rules_dir: Path) -> dict[str, tuple[tuple[str, ...], str | None]]:
+    """Every rule of ``rules_dir/*.smk`` with a ``code(...)`` declaration: its module names
+    and its ``script=`` name."""
+    declared: dict[str, tuple[tuple[str, ...], str | None]] = {}
     for path in sorted(rules_dir.glob("*.smk")):
         text = path.read_text(encoding="utf-8")
         headers = list(RULE_HEADER.finditer(text))
@@ -59,8 +60,25 @@ def declared_modules(rules_dir: Path) -> dict[str, tuple[str, ...]]:
             if len(calls) > 1:
                 raise RebuildMapError(f"{path}: rule {header[1]} declares code() twice")
             if calls:
-                declared[header[1]] = tuple(MODULE_LITERAL.findall(calls[0]))
+                declared[header[1]] = _code_arguments(calls[0], f"{path}: rule {header[1]}")
     return declared
+
+
+def _code_arguments(call: str, where: str) -> tuple[tuple[str, ...], str | None]:
+    """The string modules and the ``script`` keyword of one ``code(...)`` call's text."""
+    node = ast.parse(call, mode="eval").body
+    if not isinstance(node, ast.Call) or not all(
+        isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+        for arg in [*node.args, *(keyword.value for keyword in node.keywords)]
+    ):
+        raise RebuildMapError(f"{where}: code() takes string literals only, got {call}")
+    script = {keyword.arg: keyword.value.value for keyword in node.keywords}.get("script")
+    return tuple(arg.value for arg in node.args), script
+
+
+def declared_modules(rules_dir: Path) -> dict[str, tuple[str, ...]]:
+    """Every rule of ``rules_dir/*.smk`` with a ``code(...)`` declaration: its module names."""
+    return {rule: modules for rule, (modules, _) in code_declarations(rules_dir).items()}
 
 
 def affected_rules(module: str, declared: Mapping[str, Sequence[str]]) -> frozenset[str]:
