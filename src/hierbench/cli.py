@@ -21,6 +21,7 @@ from hierbench.codehash import (
     module_path,
     normalised_form,
 )
+from hierbench.compare import NotARunError, compare_runs_report, render_markdown
 from hierbench.config import ConfigError, check_inputs_exist, load_config
 from hierbench.dataset_kinds import TABLE_KIND, dataset_kind, level_names, table_folder
 from hierbench.effects import EffectsError, plan_effects, read_per_seed
@@ -213,6 +214,27 @@ def _add_audit(commands: argparse._SubParsersAction) -> None:
     audit.set_defaults(handler=_audit)
 
 
+def _compare(args: argparse.Namespace) -> int:
+    """Compare two run folders: what differs, why, and the tables side by side (exit 0 either
+    way; a folder that is not a run is an error)."""
+    report = compare_runs_report(args.run_a, args.run_b)
+    print(
+        json.dumps(report, indent=2, ensure_ascii=False) if args.json else render_markdown(report)
+    )
+    return 0
+
+
+def _add_compare(commands: argparse._SubParsersAction) -> None:
+    """The `compare` subcommand."""
+    compare = commands.add_parser(
+        "compare", help="compare two run folders: first differences, stages, tables"
+    )
+    compare.add_argument("run_a", type=Path, metavar="RUN_A", help="run folder A (e.g. results)")
+    compare.add_argument("run_b", type=Path, metavar="RUN_B", help="run folder B (e.g. runs/tiny)")
+    compare.add_argument("--json", action="store_true", help="machine-readable output")
+    compare.set_defaults(handler=_compare)
+
+
 def _unseal(args: argparse.Namespace) -> int:
     """Archive a dataset's lock, evaluations and access log, so a changed lock can be written."""
     logs = args.logs if args.logs is not None else Path(logs_folder(args.results.as_posix()))
@@ -315,6 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_taxonomy(commands)
     _add_effects(commands)
     _add_audit(commands)
+    _add_compare(commands)
     _add_unseal(commands)
     return parser
 
@@ -324,7 +347,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (ConfigError, TaxonomyError, EffectsError, FileNotFoundError, ValueError) as error:
+    except (
+        ConfigError,
+        TaxonomyError,
+        EffectsError,
+        NotARunError,
+        FileNotFoundError,
+        ValueError,
+    ) as error:
         print(f"hierbench: error: {error}", file=sys.stderr)
         return 2
 
