@@ -18,6 +18,7 @@ from hierbench.artifacts import PROVENANCE_SUFFIX
 from hierbench.cli import main
 from hierbench.compare import NotARunError, compare_runs_report, load_run, render_markdown
 from hierbench.pathpatterns import path_pattern
+from hierbench.runs import logs_folder
 from hierbench.tablediff import diff_table, key_columns
 
 CELLS = ("ER-42", "ES-42", "HR-42", "HS-42")
@@ -121,6 +122,7 @@ class Pipeline:
             lock,
             "final_lock",
             inputs=[f"cub/cells/{c}/model.safetensors" for c in CELLS],
+            params={"access_log": f"{logs_folder(self.prefix)}/cub/lock/test_access.log"},
         )
         evals = []
         for cell, model in zip(CELLS, models, strict=True):
@@ -168,6 +170,9 @@ def test_runs_in_different_folders_with_different_times_are_identical(root: Path
     assert _sha(a / "cub/lock/final_lock.json") != _sha(b / "cub/lock/final_lock.json")
     assert load_run(b).records["cub/tables/per_seed.parquet"]["params"] == {
         "out_dir": "<run>/cub/tables"
+    }
+    assert load_run(b).records["cub/lock/final_lock.json"]["params"] == {
+        "access_log": "<logs>/cub/lock/test_access.log"  # runs/tiny-logs/... and logs/...
     }
     report = compare_runs_report(a, b)
     assert report["identical"] and not report["causes"] and not report["consequences"]

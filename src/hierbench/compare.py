@@ -26,10 +26,12 @@ from hierbench.artifacts import PROVENANCE_SUFFIX
 from hierbench.manifest import MANIFEST_NAME
 from hierbench.pathpatterns import path_pattern
 from hierbench.rundiff import is_timed
+from hierbench.runs import logs_folder
 from hierbench.seal import RESEALS
 from hierbench.tablediff import compare_tables, table_lines
 
 RUN_MARKER = "<run>/"
+LOGS_MARKER = "<logs>/"  # the run's logs folder (hierbench.runs.logs_folder), e.g. the access log
 SHOWN_PATHS = 5  # paths listed in Markdown where a list is long
 CHANGE_FIELDS = ("kind", "key", "old", "new")  # a named difference of two records
 _ABSENT = object()  # a parameter or package one record lacks
@@ -48,16 +50,19 @@ class Run:
 
 
 def _normalise(value: Any, prefix: str) -> Any:
-    """``value`` with the run prefix of every string (recursively) replaced by the marker."""
+    """``value`` with the run prefix (and the run's logs prefix) of every string, recursively,
+    replaced by its marker."""
     if isinstance(value, dict):
         return {key: _normalise(item, prefix) for key, item in value.items()}
     if isinstance(value, list):
         return [_normalise(item, prefix) for item in value]
     if isinstance(value, str) and prefix:
-        if value.startswith(prefix):
-            return RUN_MARKER + value[len(prefix) :]
-        if value == prefix.rstrip("/"):
-            return RUN_MARKER.rstrip("/")
+        logs = logs_folder(prefix.rstrip("/")) + "/"
+        for start, marker in ((prefix, RUN_MARKER), (logs, LOGS_MARKER)):
+            if value.startswith(start):
+                return marker + value[len(start) :]
+            if value == start.rstrip("/"):
+                return marker.rstrip("/")
     return value
 
 
