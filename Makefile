@@ -37,7 +37,7 @@ test-fast: $(STAMP)
 # The tiny config on a one-node SLURM cluster started on this machine (profiles/slurm), compared
 # byte for byte with a local run, then audited (scripts/cluster.py; needs root and Debian's
 # slurm-wlm and munge, installed with apt-get when missing, else it skips). Prove the plumbing
-# on one file first: make test-cluster CLUSTER_ARGS="--target results/cub/splits/dev.parquet"
+# on one file first: make test-cluster CLUSTER_ARGS="--target runs/tiny/cub/splits/dev.parquet"
 test-cluster: $(STAMP)
 	python scripts/cluster.py check $(CLUSTER_ARGS)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from conftest import SNAKEMAKE, TINY, TINY_LOGS, TINY_RUN, snakemake
 
 from hierbench.artifacts import PROVENANCE_SUFFIX
+from hierbench.compare import compare_runs_report, render_markdown
 from hierbench.manifest import verify
 from hierbench.rundiff import compare_runs, result_hashes
 
@@ -48,11 +49,16 @@ def test_a_killed_run_recovers_and_matches_a_clean_run(built_repo: Path, repo_co
     assert [f.path for f in findings if not f.passed] == []
     # The timing exceptions (the Final locks, training logs and the records that carry their
     # times) are hierbench.rundiff's; logs and benchmark timings are outside the run folder.
-    diff = compare_runs(built_repo, repo_copy)
+    diff = compare_runs(built_repo, repo_copy, TINY_RUN)
     assert (diff.only_first, diff.only_second, diff.differing) == ([], [], [])
-    first, skipped = result_hashes(built_repo), set(diff.exempt)
+    first, skipped = result_hashes(built_repo, TINY_RUN), set(diff.exempt)
     artifacts = [p for p in first if not p.endswith(PROVENANCE_SUFFIX)]
     assert len(artifacts) > 200
     # two locks, and the training logs of 24 factorial, 6 curvature, 12 semantic, 3 HIER-style,
     # 12 outer-split and 12 companion cells
     assert len([p for p in artifacts if p in skipped]) == 2 + 2 * 12 + 6 + 12 + 3 + 12 + 12
+
+    # `hierbench compare` agrees: two runs of one config are identical, timing aside.
+    report = compare_runs_report(built_repo / TINY_RUN, repo_copy / TINY_RUN)
+    assert report["identical"], render_markdown(report)
+    assert render_markdown(report).startswith("identical: ")
