@@ -6,7 +6,9 @@ input function) is timed against ``snakemake -n`` on a Snakefile with one rule `
 input, in a temporary folder: the reference is Snakemake's own start-up, measured in the same
 run. Each is timed ``--repeats`` times, each time in a fresh copy, and the best time counts.
 ``--demo`` also times the whole demo (``snakemake --cores 2`` on config.yaml in a fresh copy;
-about an hour on 2 cores), recorded without a reference or a goal.
+about an hour on 2 cores), recorded without a reference or a goal, and then a no-op
+``snakemake -n`` on the finished demo against the empty Snakefile (goal: within 2.5x, about 5 s
+at this machine's 2 s start-up).
 
 Run: ``.venv/bin/python benchmarks/workflow.py [--repeats 3] [--demo]``; exits 1 when the DAG
 build takes more than 5x the empty run.
@@ -29,6 +31,7 @@ from hierbench.rundiff import copy_repository
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 MAX_DAG_RATIO = 5.0
+MAX_NOOP_RATIO = 2.5
 EMPTY_SNAKEFILE = "rule all:\n    input: []\n"
 DEMO_CORES = 2
 
@@ -82,11 +85,17 @@ def dag_rows(repeats: int = 3) -> list[Row]:
     ]
 
 
-def demo_rows(cores: int = DEMO_CORES) -> list[Row]:
-    """Wall time of the whole demo from nothing; no natural reference, so no ratio or goal."""
+def demo_rows(cores: int = DEMO_CORES, repeats: int = 3) -> list[Row]:
+    """Wall time of the whole demo from nothing (no natural reference, so no ratio or goal),
+    then a no-op dry run on the finished demo against the empty workflow's (best of
+    ``repeats``, paired)."""
     with tempfile.TemporaryDirectory() as tmp:
         copy = copy_repository(REPO, Path(tmp) / "repo")
         seconds = snakemake_seconds(copy, "--cores", str(cores))
+        noop, empty = [], []
+        for _ in range(repeats):
+            empty.append(empty_seconds())
+            noop.append(snakemake_seconds(copy, "-n", "--cores", str(cores)))
     return [
         row(
             "workflow",
@@ -96,7 +105,16 @@ def demo_rows(cores: int = DEMO_CORES) -> list[Row]:
             "s",
             None,
             note="a fresh repository copy; recorded without a reference or a goal",
-        )
+        ),
+        row(
+            "workflow",
+            "no-op snakemake -n on the finished demo vs an empty Snakefile",
+            min(noop),
+            min(empty),
+            "s",
+            f"<= {MAX_NOOP_RATIO:g}",
+            note=f"nothing to run (DAG, metadata and code hashes checked); best of {repeats}",
+        ),
     ]
 
 
@@ -106,7 +124,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--demo", action="store_true", help="also run the whole demo (~1 h)")
     args = parser.parse_args()
-    rows = dag_rows(args.repeats) + (demo_rows() if args.demo else [])
+    rows = dag_rows(args.repeats) + (demo_rows(repeats=args.repeats) if args.demo else [])
     for r in rows:
         ratio = "" if r["ratio"] is None else f", ratio {r['ratio']:.2f} (goal {r['goal']})"
         reference = "" if r["reference"] is None else f" vs {r['reference']:.2f} s"
