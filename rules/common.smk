@@ -150,6 +150,11 @@ def model_config(dataset):
     return training_config(config, dataset)
 
 
+def cell_config(dataset, controls=()):
+    """The config keys a final cell reads (no tuning or validation-scoring keys; a params value)."""
+    return training_config(config, dataset, controls=controls, scoring=False)
+
+
 def tuning_scores(wildcards):
     """Every tuning run's score file of a dataset."""
     return [
@@ -370,7 +375,7 @@ def semantic_evals(dataset):
 
 def baselines_config(dataset):
     """The config keys the HIER-style cells read (a params value)."""
-    return training_config(config, dataset, controls=("baselines",))
+    return cell_config(dataset, controls=("baselines",))
 
 
 def semantic_config(dataset):
@@ -477,4 +482,4 @@ def companion_crops(wildcards):
 
 def companion_config(dataset):
     """The config keys a companion cell reads (a params value)."""
-    return {**training_config(config, dataset), "companion": config["companion"]}
+    return {**cell_config(dataset), "companion": config["companion"]}

@@ -55,7 +55,7 @@ rule train_cell:
         gpu=GPUS_PER_JOB,
     params:
         code=code("stages.training", script="train_cell"),
-        config=lambda wildcards: model_config(wildcards.dataset),
+        config=lambda wildcards: cell_config(wildcards.dataset),
     conda:
         "../environment.yml"
     script:
@@ -80,7 +80,7 @@ rule train_curvature_cell:
         gpu=GPUS_PER_JOB,
     params:
         code=code("stages.training", script="train_curvature_cell"),
-        config=lambda wildcards: model_config(wildcards.dataset),
+        config=lambda wildcards: cell_config(wildcards.dataset),
         hyperbolic=lambda wildcards: point_hyperbolic(wildcards.point),
     conda:
         "../environment.yml"
@@ -133,7 +133,7 @@ rule train_semantic_cell:
         gpu=GPUS_PER_JOB,
     params:
         code=code("stages.semantic", script="train_semantic_cell"),
-        config=lambda wildcards: semantic_config(wildcards.dataset),
+        config=lambda wildcards: cell_config(wildcards.dataset, controls=("semantic",)),
     conda:
         "../environment.yml"
     script:
@@ -207,7 +207,7 @@ rule train_outer_cell:
         gpu=GPUS_PER_JOB,
     params:
         code=code("stages.training", script="train_outer_cell"),
-        config=lambda wildcards: model_config(wildcards.dataset),
+        config=lambda wildcards: cell_config(wildcards.dataset),
     conda:
         "../environment.yml"
     script:
@@ -262,7 +262,7 @@ rule fairness_audit:
         benchmark_for(f"{RESULTS}/{{dataset}}/audit/fairness.parquet")
     params:
         code=code("stages.audit", script="fairness_audit"),
-        config=lambda wildcards: model_config(wildcards.dataset),
+        config=lambda wildcards: cell_config(wildcards.dataset),
     conda:
         "../environment.yml"
     script:

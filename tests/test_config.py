@@ -282,3 +282,12 @@ def test_the_paper_scale_rehearsal_is_the_paper_protocol_on_rendered_data():
         for name, block in load_yaml(REPO / "configs/paper-scale.yaml")["datasets"].items()
     }
     assert images == {"cub": 59, "nabirds": 44}  # 11,800 CUB images; 24,420 >= the 24,038 pool
+
+
+def test_a_final_cells_config_holds_no_tuning_or_scoring_keys():
+    """Changing the τ search or validation scoring reruns no Regression cell (#23)."""
+    config = load_config(REPO / "configs/tiny.yaml", REPO / "schemas/config.schema.yaml")
+    full = training_config(config, "cub")
+    cell = training_config(config, "cub", scoring=False)
+    assert {"tuning", "evaluation"} <= set(full) and not {"tuning", "evaluation"} & set(cell)
+    assert {key: value for key, value in full.items() if key in cell} == cell

@@ -206,11 +206,18 @@ SEALED_ONLY_EVALUATION_KEYS = ("ot_ks",)
 
 
 def training_config(
-    config: dict[str, Any], dataset: str, *, controls: tuple[str, ...] = ()
+    config: dict[str, Any],
+    dataset: str,
+    *,
+    controls: tuple[str, ...] = (),
+    scoring: bool = True,
 ) -> dict[str, Any]:
     """The config keys that define training, tuning and validation scoring for a dataset (a
     training rule's params): sealed-only evaluation keys are left out, so changing them reruns
-    no training; ``controls`` adds those controls' blocks of the dataset."""
+    no training; ``controls`` adds those controls' blocks of the dataset. ``scoring=False``
+    leaves out the tuning and validation-scoring keys too: a final cell reads neither (an S
+    cell takes its temperature from the tuning selection, an input), so changing them reruns
+    no Regression cell."""
     block = config["datasets"][dataset]
     evaluation = {
         key: value
@@ -220,7 +227,7 @@ def training_config(
     dataset_keys: dict[str, Any] = {"hyperbolic": block["hyperbolic"], "tau": block["tau"]}
     if controls:
         dataset_keys["controls"] = {name: block["controls"][name] for name in controls}
-    return {
+    keys = {
         "device": config.get("device", "cpu"),
         "head": config["head"],
         "training": config["training"],
@@ -228,3 +235,6 @@ def training_config(
         "evaluation": evaluation,
         "datasets": {dataset: dataset_keys},
     }
+    if not scoring:
+        del keys["tuning"], keys["evaluation"]
+    return keys

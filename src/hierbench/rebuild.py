@@ -151,27 +151,64 @@ def module_path_root() -> Path:
     return module_path("codehash").parent
 
 
-def rule_list(rules: Mapping[str, int]) -> str:
-    """``rule ×count`` for each rule that reruns, or "nothing"."""
-    shown = [f"{rule} ×{count}" for rule, count in rules.items() if rule != "all"]
-    return ", ".join(shown) if shown else "nothing"
+# Families of rules shown as one entry when every member reruns (prefix or suffix, label).
+FAMILIES: tuple[tuple[str, str], ...] = (
+    ("taxonomy_", "taxonomy_*"),
+    ("demo_", "demo_*"),
+    ("features_", "features_*"),
+    ("train_", "train_*"),
+    ("evaluate_", "evaluate_*"),
+    ("_tables", "*_tables"),
+)
+
+
+def _family(rule: str) -> str | None:
+    """The label of the family ``rule`` belongs to, if any."""
+    for part, label in FAMILIES:
+        if rule.startswith(part) or rule.endswith(part):
+            return label
+    return None
+
+
+def rule_list(rules: Mapping[str, int], universe: frozenset[str] = frozenset()) -> str:
+    """``rule ×count`` for each rule that reruns, or "nothing"; a family whose every member
+    in ``universe`` reruns is one ``family ×total`` entry."""
+    shown = {rule: count for rule, count in rules.items() if rule != "all"}
+    if not shown:
+        return "nothing"
+    for _, label in FAMILIES:
+        members = {rule for rule in universe if _family(rule) == label}
+        if len(members) > 1 and members <= shown.keys():
+            total = sum(shown.pop(rule) for rule in members)
+            shown[label] = total
+    return ", ".join(f"{rule} ×{count}" for rule, count in sorted(shown.items()))
+
+
+def _jobs(rules: Mapping[str, int]) -> int:
+    """The number of jobs a dry run reruns (the ``all`` target aside)."""
+    return sum(count for rule, count in rules.items() if rule != "all")
 
 
 def render_markdown(rebuild: RebuildMap) -> str:
-    """Two tables: module groups (cheapest first) and config keys, with the rules they rerun."""
+    """Two tables: module groups (cheapest first) and config keys, with the rules they rerun
+    and the number of jobs."""
+    universe = frozenset(rule for rules in rebuild["modules"].values() for rule in rules)
     by_rules: dict[str, list[str]] = {}
     totals: dict[str, int] = {}
     for module, rules in rebuild["modules"].items():
-        text = rule_list(rules)
+        text = rule_list(rules, universe)
         by_rules.setdefault(text, []).append(module)
-        totals[text] = sum(count for rule, count in rules.items() if rule != "all")
-    lines = ["| Edit this module | These rules rerun (jobs on the tiny config) |", "|---|---|"]
+        totals[text] = _jobs(rules)
+    lines = [
+        "| Edit this module | Jobs | These rules rerun (jobs on the tiny config) |",
+        "|---|---:|---|",
+    ]
     for text in sorted(by_rules, key=lambda key: (totals[key], by_rules[key][0])):
         names = ", ".join(f"`{module}`" for module in sorted(by_rules[text]))
-        lines.append(f"| {names} | {text} |")
-    lines += ["", "| Edit this config key | These rules rerun |", "|---|---|"]
+        lines.append(f"| {names} | {totals[text]} | {text} |")
+    lines += ["", "| Edit this config key | Jobs | These rules rerun |", "|---|---:|---|"]
     for key, rules in rebuild["config"].items():
-        lines.append(f"| `{key}` | {rule_list(rules)} |")
+        lines.append(f"| `{key}` | {_jobs(rules)} | {rule_list(rules, universe)} |")
     return "\n".join(lines) + "\n"
 
 
