@@ -215,7 +215,7 @@ def test_a_one_character_change_to_the_metric_engine_reruns_no_regression_cell(
     labels = [label for label, runs in dag_labels(result.stdout) if runs]
     rules = Counter(label.split("\\n", 1)[0] for label in labels)
     assert rules["tune"] == 8 and rules["tuning_selection"] == 2
-    assert rules["evaluate_cell"] == 24 and rules["final_lock"] == 0
+    assert rules["evaluate_cell"] == 24 and rules["select_semantic_duration"] == 4
     cells = [label for label in labels if label.startswith("train_cell\\n")]
     assert cells and all("loss: S" in label for label in cells), cells
     assert len(cells) == 12  # the S cells of both datasets, three seeds, two geometries
