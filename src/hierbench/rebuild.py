@@ -207,7 +207,7 @@ def render_markdown(rebuild: RebuildMap) -> str:
         names = ", ".join(f"`{module}`" for module in sorted(by_rules[text]))
         lines.append(f"| {names} | {totals[text]} | {text} |")
     lines += ["", "| Edit this config key | Jobs | These rules rerun |", "|---|---:|---|"]
-    for key, rules in rebuild["config"].items():
+    for key, rules in sorted(rebuild["config"].items()):
         lines.append(f"| `{key}` | {_jobs(rules)} | {rule_list(rules, universe)} |")
     return "\n".join(lines) + "\n"
 
