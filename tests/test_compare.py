@@ -201,9 +201,9 @@ def test_a_changed_learning_rate_is_the_first_difference_and_the_rest_follow(roo
     assert _stages(report, False) == ["cub/cells", "cub/lock", "cub/eval", "cub/tables"]
     text = render_markdown(report)
     assert (
-        "- `config.training.lr` 5e-05 → 6e-05 at `cub/cells/*-42/*` (train_cell, 8 artifacts)"
-        in text
-    )
+        "- `config.training.lr` 5e-05 → 6e-05: 8 artifacts of 1 rule\n"
+        "  - train_cell: 8 artifacts in cub/cells\n"
+    ) in text
     assert "identical: cub/taxonomy, cub/splits, cub/features\n" in text
     assert "evaluate_cell" not in text and "effect_tables" not in text
 
@@ -244,7 +244,7 @@ def test_a_package_version_is_a_first_difference(root: Path):
     assert {change for _, changes, _ in _changes(report) for change in changes} == {
         ("software", "torch", "2.14.1", "2.15.0")
     }
-    assert "- `torch` 2.14.1 → 2.15.0 at " in render_markdown(report)
+    assert "- `torch` 2.14.1 → 2.15.0: " in render_markdown(report)
 
 
 def test_a_changed_code_hash_names_the_rule_and_leaves_upstream_identical(root: Path):
@@ -255,8 +255,9 @@ def test_a_changed_code_hash_names_the_rule_and_leaves_upstream_identical(root: 
     assert rule == "evaluate_cell" and changes == (("code", "code", "e1", "e2"),)
     assert artifacts == [f"cub/eval/{cell}.parquet" for cell in CELLS]
     assert "cub/cells" in _stages(report, True)
-    assert "- code hash e1 → e2 at `cub/eval/*-42.parquet` (evaluate_cell, 4 artifacts)" in (
-        render_markdown(report)
+    assert (
+        "- code hash e1 → e2: 4 artifacts of 1 rules\n  - evaluate_cell: 4 artifacts in cub/eval"
+        in (render_markdown(report))
     )
 
 
@@ -353,3 +354,13 @@ def test_path_patterns_are_compact_and_say_what_else_they_match():
     assert path_pattern(cells, universe) == ("`cub/cells/*-42/model.safetensors`", 4)
     assert path_pattern(cells[:2], universe)[0] == ", ".join(f"`{p}`" for p in cells[:2])
     assert path_pattern([*cells, "cub/cells/ER-42/record.json"], universe)[1] == 5
+
+
+def test_markdown_shows_summary_tables_row_by_row_and_lists_the_others():
+    from hierbench.tablediff import is_summary_table
+
+    assert is_summary_table("cub/tables/arms_summary.parquet")
+    assert is_summary_table("cub/tables/effects_summary.parquet")
+    assert not is_summary_table("cub/tables/per_seed.parquet")
+    assert not is_summary_table("cub/tables/controls/semantic.parquet")
+    assert not is_summary_table("cub/outer/outer-1/scores.parquet")

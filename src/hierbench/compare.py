@@ -299,24 +299,23 @@ def _listing(paths: list[str]) -> str:
 
 
 def _where(group: dict) -> str:
-    """Where a group of first differences lies: its pattern, rule and artifact count."""
-    extra = group["pattern_matches"] - group["count"]
-    note = f"; the pattern also matches {extra} other artifacts" if extra > 0 else ""
-    return f"{group['pattern']} ({group['rule']}, {group['count']} artifacts{note})"
+    """Where a group of first differences lies: its rule, artifact count and stages."""
+    stages = sorted({stage_of(path) for path in group["artifacts"]})
+    return f"{group['rule']}: {group['count']} artifacts in {', '.join(stages)}"
 
 
 def _cause_lines(groups: list[dict]) -> list[str]:
-    """One bullet per set of changes, naming where (pattern, rule, count) it happened."""
+    """One bullet per set of changes, then one sub-bullet per rule where it happened."""
     by_changes: dict[str, list[dict]] = defaultdict(list)
     for group in groups:
         by_changes[json.dumps(group["changes"])].append(group)
     lines = []
     for same in by_changes.values():
         what = ", ".join(_describe(change) for change in same[0]["changes"])
-        where = [_where(group) for group in same[:4]]
-        if rest := same[4:]:
-            where.append(f"{len(rest)} more rules ({sum(g['count'] for g in rest)} artifacts)")
-        lines.append(f"- {what} at {'; '.join(where)}")
+        total = sum(group["count"] for group in same)
+        rules = f"{len(same)} rule" + ("s" if len(same) != 1 else "")
+        lines.append(f"- {what}: {total} artifacts of {rules}")
+        lines += [f"  - {_where(group)}" for group in same]
     return lines
 
 

@@ -238,6 +238,25 @@ def table_lines(tables: dict[str, Any]) -> list[str]:
             names = ", ".join(f"`{name}`" for name in tables[f"only_{side}"])
             lines.append(f"Tables only in {side.upper()}: {names}")
     lines.append("")
-    for table in tables["differing"]:
+    detailed = [table for table in tables["differing"] if is_summary_table(table["table"])]
+    for table in detailed:
         lines += render_table_diff(table["table"], table)
+    if others := [table for table in tables["differing"] if table not in detailed]:
+        lines += ["Other differing tables (every row in `--json`):", ""]
+        lines += [f"- `{table['table']}`: {len(table['rows'])} differing rows" for table in others]
     return lines
+
+
+# Tables shown row by row in Markdown: a dataset's summary tables (arms, effects, baselines),
+# not its per-seed tables, the controls' tables or the outer splits' scores.
+PER_SEED_MARKERS = ("per_seed", "by_seed", "per_split", "scores")
+
+
+def is_summary_table(name: str) -> bool:
+    """Whether a table (a path relative to the run) is one of a dataset's summary tables."""
+    parts = name.split("/")
+    return (
+        len(parts) == 3
+        and parts[1] == "tables"
+        and not any(marker in parts[2] for marker in PER_SEED_MARKERS)
+    )
