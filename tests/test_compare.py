@@ -256,7 +256,7 @@ def test_a_changed_code_hash_names_the_rule_and_leaves_upstream_identical(root: 
     assert artifacts == [f"cub/eval/{cell}.parquet" for cell in CELLS]
     assert "cub/cells" in _stages(report, True)
     assert (
-        "- code hash e1 → e2: 4 artifacts of 1 rules\n  - evaluate_cell: 4 artifacts in cub/eval"
+        "- code hash e1 → e2: 4 artifacts of 1 rule\n  - evaluate_cell: 4 artifacts in cub/eval"
         in (render_markdown(report))
     )
 
