@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from conftest import TINY_RUN
+
 DATA_FOLDERS = ("inputs", "taxonomy", "data", "splits")
 LAYOUTS = {"cub": "CUB_200_2011", "nabirds": "nabirds"}
 
@@ -29,7 +31,7 @@ def bird_artifact_hashes(repo: Path) -> dict[str, str]:
     """Relative path -> SHA256 of each bird dataset's data-level artifact (records excluded)."""
     hashes = {}
     for dataset, layout in LAYOUTS.items():
-        base = repo / "results" / dataset
+        base = repo / TINY_RUN / dataset
         for folder in DATA_FOLDERS:
             for path in sorted((base / folder).rglob("*")):
                 if path.is_file() and not path.name.endswith(".prov.json") and path.name[0] != ".":

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from bird_artifacts import bird_artifact_hashes
-from conftest import TINY, snakemake
+from conftest import TINY, TINY_LOGS, TINY_RUN, snakemake
 from test_splits import assert_outer_splits_disjoint
 
 from hierbench.artifacts import provenance_path, read_parquet_metadata, read_provenance
@@ -38,12 +38,12 @@ CONTROLS = {
     + [f"hier/hier-{s}" for s in (42, 2024, 3407)],
     "nabirds": [],
 }
-PCA = {"cub": ["results/cub/baselines/pca/projection.safetensors"], "nabirds": []}
+PCA = {"cub": [f"{TINY_RUN}/cub/baselines/pca/projection.safetensors"], "nabirds": []}
 
 
 def test_sealed_features_hold_exactly_the_test_images(built_repo: Path):
     for dataset in DATASETS:
-        base = built_repo / f"results/{dataset}"
+        base = built_repo / f"{TINY_RUN}/{dataset}"
         dev, dev_matrix = read_feature_matrix(base / "features/dev.parquet")
         test, test_matrix = read_feature_matrix(base / "features/sealed/test.parquet")
         sealed = pd.read_parquet(base / "splits/sealed/test.parquet")
@@ -60,7 +60,7 @@ def test_sealed_features_hold_exactly_the_test_images(built_repo: Path):
 
 def test_every_cell_trained_with_a_record_and_the_audit_passed(built_repo: Path):
     for dataset in DATASETS:
-        base = built_repo / f"results/{dataset}"
+        base = built_repo / f"{TINY_RUN}/{dataset}"
         train = pd.read_parquet(base / "splits/dev.parquet")
         n_train = ((train["split"] == "final") & (train["role"] == "train")).sum()
         for cell in CELLS:
@@ -77,7 +77,7 @@ def test_every_cell_trained_with_a_record_and_the_audit_passed(built_repo: Path)
 
 def test_every_arm_is_scored_on_the_same_locked_draws(built_repo: Path):
     for dataset in DATASETS:
-        base = built_repo / f"results/{dataset}"
+        base = built_repo / f"{TINY_RUN}/{dataset}"
         sealed = pd.read_parquet(base / "splits/sealed/test.parquet")
         draws = {
             seed: split_identity(
@@ -113,20 +113,20 @@ def test_every_arm_is_scored_on_the_same_locked_draws(built_repo: Path):
             assert scored["valid"].all() and scored["ot@20"].between(0, 3).all()
         lock = json.loads((base / "lock/final_lock.json").read_text())
         assert set(lock["artifacts"]["checkpoints"]) == {
-            f"results/{dataset}/cells/{c}/model.safetensors"
+            f"{TINY_RUN}/{dataset}/cells/{c}/model.safetensors"
             for c in CELLS + CONTROLS[dataset] + COMPANION
         } | set(PCA[dataset])
 
 
 def test_test_data_reads_are_logged_after_the_lock(built_repo: Path):
-    lines = (built_repo / "logs/cub/lock/test_access.log").read_text().splitlines()
+    lines = (built_repo / f"{TINY_LOGS}/cub/lock/test_access.log").read_text().splitlines()
     assert len(lines) == len(CELLS) + 1 + len(CONTROLS["cub"]) + len(PCA["cub"]) + len(COMPANION)
-    lock = json.loads((built_repo / "results/cub/lock/final_lock.json").read_text())
+    lock = json.loads((built_repo / f"{TINY_RUN}/cub/lock/final_lock.json").read_text())
     assert min(line.split()[0] for line in lines) >= lock["training_finished_at"]
 
 
 def _evaluate(repo: Path, lock: Path, tmp_path: Path) -> None:
-    base = repo / "results/cub"
+    base = repo / f"{TINY_RUN}/cub"
     config = {
         "evaluation": {"recall_ks": [1, 5], "query_chunk": 64},
         "training": {"distance_clip_test": 1e6},
@@ -155,7 +155,7 @@ def test_evaluation_without_a_lock_refuses_and_reads_nothing(built_repo: Path, t
 def test_evaluation_refuses_a_checkpoint_changed_after_the_lock(
     built_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    monkey = built_repo / "results/cub/cells/HS-42/model.safetensors"
+    monkey = built_repo / f"{TINY_RUN}/cub/cells/HS-42/model.safetensors"
     data = bytearray(monkey.read_bytes())
     data[-1] ^= 0xFF
     monkey.write_bytes(bytes(data))
@@ -165,10 +165,10 @@ def test_evaluation_refuses_a_checkpoint_changed_after_the_lock(
     record_path.write_text(json.dumps(record | {"sha256": sha256_file(monkey)}))
     monkeypatch.chdir(built_repo)
     with pytest.raises(LockError, match=r"HS-42/model\.safetensors changed after the Final lock"):
-        _evaluate(Path("."), Path("results/cub/lock/final_lock.json"), tmp_path)
+        _evaluate(Path("."), Path(f"{TINY_RUN}/cub/lock/final_lock.json"), tmp_path)
     result = snakemake(
         built_repo,
-        "results/cub/eval/HS-42.parquet",
+        f"{TINY_RUN}/cub/eval/HS-42.parquet",
         "-f",
         "--allowed-rules",
         "evaluate_cell",
@@ -181,7 +181,7 @@ def test_evaluation_refuses_a_checkpoint_changed_after_the_lock(
 
 def test_tables_and_figures_of_the_study(built_repo: Path):
     for dataset in DATASETS:
-        base = built_repo / f"results/{dataset}"
+        base = built_repo / f"{TINY_RUN}/{dataset}"
         summary = (base / "tables/summary.md").read_text()
         for arm in ("frozen", "E_R", "H_R", "E_S", "H_S", "E_A", "L_A"):
             assert f"| {dataset} | {arm} |" in summary
@@ -208,12 +208,12 @@ def test_tables_and_figures_of_the_study(built_repo: Path):
 def test_cli_reaggregates_the_pipeline_per_seed_table(built_repo: Path, tmp_path: Path):
     from hierbench.cli import main
 
-    per_seed = built_repo / "results/cub/tables/per_seed.parquet"
+    per_seed = built_repo / f"{TINY_RUN}/cub/tables/per_seed.parquet"
     csv = tmp_path / "per_seed.csv"
     pd.read_parquet(per_seed).to_csv(csv, index=False)
     assert main(["effects", "--per-seed", str(csv), "--out", str(tmp_path / "out")]) == 0
     mine = pd.read_parquet(tmp_path / "out/effects_summary.parquet")
-    pipeline = pd.read_parquet(built_repo / "results/cub/tables/effects_summary.parquet")
+    pipeline = pd.read_parquet(built_repo / f"{TINY_RUN}/cub/tables/effects_summary.parquet")
     pd.testing.assert_frame_equal(mine, pipeline)
 
 
@@ -227,7 +227,7 @@ def test_html_report_is_built_with_tables_and_figures(built_repo: Path):
 
 
 def test_the_baselines_and_outer_splits_ran_on_their_artifacts(built_repo: Path):
-    base = built_repo / "results/cub"
+    base = built_repo / f"{TINY_RUN}/cub"
     labels = pd.read_parquet(
         base / "features/dev.parquet", columns=["image_id", "leaf_code", "middle_code", "high_code"]
     )
@@ -255,7 +255,7 @@ def test_the_baselines_and_outer_splits_ran_on_their_artifacts(built_repo: Path)
 
 def test_the_companion_cells_trained_audited_and_scored(built_repo: Path):
     for dataset in DATASETS:
-        base = built_repo / f"results/{dataset}"
+        base = built_repo / f"{TINY_RUN}/{dataset}"
         dev = pd.read_parquet(base / "splits/dev.parquet")
         n_train = ((dev["split"] == "final") & (dev["role"] == "train")).sum()
         factorial = json.loads((base / "cells/ER-42/record.json").read_text())

@@ -62,7 +62,7 @@ def test_compare_names_the_changed_training_key_as_the_first_difference(
     assert not report["identical"]
     (cause,) = [group for group in report["causes"] if group["rule"] == "train_cell"]
     assert [(c["key"], c["old"], c["new"]) for c in cause["changes"]] == [
-        ("config.training.lr", 5e-05, 6e-05)
+        ("config.training.lr", "5e-05", "6e-05")
     ]
     retrained = {str(Path(path).parent.relative_to(TINY_RUN)) for path in cells}
     assert {str(Path(artifact).parent) for artifact in cause["artifacts"]} == retrained

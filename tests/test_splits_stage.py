@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+from conftest import TINY_RUN
 
 from hierbench.artifacts import read_provenance
 from hierbench.splits import split_identity
@@ -13,7 +14,7 @@ DATASETS = ("cub", "nabirds")
 
 
 def _load(repo: Path, dataset: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    base = repo / f"results/{dataset}/splits"
+    base = repo / f"{TINY_RUN}/{dataset}/splits"
     dev = pd.read_parquet(base / "dev.parquet")
     sealed = pd.read_parquet(base / "sealed/test.parquet")
     manifest = pd.concat(
@@ -45,7 +46,7 @@ def test_manifest_identities_recompute_from_the_files(built_repo: Path):
 
 
 def test_manifest_identities_are_in_the_provenance_record(built_repo: Path):
-    path = built_repo / "results/cub/splits/sealed/manifest.parquet"
+    path = built_repo / f"{TINY_RUN}/cub/splits/sealed/manifest.parquet"
     recorded = read_provenance(path)["facts"]["splits"]
     manifest = pd.read_parquet(path)
     assert recorded == {f"{r.split}/{r.role}": r.sha256 for r in manifest.itertuples()}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, snakemake
+from conftest import REPO, TINY_RUN, snakemake
 
 from hierbench.artifacts import read_parquet_metadata, read_provenance
 from hierbench.cli import main
@@ -15,7 +15,7 @@ from hierbench.taxonomy import load_default_checklist
 
 
 def test_cub_taxonomy_artifact_and_report(built_repo: Path):
-    path = built_repo / "results/cub/taxonomy/taxonomy.parquet"
+    path = built_repo / f"{TINY_RUN}/cub/taxonomy/taxonomy.parquet"
     table = pd.read_parquet(path)
     assert len(table) == 200 and table["class_id"].is_monotonic_increasing
     assert table["method"].isin(["exact", "fuzzy", "alias", "manual"]).all()
@@ -33,22 +33,24 @@ def test_cub_taxonomy_artifact_and_report(built_repo: Path):
     }
     assert record["params"]["checklist_sha256"] == checklist.sha256
     assert record["facts"]["levels"]["leaf"] == 200
-    report = (built_repo / "results/cub/taxonomy/match_report.md").read_text()
+    report = (built_repo / f"{TINY_RUN}/cub/taxonomy/match_report.md").read_text()
     assert "| alias |" in report and "017.Cardinal" in report
 
 
 def test_nabirds_taxonomy_and_shuffled_control(built_repo: Path):
-    table = pd.read_parquet(built_repo / "results/nabirds/taxonomy/taxonomy.parquet")
+    table = pd.read_parquet(built_repo / f"{TINY_RUN}/nabirds/taxonomy/taxonomy.parquet")
     assert (table["leaf"].nunique(), table["middle"].nunique(), table["high"].nunique()) == (
         555,
         404,
         22,
     )
-    shuffled = pd.read_parquet(built_repo / "results/nabirds/taxonomy/shuffled.parquet")
+    shuffled = pd.read_parquet(built_repo / f"{TINY_RUN}/nabirds/taxonomy/shuffled.parquet")
     merged = table.merge(shuffled, on="class_id", suffixes=("", "_shuffled"))
     assert (merged["leaf"] == merged["leaf_shuffled"]).all()
     assert not (merged["middle"] == merged["middle_shuffled"]).any()
-    report = json.loads((built_repo / "results/nabirds/taxonomy/shuffle_report.json").read_text())
+    report = json.loads(
+        (built_repo / f"{TINY_RUN}/nabirds/taxonomy/shuffle_report.json").read_text()
+    )
     assert report["seed"] == 20260818 and report["leaf_fixed_points"] == 0
 
 
@@ -70,7 +72,7 @@ def test_cli_matches_what_the_rule_writes(built_repo: Path, tmp_path: Path, monk
     assert (
         main(["taxonomy", "cub", "--classes", "resources/cub_classes.txt", "--out", str(out)]) == 0
     )
-    by_rule = pd.read_parquet(built_repo / "results/cub/taxonomy/taxonomy.parquet")
+    by_rule = pd.read_parquet(built_repo / f"{TINY_RUN}/cub/taxonomy/taxonomy.parquet")
     pd.testing.assert_frame_equal(pd.read_parquet(out), by_rule)
     assert (tmp_path / "cub_match_report.md").is_file()
     assert read_provenance(out)["rule"] == "cli:taxonomy cub"

@@ -74,11 +74,12 @@ def layout_folder(config: dict[str, Any], name: str) -> str:
     return TABLE_LAYOUT_FOLDER if kind == TABLE_KIND else LAYOUT_FOLDERS[kind]
 
 
-def table_folder(config: dict[str, Any], name: str, results: str = "results") -> str:
+def table_folder(config: dict[str, Any], name: str, results: str | None = None) -> str:
     """The folder a table dataset is read from: its ``root``, or (source ``demo``) where the
     pipeline renders its example collection."""
     entry = dataset_entry(config, name)
     if entry.get("source") == "demo":
+        results = results or config.get("run", "results")  # the run folder (hierbench.runs)
         return f"{results}/{name}/demo/{TABLE_LAYOUT_FOLDER}"
     if not entry.get("root"):
         raise DatasetKindError(f"config key 'datasets.{name}.root' is not set; name the folder")
