@@ -28,14 +28,16 @@ def _folder_digest(folder: Path) -> str:
 
 
 def bird_artifact_hashes(repo: Path) -> dict[str, str]:
-    """Relative path -> SHA256 of each bird dataset's data-level artifact (records excluded)."""
+    """Path in the run folder -> SHA256 of each bird dataset's data-level artifact (records
+    excluded); keyed inside the run so that moving the run folder changes no key."""
     hashes = {}
+    run = repo / TINY_RUN
     for dataset, layout in LAYOUTS.items():
-        base = repo / TINY_RUN / dataset
+        base = run / dataset
         for folder in DATA_FOLDERS:
             for path in sorted((base / folder).rglob("*")):
                 if path.is_file() and not path.name.endswith(".prov.json") and path.name[0] != ".":
-                    hashes[path.relative_to(repo).as_posix()] = _sha256(path)
+                    hashes[path.relative_to(run).as_posix()] = _sha256(path)
         demo = base / "demo" / layout
-        hashes[demo.relative_to(repo).as_posix() + "/"] = _folder_digest(demo)
+        hashes[demo.relative_to(run).as_posix() + "/"] = _folder_digest(demo)
     return hashes
