@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from hierbench.geometry import poincare_distance, sanitise_and_clip
+from hierbench.losses import hier_triplets
 from hierbench.losses.hier import (
     HierObjective,
     HierSettings,
@@ -232,6 +233,23 @@ def test_lca_triplet_loss_matches_the_straight_through_formula_at_scale():
     torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
     got.backward()
     expected.backward()
+    torch.testing.assert_close(d.grad, dr.grad, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096])
+def test_lca_triplet_loss_in_chunks_matches_the_loop(monkeypatch, chunk):
+    """Triplets are processed in chunks of rows (cache-sized buffers); a chunk size that splits
+    the 60 triplets unevenly, one row per chunk and one chunk for all give the loop's value and
+    gradient."""
+    monkeypatch.setattr(hier_triplets, "_CHUNK_ROWS", chunk)
+    values, triplets, noise = _lca_case(7, 6, 60, seed=3, tied=True)
+    d, dr = values.clone().requires_grad_(True), values.clone().requires_grad_(True)
+    got = lca_triplet_loss(d, *triplets, *noise, 0.5, 0.1)
+    expected, _ = _loop_lca_loss(dr, *triplets, *noise, 0.5, 0.1)
+    torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+    got.backward()
+    expected.backward()
+    assert dr.grad.abs().sum() > 0
     torch.testing.assert_close(d.grad, dr.grad, rtol=1e-10, atol=1e-12)
 
 

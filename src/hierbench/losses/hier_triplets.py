@@ -29,6 +29,8 @@ from torch.autograd.function import once_differentiable
 
 from hierbench.geometry.distances import check_positive
 
+_CHUNK_ROWS = 256  # triplets per chunk of the (T, P) work: the value is the same for any size
+
 
 def gumbel_noise(shape: Sequence[int], generator: torch.Generator) -> torch.Tensor:
     """Standard Gumbel samples g = −log(−log U), U ~ U[0, 1) from ``generator`` (float32, CPU).
@@ -153,6 +155,64 @@ def _lca_logits(
     return max_ij.mul_(-1.0 / tau).add_(noise[0]), max_ijk.mul_(-1.0 / tau).add_(noise[1])
 
 
+def _row_chunks(count: int) -> list[slice]:
+    """Consecutive slices of ``_CHUNK_ROWS`` triplets: each chunk's (rows, P) buffers stay in
+    cache, where whole (T, P) buffers (tens of megabytes) would stream through memory."""
+    return [slice(start, start + _CHUNK_ROWS) for start in range(0, count, _CHUNK_ROWS)]
+
+
+def _chunk_terms(
+    d: torch.Tensor,
+    triplets: Sequence[torch.Tensor],
+    noise: Sequence[torch.Tensor],
+    tau: float,
+    margin: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """For one chunk of triplets: the three hinge arguments (c, 3) and both LCA indices (c,)."""
+    logits_ij, logits_ijk = _lca_logits(d, triplets, noise, tau)
+    index_ij, index_ijk = logits_ij.argmax(dim=1), logits_ijk.argmax(dim=1)
+    anchor, positive, negative = triplets
+    terms = torch.stack(
+        [
+            d[anchor, index_ij] - d[anchor, index_ijk] + margin,
+            d[positive, index_ij] - d[positive, index_ijk] + margin,
+            d[negative, index_ijk] - d[negative, index_ij] + margin,
+        ],
+        dim=1,
+    )
+    return terms, index_ij, index_ijk
+
+
+def _add_softmax_gradient(
+    grad_d: torch.Tensor,
+    d: torch.Tensor,
+    triplets: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    noise: tuple[torch.Tensor, torch.Tensor],
+    weight: torch.Tensor,
+    tau: float,
+) -> None:
+    """Add one chunk of active triplets' gradient through both Gumbel softmaxes to ``grad_d``.
+
+    weight (c, 3) is ∂L/∂⟨d_x, ±(LCA_ij − LCA_ijk)⟩ for x = i, j, k (zero where inactive).
+    """
+    anchor, positive, negative = triplets
+    d_i, d_j, d_k = d[anchor], d[positive], d[negative]  # (c, P)
+    max_ij = torch.maximum(d_i, d_j)
+    logits_ij = max_ij.mul(-1.0 / tau).add_(noise[0])
+    logits_ijk = torch.maximum(d_k, max_ij).mul_(-1.0 / tau).add_(noise[1])
+    # ∂L/∂LCA_ij = w_i·d_i + w_j·d_j − w_k·d_k = −∂L/∂LCA_ijk
+    upstream = (d_i * weight[:, :1]).addcmul_(d_j, weight[:, 1:2]).addcmul_(d_k, -weight[:, 2:])
+    # softmax backward: ∂L/∂logits = s ⊙ (u − ⟨u, s⟩); ∂logits/∂max = −1/τ
+    grad_max_ij = _softmax_backward(upstream, torch.softmax(logits_ij, dim=1), -1.0 / tau)
+    grad_max_ijk = _softmax_backward(upstream, torch.softmax(logits_ijk, dim=1), 1.0 / tau)
+    to_k = grad_max_ijk * _tie_share(d_k, max_ij)  # max_ijk's gradient: d_k's share ...
+    grad_max_ij += grad_max_ijk.sub_(to_k)  # ... and the rest flows on to max_ij
+    grad_d.index_add_(0, negative, to_k)
+    to_i = grad_max_ij * _tie_share(d_i, d_j)
+    grad_d.index_add_(0, anchor, to_i)
+    grad_d.index_add_(0, positive, grad_max_ij.sub_(to_i))
+
+
 class _LcaTripletHinge(torch.autograd.Function):
     """Sum of the masked hinges over triplets (see the module docstring), with its gradient."""
 
@@ -167,21 +227,15 @@ class _LcaTripletHinge(torch.autograd.Function):
     ) -> torch.Tensor:
         """Hinge sum; keeps the active triplets' indices and per-term slopes for the backward."""
         d = distances.detach()
-        logits_ij, logits_ijk = _lca_logits(d, triplets, noise, tau)
-        index_ij, index_ijk = logits_ij.argmax(dim=1), logits_ijk.argmax(dim=1)
-        anchor, positive, negative = triplets
-        terms = torch.stack(
-            [
-                d[anchor, index_ij] - d[anchor, index_ijk] + margin,
-                d[positive, index_ij] - d[positive, index_ijk] + margin,
-                d[negative, index_ijk] - d[negative, index_ij] + margin,
-            ],
-            dim=1,
-        )  # (T, 3)
+        chunks = [
+            _chunk_terms(d, [t[rows] for t in triplets], [n[rows] for n in noise], tau, margin)
+            for rows in _row_chunks(len(triplets[0]))
+        ]
+        terms, index_ij, index_ijk = (torch.cat(parts) for parts in zip(*chunks, strict=True))
         slopes = (terms > 0) & (index_ij != index_ijk)[:, None]
         rows = slopes.any(dim=1).nonzero().squeeze(1)
-        kept = (t[rows] for t in (*triplets, *noise, index_ij, index_ijk, slopes))
-        ctx.save_for_backward(distances, *kept)
+        kept = (t[rows] for t in (*triplets, index_ij, index_ijk, slopes))
+        ctx.save_for_backward(distances, *noise, rows, *kept)  # noise whole: no (R, P) copy
         ctx.tau = tau
         return torch.where(slopes, terms, 0.0).sum()
 
@@ -189,30 +243,18 @@ class _LcaTripletHinge(torch.autograd.Function):
     @once_differentiable
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None, None, None]:  # type: ignore[override]
         """Straight-through gradient of the active triplets, scattered onto the distance rows."""
-        d, anchor, positive, negative, noise_ij, noise_ijk, index_ij, index_ijk, slopes = (
+        d, noise_ij, noise_ijk, active, anchor, positive, negative, index_ij, index_ijk, slopes = (
             ctx.saved_tensors
         )
         d = d.detach()
         grad_d = torch.zeros_like(d)
         if len(anchor) == 0:
             return grad_d, None, None, None, None
-        tau = ctx.tau
-        d_i, d_j, d_k = d[anchor], d[positive], d[negative]  # (R, P), the active rows only
-        max_ij = torch.maximum(d_i, d_j)
-        logits_ij = max_ij.mul(-1.0 / tau).add_(noise_ij)
-        logits_ijk = torch.maximum(d_k, max_ij).mul_(-1.0 / tau).add_(noise_ijk)
         weight = slopes.to(grad.dtype) * grad  # (R, 3) ∂L/∂⟨d_x, ±(LCA_ij − LCA_ijk)⟩
-        # ∂L/∂LCA_ij = w_i·d_i + w_j·d_j − w_k·d_k = −∂L/∂LCA_ijk
-        upstream = (d_i * weight[:, :1]).addcmul_(d_j, weight[:, 1:2]).addcmul_(d_k, -weight[:, 2:])
-        # softmax backward: ∂L/∂logits = s ⊙ (u − ⟨u, s⟩); ∂logits/∂max = −1/τ
-        grad_max_ij = _softmax_backward(upstream, torch.softmax(logits_ij, dim=1), -1.0 / tau)
-        grad_max_ijk = _softmax_backward(upstream, torch.softmax(logits_ijk, dim=1), 1.0 / tau)
-        to_k = grad_max_ijk * _tie_share(d_k, max_ij)  # max_ijk's gradient: d_k's share ...
-        grad_max_ij += grad_max_ijk.sub_(to_k)  # ... and the rest flows on to max_ij
-        grad_d.index_add_(0, negative, to_k)
-        to_i = grad_max_ij * _tie_share(d_i, d_j)
-        grad_d.index_add_(0, anchor, to_i)
-        grad_d.index_add_(0, positive, grad_max_ij.sub_(to_i))
+        for rows in _row_chunks(len(anchor)):
+            noise = (noise_ij[active[rows]], noise_ijk[active[rows]])
+            triplets = (anchor[rows], positive[rows], negative[rows])
+            _add_softmax_gradient(grad_d, d, triplets, noise, weight[rows], ctx.tau)
         for rows, column, sign in ((anchor, 0, 1.0), (positive, 1, 1.0), (negative, 2, -1.0)):
             # the direct term: ∂⟨d_x, LCA_ij − LCA_ijk⟩/∂d_x is the one-hot difference
             grad_d.index_put_((rows, index_ij), sign * weight[:, column], accumulate=True)
