@@ -17,6 +17,8 @@ Function: the forward value of ⟨d_x, LCA_ij − LCA_ijk⟩ is d_x[argmax_ij] �
 and the backward (the straight-through softmax gradient, routed through both maxima with
 torch's half-and-half rule at ties) is formed only for the triplets whose hinge is active; a
 masked or inactive triplet has zero value and zero gradient in the autograd formula too.
+Both passes work through the triplets in chunks of rows, so their (rows, P) buffers stay in
+cache.
 """
 
 from __future__ import annotations
