@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from hierbench.protocol import DATASETS, LAYOUT_FOLDERS, LEVEL_NAMES, REGISTERED_AGGREGATION
+from hierbench.runs import run_folder
 
 CUB_KIND, NABIRDS_KIND, TABLE_KIND = "cub", "nabirds", "table"
 KINDS: tuple[str, ...] = (CUB_KIND, NABIRDS_KIND, TABLE_KIND)
@@ -74,13 +75,12 @@ def layout_folder(config: dict[str, Any], name: str) -> str:
     return TABLE_LAYOUT_FOLDER if kind == TABLE_KIND else LAYOUT_FOLDERS[kind]
 
 
-def table_folder(config: dict[str, Any], name: str, results: str | None = None) -> str:
+def table_folder(config: dict[str, Any], name: str) -> str:
     """The folder a table dataset is read from: its ``root``, or (source ``demo``) where the
-    pipeline renders its example collection."""
+    pipeline renders its example collection inside the config's run folder."""
     entry = dataset_entry(config, name)
     if entry.get("source") == "demo":
-        results = results or config.get("run", "results")  # the run folder (hierbench.runs)
-        return f"{results}/{name}/demo/{TABLE_LAYOUT_FOLDER}"
+        return f"{run_folder(config)}/{name}/demo/{TABLE_LAYOUT_FOLDER}"
     if not entry.get("root"):
         raise DatasetKindError(f"config key 'datasets.{name}.root' is not set; name the folder")
     return entry["root"]
