@@ -12,6 +12,7 @@ from conftest import TINY, TINY_LOGS, TINY_RUN, dag_jobs, scheduled_rules, snake
 
 from hierbench.artifacts import PROVENANCE_SUFFIX
 from hierbench.hashing import sha256_path
+from hierbench.jobstats import NO_RECORD, NO_STAGE, job_costs, rule_stages
 
 # configs/tiny.yaml runs every control on CUB only: the curvature control at 2 points and the
 # semantic control's 4 arms, each x 3 seeds; the baselines (PCA, 3 HIER-style cells); the outer
@@ -72,6 +73,18 @@ def test_run_stages_inputs_with_provenance_and_logs(built_repo: Path):
     shipped = built_repo / "resources/nabirds_hierarchy.txt"
     assert record["inputs"] == {"resources/nabirds_hierarchy.txt": sha256_path(shipped)}
     assert (built_repo / f"{TINY_LOGS}/nabirds/inputs/hierarchy.txt.log").is_file()
+
+
+def test_every_job_of_a_run_has_its_cost_rule_and_stage(built_repo: Path):
+    """`hierbench jobs`: every benchmark file of the tiny run belongs to an output whose record
+    names a rule defined in a stage file, and holds the job's measured time."""
+    jobs = job_costs(
+        built_repo / TINY_RUN, built_repo / TINY_LOGS, rule_stages(built_repo / "rules")
+    )
+    assert len(jobs) > 100
+    assert NO_RECORD not in set(jobs["rule"]) and NO_STAGE not in set(jobs["stage"])
+    assert (jobs["wall_s"] > 0).all() and jobs["cpu_s"].notna().all()
+    assert {"data", "features", "training", "evaluation"} <= set(jobs["stage"])
 
 
 def test_a_complete_run_leaves_nothing_to_do(built_repo: Path):

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from hierbench import __version__
+from hierbench import __version__, jobstats
 from hierbench.artifacts import write_parquet
 from hierbench.codehash import (
     code_hash,
@@ -235,6 +235,34 @@ def _add_compare(commands: argparse._SubParsersAction) -> None:
     compare.set_defaults(handler=_compare)
 
 
+def _jobs(args: argparse.Namespace) -> int:
+    """Print what the run's jobs cost (wall, CPU, peak memory) per rule or per stage."""
+    logs = args.logs if args.logs is not None else Path(logs_folder(args.results.as_posix()))
+    if not logs.is_dir():
+        raise FileNotFoundError(f"log folder {logs} of run {args.results} does not exist")
+    jobs = jobstats.job_costs(args.results, logs, jobstats.rule_stages(args.rules))
+    table, totals = jobstats.rule_costs(jobs, args.by), jobstats.total_costs(jobs)
+    if args.json:
+        groups = json.loads(table.to_json(orient="records"))
+        print(json.dumps({"by": args.by, "groups": groups, "totals": totals}, indent=2))
+    else:
+        print(jobstats.render_costs(table, totals))
+    return 0
+
+
+def _add_jobs(commands: argparse._SubParsersAction) -> None:
+    """The `jobs` subcommand."""
+    jobs = commands.add_parser("jobs", help="wall and CPU seconds, peak memory of a run's jobs")
+    jobs.add_argument("results", type=Path, nargs="?", default=Path(DEFAULT_RUN), help="run folder")
+    jobs.add_argument("--logs", type=Path, help="the run's logs (default: its -logs folder)")
+    jobs.add_argument(
+        "--rules", type=Path, default=Path("rules"), help="folder of the stages' .smk"
+    )
+    jobs.add_argument("--by", choices=("rule", "stage"), default="rule", help="group the jobs")
+    jobs.add_argument("--json", action="store_true", help="machine-readable output")
+    jobs.set_defaults(handler=_jobs)
+
+
 def _unseal(args: argparse.Namespace) -> int:
     """Archive a dataset's lock, evaluations and access log, so a changed lock can be written."""
     logs = args.logs if args.logs is not None else Path(logs_folder(args.results.as_posix()))
@@ -339,6 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_audit(commands)
     _add_compare(commands)
     _add_unseal(commands)
+    _add_jobs(commands)
     return parser
 
 
@@ -352,6 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         TaxonomyError,
         EffectsError,
         NotARunError,
+        jobstats.BenchmarkFileError,
         FileNotFoundError,
         ValueError,
     ) as error:
