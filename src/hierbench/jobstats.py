@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hierbench.artifacts import PROVENANCE_SUFFIX
+from hierbench.artifacts import provenance_path
 
 BENCHMARK_SUFFIX = ".benchmark.tsv"
 NO_RECORD = "(no record)"  # the rule of a job whose output has no provenance record
@@ -62,7 +62,7 @@ def read_benchmark(path: Path) -> dict[str, float]:
 
 def recorded_rule(output: Path) -> str:
     """The rule named by the provenance record of ``output``, or ``NO_RECORD``."""
-    record = output.with_name(output.name + PROVENANCE_SUFFIX)
+    record = provenance_path(output)
     if not record.is_file():
         return NO_RECORD
     try:
