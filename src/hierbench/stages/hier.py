@@ -7,11 +7,22 @@ from pathlib import Path
 from typing import Any
 
 from hierbench.cell_publishing import train_and_publish
-from hierbench.cellspec import cell_spec
+from hierbench.cellspec import CellSpec, cell_spec
 from hierbench.featurestore import role_data
 from hierbench.losses.hier import HierObjective, HierSettings
 from hierbench.protocol import HIER, POINCARE
 from hierbench.provenance import JobContext
+
+
+def hier_cell_spec(
+    dataset: str, seed: int, config: dict[str, Any]
+) -> tuple[CellSpec, HierSettings]:
+    """The HIER-style cell's spec and loss settings: the factorial's H cell recipe, with the
+    baseline's own epoch budget when ``hier.epochs`` is set (absent: ``training.epochs``)."""
+    block = dict(config["datasets"][dataset]["controls"]["baselines"]["hier"])
+    epochs = block.pop("epochs", None)
+    settings = HierSettings.from_config(block)
+    return cell_spec(dataset, POINCARE, HIER, seed, config, epochs=epochs), settings
 
 
 def train_hier_cell(
@@ -24,10 +35,9 @@ def train_hier_cell(
     job: JobContext,
 ) -> dict[str, Any]:
     """Train one HIER-style baseline cell on ``final/train``: the factorial's Poincaré head,
-    seed, batch order, optimiser and epochs, with HIER's objective on leaf labels only."""
-    block = config["datasets"][dataset]["controls"]["baselines"]["hier"]
-    settings = HierSettings.from_config(block)
-    spec = cell_spec(dataset, POINCARE, HIER, seed, config)
+    seed, batch order, optimiser and epochs (unless ``hier.epochs`` sets its own), with HIER's
+    objective on leaf labels only."""
+    spec, settings = hier_cell_spec(dataset, seed, config)
     x, y = role_data(features, splits, "final", "train")
     objective = HierObjective(
         sorted({int(code) for code in y[:, 0]}),
