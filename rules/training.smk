@@ -262,7 +262,7 @@ rule fairness_audit:
         benchmark_for(f"{RESULTS}/{{dataset}}/audit/fairness.parquet")
     params:
         code=code("stages.audit", script="fairness_audit"),
-        config=lambda wildcards: cell_config(wildcards.dataset),
+        config=lambda wildcards: cell_config(wildcards.dataset, controls=("baselines",)),
     conda:
         "../environment.yml"
     script:

@@ -284,6 +284,29 @@ def test_the_paper_scale_rehearsal_is_the_paper_protocol_on_rendered_data():
     assert images == {"cub": 59, "nabirds": 44}  # 11,800 CUB images; 24,420 >= the 24,038 pool
 
 
+def test_the_nabirds_rehearsal_overlay_changes_its_run_cub_and_hier_epochs_only():
+    """configs/overlays/paper-scale-nabirds.yaml, merged as Snakemake merges two config files,
+    is configs/paper-scale.yaml with its own run folder, CUB off and 3 HIER-style epochs."""
+    from snakemake.utils import update_config
+
+    schema = load_yaml(REPO / "schemas/config.schema.yaml")
+    merged = load_yaml(REPO / "configs/paper-scale.yaml")
+    update_config(merged, load_yaml(REPO / "configs/overlays/paper-scale-nabirds.yaml"))
+    overlaid = validate_config(merged, schema)
+    scale = load_config(REPO / "configs/paper-scale.yaml")
+    assert overlaid["run"] == "runs/paper-scale-nabirds" != scale["run"]
+    assert overlaid["datasets"]["cub"]["enabled"] is False
+    hier = overlaid["datasets"]["nabirds"]["controls"]["baselines"]["hier"]
+    assert (
+        hier["epochs"],
+        scale["datasets"]["nabirds"]["controls"]["baselines"]["hier"]["epochs"],
+    ) == (3, None)
+    hier["epochs"] = None
+    overlaid["run"] = scale["run"]
+    overlaid["datasets"]["cub"]["enabled"] = True
+    assert overlaid == scale
+
+
 def test_a_final_cells_config_holds_no_tuning_or_scoring_keys():
     """Changing the τ search or validation scoring reruns no Regression cell (#23)."""
     config = load_config(REPO / "configs/tiny.yaml", REPO / "schemas/config.schema.yaml")

@@ -1,4 +1,4 @@
-"""The HIER-style cell's recipe: the factorial's H cell, with an optional epoch budget of its own."""
+"""The HIER-style cell's recipe: the factorial's H cell, with an optional epoch budget."""
 
 from __future__ import annotations
 

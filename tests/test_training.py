@@ -20,6 +20,7 @@ from hierbench.audit import (
 from hierbench.cells import checkpoint_writer, embed, load_checkpoint
 from hierbench.cellspec import CellSpec
 from hierbench.hashing import sha256_file
+from hierbench.protocol import HIER
 from hierbench.provenance import JobContext
 from hierbench.training import NonFiniteLossError, batch_order, train_cell
 from hierbench.tuning import TuningError, select_temperatures, selected_tau
@@ -175,6 +176,50 @@ def test_audit_catches_a_changed_batch_order_and_update_count():
     assert set(failed["check"]) == {"batch_order", "update_count"}
     assert "ES-2024" in failed.loc[failed["check"] == "batch_order", "detail"].item()
     assert "ER-42" in failed.loc[failed["check"] == "update_count", "detail"].item()
+
+
+def _with_short_hier_cells(epochs: int) -> list[dict]:
+    """The fair records plus a HIER-style cell per seed trained ``epochs`` epochs on the same
+    batches (the first of the factorial's)."""
+    records = _records()
+    for seed in (42, 2024):
+        hier = copy.deepcopy(records[0 if seed == 42 else 4])
+        hier.update(
+            cell=f"hier-{seed}",
+            updates=46 * epochs,
+            batch_order_hashes=["a", "b"][:epochs],
+        )
+        hier["spec"] = {**hier["spec"], "loss": HIER}
+        records.append(hier)
+    return records
+
+
+def test_a_hier_budget_of_its_own_is_audited_against_that_budget():
+    table = audit_table(
+        check_records(_with_short_hier_cells(1), epochs=100, batch_size=128, own_epochs={HIER: 1})
+    )
+    raise_on_failure(table, "nabirds")
+    counts = table[table["check"] == "update_count"].set_index("scope")["detail"].to_dict()
+    assert counts == {
+        "cells of the factorial budget": "4600 updates (46 per epoch)",
+        "hier cells, own budget": "46 updates (46 per epoch)",
+    }
+    orders = table[table["check"] == "batch_order"]["detail"]
+    assert orders.str.endswith("over the first 1 epochs (the shortest budget)").all()
+
+
+def test_a_short_hier_cell_fails_without_its_budget_or_off_its_batches():
+    records = _with_short_hier_cells(1)
+    table = audit_table(check_records(records, epochs=100, batch_size=128))
+    failed = table[~table["passed"]]
+    assert set(failed["check"]) == {"update_count"}
+    assert "hier-42" in failed["detail"].item() and "hier-2024" in failed["detail"].item()
+    records[-1]["batch_order_hashes"] = ["z"]
+    records[-2]["updates"] = 92
+    table = audit_table(check_records(records, epochs=100, batch_size=128, own_epochs={HIER: 1}))
+    failed = table[~table["passed"]].set_index("check")["detail"]
+    assert set(failed.index) == {"batch_order", "update_count"}
+    assert "hier-2024" in failed["batch_order"] and "hier-42" in failed["update_count"]
 
 
 def test_selection_picks_the_best_score_per_geometry_and_the_smaller_tau_on_ties():

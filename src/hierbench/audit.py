@@ -2,14 +2,17 @@
 
 Checks, per dataset: equal trainable-parameter counts (205,600 for 768-D features); identical
 initial-weight hash and identical per-epoch batch-order hashes across the cells of each seed;
-equal update counts (epochs x full batches); each checkpoint, reloaded into a fresh head,
-reproduces the trained model's outputs exactly; hyperbolic embeddings inside the ball.
+equal update counts (epochs x full batches; a baseline with an epoch budget of its own is held
+to that budget, its batch order compared over its epochs); each checkpoint, reloaded into a
+fresh head, reproduces the trained model's outputs exactly; hyperbolic embeddings inside the
+ball.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -48,9 +51,14 @@ def _same(records: list[dict[str, Any]], key: str) -> tuple[bool, str]:
 
 
 def check_records(
-    records: list[dict[str, Any]], *, epochs: int, batch_size: int
+    records: list[dict[str, Any]],
+    *,
+    epochs: int,
+    batch_size: int,
+    own_epochs: Mapping[str, int] | None = None,
 ) -> list[dict[str, Any]]:
-    """The checks that need only the cells' training records."""
+    """The checks that need only the cells' training records. ``own_epochs`` maps a loss (the
+    HIER-style baseline's) to an epoch budget of its own that its cells are held to instead."""
     rows = []
     first = records[0]
     spec = first["spec"]
@@ -69,26 +77,12 @@ def check_records(
     for record in records:
         by_seed[record["spec"]["seed"]].append(record)
     for seed, group in sorted(by_seed.items()):
-        for key, check in (
-            ("initial_weight_hash", "initial_weights"),
-            ("batch_order_hashes", "batch_order"),
-        ):
-            passed, detail = _same(group, key)
-            rows.append(_row(check, f"seed {seed}", passed, detail))
+        passed, detail = _same(group, "initial_weight_hash")
+        rows.append(_row("initial_weights", f"seed {seed}", passed, detail))
+        passed, detail = _same_batch_order(group)
+        rows.append(_row("batch_order", f"seed {seed}", passed, detail))
         rows += _extra_weight_rows(seed, group)
-    expected_updates = {r["cell"]: epochs * (r["train_examples"] // batch_size) for r in records}
-    bad = {r["cell"]: r["updates"] for r in records if r["updates"] != expected_updates[r["cell"]]}
-    passed, detail = _same(records, "updates")
-    rows.append(
-        _row(
-            "update_count",
-            "all cells",
-            passed and not bad,
-            f"{first['updates']} updates ({first['updates_per_epoch']} per epoch)"
-            + (f"; expected {expected_updates}, got {bad}" if bad else "")
-            + ("" if passed else f"; {detail}"),
-        )
-    )
+    rows += _update_count_rows(records, epochs, batch_size, own_epochs or {})
     for record in records:
         diff = record["reload_max_abs_diff"]
         rows.append(_row("reload_in_training", record["cell"], diff == 0.0, f"max abs diff {diff}"))
@@ -127,6 +121,52 @@ def raise_on_failure(table: pd.DataFrame, dataset: str) -> None:
     if len(failed):
         lines = [f"{r.check} [{r.scope}]: {r.detail}" for r in failed.itertuples()]
         raise AuditError(f"{dataset}: fairness audit failed:\n  " + "\n  ".join(lines))
+
+
+def _same_batch_order(group: list[dict[str, Any]]) -> tuple[bool, str]:
+    """Whether a seed's cells drew the same batches each epoch; a cell with a shorter budget of
+    its own is compared over its epochs (the first ones of everyone's shared stream)."""
+    shortest = min(len(record["batch_order_hashes"]) for record in group)
+    trimmed = [
+        {**record, "batch_order_hashes": record["batch_order_hashes"][:shortest]}
+        for record in group
+    ]
+    passed, detail = _same(trimmed, "batch_order_hashes")
+    if shortest < max(len(record["batch_order_hashes"]) for record in group):
+        detail += f" over the first {shortest} epochs (the shortest budget)"
+    return passed, detail
+
+
+def _update_count_rows(
+    records: list[dict[str, Any]], epochs: int, batch_size: int, own_epochs: Mapping[str, int]
+) -> list[dict[str, Any]]:
+    """Every cell ran its budget (epochs x full batches) and the cells of one budget agree: the
+    factorial's epochs, or, for a loss in ``own_epochs``, its own (a row of its own)."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        loss = record["spec"].get("loss", "")
+        groups[loss if loss in own_epochs else ""].append(record)
+    rows = []
+    for loss, group in sorted(groups.items()):
+        budget = own_epochs.get(loss, epochs)
+        if len(groups) == 1:
+            scope = "all cells"
+        else:
+            scope = f"{loss} cells, own budget" if loss else "cells of the factorial budget"
+        expected = {r["cell"]: budget * (r["train_examples"] // batch_size) for r in group}
+        bad = {r["cell"]: r["updates"] for r in group if r["updates"] != expected[r["cell"]]}
+        passed, detail = _same(group, "updates")
+        rows.append(
+            _row(
+                "update_count",
+                scope,
+                passed and not bad,
+                f"{group[0]['updates']} updates ({group[0]['updates_per_epoch']} per epoch)"
+                + (f"; expected {expected}, got {bad}" if bad else "")
+                + ("" if passed else f"; {detail}"),
+            )
+        )
+    return rows
 
 
 def _extra_weight_rows(seed: int, group: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -115,3 +115,11 @@ def cell_spec(
         supcon_weights=(weights["c"], weights["m"], weights["h"]),
         distance_clip=training["distance_clip_train"],
     )
+
+
+def own_epoch_budgets(config: dict[str, Any], dataset: str) -> dict[str, int]:
+    """The losses whose cells train for an epoch budget of their own instead of
+    ``training.epochs``, by loss: the HIER-style baseline's when ``hier.epochs`` is set."""
+    controls = config["datasets"][dataset].get("controls", {})
+    epochs = controls.get("baselines", {}).get("hier", {}).get("epochs")
+    return {} if epochs is None else {HIER: int(epochs)}

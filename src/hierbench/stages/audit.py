@@ -18,7 +18,7 @@ from hierbench.audit import (
     raise_on_failure,
 )
 from hierbench.cells import VERIFICATION_ROWS, embed, load_checkpoint, verification_digest
-from hierbench.cellspec import CellSpec
+from hierbench.cellspec import CellSpec, own_epoch_budgets
 from hierbench.featurestore import role_data
 from hierbench.protocol import POINCARE
 from hierbench.provenance import JobContext
@@ -39,7 +39,12 @@ def audit_cells(
     """Run the fairness audit; write audit/fairness.parquet only if every check passes."""
     loaded = [json.loads(Path(p).read_text(encoding="utf-8")) for p in records]
     training = config["training"]
-    rows = check_records(loaded, epochs=training["epochs"], batch_size=training["batch_size"])
+    rows = check_records(
+        loaded,
+        epochs=training["epochs"],
+        batch_size=training["batch_size"],
+        own_epochs=own_epoch_budgets(config, dataset),
+    )
     x, _ = role_data(features, splits, "final", "train")
     for record, checkpoint in zip(loaded, checkpoints, strict=True):
         spec = CellSpec.from_record(record)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from hierbench.cell_publishing import train_and_publish
-from hierbench.cellspec import CellSpec, cell_spec
+from hierbench.cellspec import CellSpec, cell_spec, own_epoch_budgets
 from hierbench.featurestore import role_data
 from hierbench.losses.hier import HierObjective, HierSettings
 from hierbench.protocol import HIER, POINCARE
@@ -18,10 +18,10 @@ def hier_cell_spec(
     dataset: str, seed: int, config: dict[str, Any]
 ) -> tuple[CellSpec, HierSettings]:
     """The HIER-style cell's spec and loss settings: the factorial's H cell recipe, with the
-    baseline's own epoch budget when ``hier.epochs`` is set (absent: ``training.epochs``)."""
-    block = dict(config["datasets"][dataset]["controls"]["baselines"]["hier"])
-    epochs = block.pop("epochs", None)
-    settings = HierSettings.from_config(block)
+    baseline's own epoch budget when ``hier.epochs`` is set (null: ``training.epochs``)."""
+    block = config["datasets"][dataset]["controls"]["baselines"]["hier"]
+    settings = HierSettings.from_config({k: v for k, v in block.items() if k != "epochs"})
+    epochs = own_epoch_budgets(config, dataset).get(HIER)
     return cell_spec(dataset, POINCARE, HIER, seed, config, epochs=epochs), settings
 
 
