@@ -1,6 +1,7 @@
 # Path wiring and wildcard constraints only; every decision is a tested library function.
 
 from hierbench.baselines import baselines_enabled, pca_dimensions
+from hierbench.cellspec import own_epoch_budgets
 from hierbench.codehash import code_hash
 from hierbench.companion import companion_cells, companion_enabled, pair_sources
 from hierbench.config import enabled_datasets, locked_config, training_config

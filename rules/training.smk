@@ -262,7 +262,8 @@ rule fairness_audit:
         benchmark_for(f"{RESULTS}/{{dataset}}/audit/fairness.parquet")
     params:
         code=code("stages.audit", script="fairness_audit"),
-        config=lambda wildcards: cell_config(wildcards.dataset, controls=("baselines",)),
+        config=lambda wildcards: cell_config(wildcards.dataset),
+        own_epochs=lambda wildcards: own_epoch_budgets(config, wildcards.dataset),
     conda:
         "../environment.yml"
     script:

@@ -13,4 +13,5 @@ audit_cells(
     snakemake.params.config,
     snakemake.output[0],
     job,
+    own_epochs=dict(snakemake.params.own_epochs),
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from hierbench.audit import (
     raise_on_failure,
 )
 from hierbench.cells import VERIFICATION_ROWS, embed, load_checkpoint, verification_digest
-from hierbench.cellspec import CellSpec, own_epoch_budgets
+from hierbench.cellspec import CellSpec
 from hierbench.featurestore import role_data
 from hierbench.protocol import POINCARE
 from hierbench.provenance import JobContext
@@ -35,15 +36,18 @@ def audit_cells(
     config: dict[str, Any],
     out_table: str | Path,
     job: JobContext,
+    *,
+    own_epochs: Mapping[str, int] | None = None,
 ) -> None:
-    """Run the fairness audit; write audit/fairness.parquet only if every check passes."""
+    """Run the fairness audit; write audit/fairness.parquet only if every check passes.
+    ``own_epochs``: a baseline's epoch budget of its own, by loss (``own_epoch_budgets``)."""
     loaded = [json.loads(Path(p).read_text(encoding="utf-8")) for p in records]
     training = config["training"]
     rows = check_records(
         loaded,
         epochs=training["epochs"],
         batch_size=training["batch_size"],
-        own_epochs=own_epoch_budgets(config, dataset),
+        own_epochs=own_epochs,
     )
     x, _ = role_data(features, splits, "final", "train")
     for record, checkpoint in zip(loaded, checkpoints, strict=True):
