@@ -5,7 +5,7 @@ from hierbench.cellspec import own_epoch_budgets
 from hierbench.codehash import code_hash
 from hierbench.companion import companion_cells, companion_enabled, pair_sources
 from hierbench.config import enabled_datasets, locked_config, training_config
-from hierbench.controls.curvature import curvature_points, parse_point, point_label
+from hierbench.controls.curvature import control_epochs, control_variants, point_geometry
 from hierbench.controls.outer import outer_cells, outer_splits
 from hierbench.controls.semantic import semantic_arms
 from hierbench.dataset_kinds import (
@@ -33,6 +33,7 @@ from hierbench.protocol import (
     EUCLIDEAN,
     SEMANTIC_CONTROL,
     SEMANTIC_TABLES,
+    SENSITIVITY_FOLDER,
     SUPCON,
     EFFECT_TABLES,
     EFFECTS_BY_SEED,
@@ -87,7 +88,7 @@ def final_outputs():
         for dataset in datasets_of_kind(config, "nabirds", DATASETS)
     ]
     targets += [
-        path for dataset in DATASETS if curvature_labels(dataset) for path in curvature_outputs(dataset)
+        path for dataset in DATASETS if control_variants(config, dataset) for path in curvature_outputs(dataset)
     ]
     targets += [
         path for dataset in DATASETS if semantic_arms(config, dataset) for path in semantic_outputs(dataset)
@@ -297,16 +298,11 @@ def real_sources(wildcards):
 # ---- the curvature/radius control (H_R at other operating points, matched to the factorial)
 
 
-def curvature_labels(dataset):
-    """The control's point labels of a dataset (none when it is switched off)."""
-    return [point_label(c, r) for c, r in curvature_points(config, dataset)]
-
-
 def curvature_cells(dataset, name):
-    """One output file of every curvature-control cell of a dataset."""
+    """One output file of every curvature-control cell of a dataset (the matched E_R too)."""
     return [
-        f"{RESULTS}/{dataset}/cells/{CURVATURE_CONTROL}/{label}/{cell_name(POINCARE, REGRESSION, seed)}/{name}"
-        for label in curvature_labels(dataset)
+        f"{RESULTS}/{dataset}/cells/{CURVATURE_CONTROL}/{label}/{cell_name(point_geometry(label), REGRESSION, seed)}/{name}"
+        for label in control_variants(config, dataset)
         for seed in config["training"]["seeds"]
     ]
 
@@ -314,8 +310,8 @@ def curvature_cells(dataset, name):
 def curvature_evals(dataset):
     """Every evaluation summary of a dataset's curvature-control cells."""
     return [
-        f"{RESULTS}/{dataset}/eval/{CURVATURE_CONTROL}/{label}/{cell_name(POINCARE, REGRESSION, seed)}_summary.parquet"
-        for label in curvature_labels(dataset)
+        f"{RESULTS}/{dataset}/eval/{CURVATURE_CONTROL}/{label}/{cell_name(point_geometry(label), REGRESSION, seed)}_summary.parquet"
+        for label in control_variants(config, dataset)
         for seed in config["training"]["seeds"]
     ]
 
@@ -326,12 +322,6 @@ def factorial_summaries(dataset, geometry, loss):
         f"{RESULTS}/{dataset}/eval/{cell_name(geometry, loss, seed)}_summary.parquet"
         for seed in config["training"]["seeds"]
     ]
-
-
-def point_hyperbolic(point):
-    """The Poincaré operating point a point label names, as the config spells one."""
-    curvature, radius = parse_point(point)
-    return {"curvature": curvature, "radius": radius}
 
 
 def curvature_outputs(dataset):

@@ -79,15 +79,15 @@ rule evaluate_curvature_cell:
     input:
         unpack(lambda wildcards: sealed_inputs(wildcards.dataset)),
         lock=f"{RESULTS}/{{dataset}}/lock/final_lock.json",
-        model=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}/model.safetensors",
-        record=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}/record.json",
+        model=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}/model.safetensors",
+        record=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}/record.json",
     output:
-        per_query=f"{RESULTS}/{{dataset}}/eval/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}.parquet",
-        summary=f"{RESULTS}/{{dataset}}/eval/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}_summary.parquet",
+        per_query=f"{RESULTS}/{{dataset}}/eval/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}.parquet",
+        summary=f"{RESULTS}/{{dataset}}/eval/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}_summary.parquet",
     log:
-        log_for(f"{RESULTS}/{{dataset}}/eval/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}.parquet"),
+        log_for(f"{RESULTS}/{{dataset}}/eval/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}.parquet"),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/eval/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}.parquet")
+        benchmark_for(f"{RESULTS}/{{dataset}}/eval/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}.parquet")
     params:
         code=code("stages.evaluation", script="evaluate"),
         config=lambda wildcards: eval_config(wildcards.dataset),

@@ -1,5 +1,5 @@
-# Stage: effect tables and figures. Per-seed rows, mean ± SD per arm, simple effects, the
-# group-macro sensitivity tables, and the figures; `snakemake --report report.html` shows them.
+# Stage: effect tables and figures. Per-seed rows, mean ± SD per arm, simple effects under each
+# dataset's registered aggregation, the other aggregation's sensitivity tables, and the figures; `snakemake --report report.html` shows them.
 
 
 rule effect_tables:
@@ -7,7 +7,7 @@ rule effect_tables:
         lambda wildcards: eval_outputs(wildcards.dataset),
     output:
         table_outputs(f"{RESULTS}/{{dataset}}/tables"),
-        table_outputs(f"{RESULTS}/{{dataset}}/tables/group_macro"),
+        table_outputs(f"{RESULTS}/{{dataset}}/tables/{SENSITIVITY_FOLDER}"),
         summary=report(
             f"{RESULTS}/{{dataset}}/tables/{SUMMARY_PAGE}",
             caption="../report/summary.rst",
@@ -19,6 +19,7 @@ rule effect_tables:
     params:
         code=code("stages.tables", script="effect_tables"),
         out_dir=lambda wildcards: f"{RESULTS}/{wildcards.dataset}/tables",
+        aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
     conda:
         "../environment.yml"
     script:
@@ -54,9 +55,7 @@ rule figures:
 
 rule curvature_tables:
     input:
-        points=lambda wildcards: curvature_evals(wildcards.dataset),
-        references=lambda wildcards: factorial_summaries(wildcards.dataset, "E", "R")
-        + factorial_summaries(wildcards.dataset, "H", "R"),
+        lambda wildcards: curvature_evals(wildcards.dataset),
     output:
         per_seed=[f"{RESULTS}/{{dataset}}/tables/controls/{CURVATURE_CONTROL}_{PER_SEED_TABLE}.parquet"],
         table=[f"{RESULTS}/{{dataset}}/tables/controls/{CURVATURE_TABLES[0]}.{ext}" for ext in TABLE_FORMATS],
@@ -74,6 +73,7 @@ rule curvature_tables:
     params:
         code=code("stages.controls", script="curvature_tables"),
         operating_point=lambda wildcards: config["datasets"][wildcards.dataset]["hyperbolic"],
+        aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
     conda:
         "../environment.yml"
     script:
@@ -148,6 +148,7 @@ rule outer_tables:
         log_for(f"{outer_folder('{dataset}')}/{OUTER_CONTROL}.md"),
     params:
         code=code("stages.controls", script="outer_tables"),
+        aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
     conda:
         "../environment.yml"
     script:

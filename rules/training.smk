@@ -17,6 +17,7 @@ rule tune:
     params:
         code=code("stages.tuning", script="tune"),
         config=lambda wildcards: model_config(wildcards.dataset),
+        aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
     conda:
         "../environment.yml"
     script:
@@ -67,21 +68,21 @@ rule train_curvature_cell:
         features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
         splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
     output:
-        model=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}/model.safetensors",
-        log=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}/train_log.parquet",
-        record=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}/record.json",
+        model=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}/model.safetensors",
+        log=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}/train_log.parquet",
+        record=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}/record.json",
     log:
-        log_for(f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}/model.safetensors"),
+        log_for(f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}/model.safetensors"),
     benchmark:
         benchmark_for(
-            f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/HR-{{seed}}/model.safetensors"
+            f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}/model.safetensors"
         )
     resources:
         gpu=GPUS_PER_JOB,
     params:
         code=code("stages.training", script="train_curvature_cell"),
         config=lambda wildcards: cell_config(wildcards.dataset),
-        hyperbolic=lambda wildcards: point_hyperbolic(wildcards.point),
+        epochs=lambda wildcards: control_epochs(config, wildcards.dataset),
     conda:
         "../environment.yml"
     script:

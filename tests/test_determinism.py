@@ -54,9 +54,9 @@ def test_a_killed_run_recovers_and_matches_a_clean_run(built_repo: Path, repo_co
     first, skipped = result_hashes(built_repo, TINY_RUN), set(diff.exempt)
     artifacts = [p for p in first if not p.endswith(PROVENANCE_SUFFIX)]
     assert len(artifacts) > 200
-    # two locks, and the training logs of 24 factorial, 6 curvature, 12 semantic, 3 HIER-style,
+    # two locks, and the training logs of 24 factorial, 12 curvature, 12 semantic, 3 HIER-style,
     # 12 outer-split and 12 companion cells
-    assert len([p for p in artifacts if p in skipped]) == 2 + 2 * 12 + 6 + 12 + 3 + 12 + 12
+    assert len([p for p in artifacts if p in skipped]) == 2 + 2 * 12 + 12 + 12 + 3 + 12 + 12
 
     # `hierbench compare` agrees: two runs of one config are identical, timing aside.
     report = compare_runs_report(built_repo / TINY_RUN, repo_copy / TINY_RUN)

@@ -221,7 +221,9 @@ def test_pipeline_tables_write_every_paper_table_and_summary(tmp_path: Path):
     assert list(plan.paper) == list(PAPER_TABLES) and plan.notes() == []
     paths = write_plan(plan, tmp_path, JOB, complete=True)
     assert {f"{name}.md" for name in PAPER_TABLES} <= set(paths)
-    page = summary_markdown("toy", plan)
+    page = summary_markdown("toy", plan, "group_macro")
+    assert page.startswith("# toy: results (group-macro, mean ± SD over training seeds)")
+    assert "The query-micro sensitivity tables are in `sensitivity/`." in page
     assert "## OT@K per arm" in page and "## Simple effects on OT@K" in page
     assert "| toy | ot@50 | geom_R | +0.8000 ± 0.0000 | 2/2 |" in page
     # The mAP sections come first, as before

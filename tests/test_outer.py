@@ -70,7 +70,7 @@ def _scores() -> pd.DataFrame:
 
 
 def test_table_reads_group_macro_mean_hierarchy_over_splits() -> None:
-    per_split = outer_per_split(_scores())
+    per_split = outer_per_split(_scores(), "group_macro")
     table = outer_table(per_split).set_index("arm")
     assert list(table.index) == ["frozen", "E_R", "H_R", "E_S", "H_S"]
     for split, arms in ENDPOINTS.items():
@@ -82,7 +82,7 @@ def test_table_reads_group_macro_mean_hierarchy_over_splits() -> None:
 
 
 def test_gains_are_paired_per_split_with_positive_counts() -> None:
-    gains = outer_gains(outer_per_split(_scores())).set_index("gain")
+    gains = outer_gains(outer_per_split(_scores(), "group_macro")).set_index("gain")
     assert list(gains.index) == ["E_S − E_R", "H_S − H_R", "H_R − E_R", "H_S − E_S"]
     differences = [ENDPOINTS[s]["H_S"] - ENDPOINTS[s]["H_R"] for s in ENDPOINTS]
     row = gains.loc["H_S − H_R"]
@@ -104,7 +104,7 @@ def test_a_cell_trained_on_another_split_is_refused(tmp_path) -> None:
 def test_a_split_without_valid_upper_queries_stays_in_the_table_as_nan() -> None:
     scores = _scores()
     scores.loc[(scores["split"] == "outer-2") & (scores["level"] == "high"), "map"] = float("nan")
-    table = outer_table(outer_per_split(scores)).set_index("arm")
+    table = outer_table(outer_per_split(scores, "group_macro")).set_index("arm")
     assert list(table.index) == ["frozen", "E_R", "H_R", "E_S", "H_S"]
     assert np.isnan(table.loc["E_R", "outer-2"])
     assert table.loc["E_R", "outer-1"] == pytest.approx(0.31)

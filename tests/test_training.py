@@ -18,8 +18,9 @@ from hierbench.audit import (
     raise_on_failure,
 )
 from hierbench.cells import checkpoint_writer, embed, load_checkpoint
-from hierbench.cellspec import CellSpec
+from hierbench.cellspec import CellSpec, budget_group, own_epoch_budgets
 from hierbench.hashing import sha256_file
+from hierbench.protocol import CURVATURE_CONTROL as CURV
 from hierbench.protocol import HIER
 from hierbench.provenance import JobContext
 from hierbench.training import NonFiniteLossError, batch_order, train_cell
@@ -220,6 +221,49 @@ def test_a_short_hier_cell_fails_without_its_budget_or_off_its_batches():
     failed = table[~table["passed"]].set_index("check")["detail"]
     assert set(failed.index) == {"batch_order", "update_count"}
     assert "hier-2024" in failed["batch_order"] and "hier-42" in failed["update_count"]
+
+
+def _with_short_curvature_cells(epochs: int) -> list[dict]:
+    """The fair records plus the curvature control's cells of seed 42 (a point and the matched
+    E_R, both loss R like the factorial's) trained ``epochs`` epochs on the same batches."""
+    records = _records()
+    for index, label in ((0, "ER-42@euclidean"), (1, "HR-42@c1_r0.4")):
+        cell = copy.deepcopy(records[index])
+        cell.update(
+            cell=label, updates=46 * epochs, batch_order_hashes=["a", "b"][:epochs], control=CURV
+        )
+        records.append(cell)
+    return records
+
+
+def test_the_curvature_controls_own_budget_is_audited_apart_from_the_factorials_r_cells():
+    records = _with_short_curvature_cells(1)
+    table = audit_table(check_records(records, epochs=100, batch_size=128, own_epochs={CURV: 1}))
+    raise_on_failure(table, "nabirds")
+    counts = table[table["check"] == "update_count"].set_index("scope")["detail"].to_dict()
+    assert counts == {
+        "cells of the factorial budget": "4600 updates (46 per epoch)",
+        "curvature cells, own budget": "46 updates (46 per epoch)",
+    }
+    # Without its budget the control's cells fail the factorial's update count, by name.
+    failed = audit_table(check_records(records, epochs=100, batch_size=128))
+    detail = failed[~failed["passed"]]["detail"].item()
+    assert "ER-42@euclidean" in detail and "HR-42@c1_r0.4" in detail
+
+
+def test_own_budgets_come_from_the_config_and_group_records():
+    config = {
+        "datasets": {
+            "nabirds": {
+                "controls": {"curvature": {"epochs": 84}, "baselines": {"hier": {"epochs": None}}}
+            }
+        }
+    }
+    budgets = own_epoch_budgets(config, "nabirds")
+    assert budgets == {CURV: 84}
+    assert budget_group({"control": CURV, "spec": {"loss": "R"}}, budgets) == CURV
+    assert budget_group({"spec": {"loss": "R"}}, budgets) == ""
+    assert budget_group({"spec": {"loss": HIER}}, budgets) == ""  # no HIER budget set
 
 
 def test_selection_picks_the_best_score_per_geometry_and_the_smaller_tau_on_ties():

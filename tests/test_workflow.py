@@ -14,13 +14,13 @@ from hierbench.artifacts import PROVENANCE_SUFFIX
 from hierbench.hashing import sha256_path
 from hierbench.jobstats import NO_RECORD, NO_STAGE, job_costs, rule_stages
 
-# configs/tiny.yaml runs every control on CUB only: the curvature control at 2 points and the
-# semantic control's 4 arms, each x 3 seeds; the baselines (PCA, 3 HIER-style cells); the outer
-# splits (3 splits x 4 cells at seed 42).
+# configs/tiny.yaml runs every control on CUB only: the curvature control at 2 points, its base
+# point and its matched E_R, and the semantic control's 4 arms, each x 3 seeds; the baselines
+# (PCA, 3 HIER-style cells); the outer splits (3 splits x 4 cells at seed 42).
 OUTER_SCORING = {"score_outer_split": 3, "outer_tables": 1}
 CUB_CONTROL = {
-    "train_curvature_cell": 6,
-    "evaluate_curvature_cell": 6,
+    "train_curvature_cell": 12,
+    "evaluate_curvature_cell": 12,
     "curvature_tables": 1,
     "select_semantic_duration": 4,
     "train_semantic_cell": 12,

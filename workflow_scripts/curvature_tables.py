@@ -1,4 +1,4 @@
-"""Tabulate a dataset's curvature/radius control against the factorial's E_R and H_R."""
+"""Tabulate a dataset's curvature/radius control (Table 10) from its own cells."""
 
 from hierbench.jobs import start_job
 from hierbench.stages.controls import build_curvature_tables
@@ -7,9 +7,9 @@ job = start_job(snakemake)
 hyperbolic = snakemake.params.operating_point
 build_curvature_tables(
     snakemake.wildcards.dataset,
-    list(snakemake.input.points),
-    list(snakemake.input.references),
+    list(snakemake.input),
     (hyperbolic["curvature"], hyperbolic["radius"]),
     {name: list(files) for name, files in snakemake.output.items()},
     job,
+    aggregation=snakemake.params.aggregation,
 )

@@ -4,4 +4,10 @@ from hierbench.jobs import start_job
 from hierbench.stages.tables import build_tables
 
 job = start_job(snakemake)
-build_tables(snakemake.wildcards.dataset, list(snakemake.input), snakemake.params.out_dir, job)
+build_tables(
+    snakemake.wildcards.dataset,
+    list(snakemake.input),
+    snakemake.params.out_dir,
+    job,
+    aggregation=snakemake.params.aggregation,
+)

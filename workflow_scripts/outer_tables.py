@@ -9,4 +9,5 @@ build_outer_tables(
     list(snakemake.input),
     {name: list(files) for name, files in snakemake.output.items()},
     job,
+    aggregation=snakemake.params.aggregation,
 )

@@ -13,4 +13,5 @@ tune_temperature(
     snakemake.params.config,
     snakemake.output[0],
     job,
+    aggregation=snakemake.params.aggregation,
 )

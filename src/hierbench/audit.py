@@ -17,6 +17,8 @@ from typing import Any
 
 import pandas as pd
 
+from hierbench.cellspec import budget_group
+
 AUDIT_COLUMNS = ("check", "scope", "passed", "detail")
 
 
@@ -57,8 +59,9 @@ def check_records(
     batch_size: int,
     own_epochs: Mapping[str, int] | None = None,
 ) -> list[dict[str, Any]]:
-    """The checks that need only the cells' training records. ``own_epochs`` maps a loss (the
-    HIER-style baseline's) to an epoch budget of its own that its cells are held to instead."""
+    """The checks that need only the cells' training records. ``own_epochs`` maps a cell group
+    (the HIER-style baseline's loss, the curvature control) to an epoch budget of its own that
+    its cells are held to instead (``cellspec.own_epoch_budgets``)."""
     rows = []
     first = records[0]
     spec = first["spec"]
@@ -141,18 +144,19 @@ def _update_count_rows(
     records: list[dict[str, Any]], epochs: int, batch_size: int, own_epochs: Mapping[str, int]
 ) -> list[dict[str, Any]]:
     """Every cell ran its budget (epochs x full batches) and the cells of one budget agree: the
-    factorial's epochs, or, for a loss in ``own_epochs``, its own (a row of its own)."""
+    factorial's epochs, or, for a group in ``own_epochs``, its own (a row of its own)."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in records:
-        loss = record["spec"].get("loss", "")
-        groups[loss if loss in own_epochs else ""].append(record)
+        groups[budget_group(record, dict(own_epochs))].append(record)
     rows = []
-    for loss, group in sorted(groups.items()):
-        budget = own_epochs.get(loss, epochs)
+    for group_name, group in sorted(groups.items()):
+        budget = own_epochs.get(group_name, epochs)
         if len(groups) == 1:
             scope = "all cells"
+        elif group_name:
+            scope = f"{group_name} cells, own budget"
         else:
-            scope = f"{loss} cells, own budget" if loss else "cells of the factorial budget"
+            scope = "cells of the factorial budget"
         expected = {r["cell"]: budget * (r["train_examples"] // batch_size) for r in group}
         bad = {r["cell"]: r["updates"] for r in group if r["updates"] != expected[r["cell"]]}
         passed, detail = _same(group, "updates")

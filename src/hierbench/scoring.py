@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hierbench.metrics import check_ot_ks, evaluate, group_macro, query_micro
+from hierbench.metrics import check_ot_ks, evaluate, summarise
+from hierbench.protocol import AGGREGATIONS
 from hierbench.splits import role_ids, rows_for_ids
 
-AGGREGATIONS = {"query_micro": query_micro, "group_macro": group_macro}
 OT_KS_KEY = "evaluation.ot_ks"
 SEALED_DRAWS = "qg"
 
@@ -42,10 +42,8 @@ def score_draws(
         frame = evaluate(
             embeddings[queries], embeddings[gallery], labels[queries], labels[gallery], **metric
         )
-        for name, aggregate in AGGREGATIONS.items():
-            summary = (
-                aggregate(frame) if name == "query_micro" else aggregate(frame, labels[queries])
-            )
+        for name in AGGREGATIONS:
+            summary = summarise(frame, labels[queries], name)
             summaries.append(summary.assign(qg_seed=qg_seed, aggregation=name))
         frame.insert(0, "image_id", frame_ids.to_numpy()[queries][frame["query"].to_numpy()])
         per_query.append(frame.assign(qg_seed=qg_seed))

@@ -1,7 +1,8 @@
 """Temperature selection for Taxonomy-SupCon, from validation scores only.
 
 For each geometry independently, the candidate with the highest validation score (the mean of
-strict middle and strict high query-micro mAP) wins; exact ties go to the smaller temperature.
+strict middle and strict high mAP under the dataset's registered aggregation: CUB query-micro,
+NABirds group-macro) wins; exact ties go to the smaller temperature.
 A temperature pinned in the config (``datasets.<dataset>.tau.<geometry>``) overrides tuning.
 """
 
@@ -14,11 +15,23 @@ from typing import Any
 
 import pandas as pd
 
+from hierbench.protocol import LEVELS
+
 SELECTION_COLUMNS = ("geometry", "tau", "score", "map_leaf", "map_middle", "map_high", "selected")
 
 
 class TuningError(ValueError):
     """Temperature selection is impossible (no finite score) or the selection file is unusable."""
+
+
+def hierarchy_scores(summary: pd.DataFrame) -> dict[str, float]:
+    """mAP per level of a validation summary frame and ``score``, the mean of the middle and
+    high mAP (NaN where a level has no valid query; the score skips a NaN level)."""
+    by_level = summary.set_index("level")["map"]
+    scores = {f"map_{level}": float(by_level.get(level, math.nan)) for level in LEVELS}
+    upper = [scores[key] for key in ("map_middle", "map_high") if math.isfinite(scores[key])]
+    scores["score"] = sum(upper) / len(upper) if upper else math.nan
+    return scores
 
 
 def select_temperatures(scores: Iterable[dict[str, Any]]) -> pd.DataFrame:

@@ -35,6 +35,25 @@ def paired_summary(differences: pd.Series) -> dict[str, float | int]:
     }
 
 
+def seed_signs(differences: pd.Series) -> str:
+    """The sign of each paired difference in seed order ("+ − +"; 0 for a tie)."""
+    return " ".join("+" if d > 0 else ("−" if d < 0 else "0") for d in differences)
+
+
+def paired_contrast(differences: pd.Series) -> dict[str, float | int | str]:
+    """A contrast's per-seed differences summarised as the tables show them: mean, sample SD,
+    positive and negative seed counts, seeds, and the signs in seed order."""
+    summary = paired_summary(differences)
+    return {
+        "mean": summary["mean"],
+        "sd": summary["sd"],
+        "positive_seeds": summary["positive"],
+        "negative_seeds": int((differences < 0).sum()),
+        "seeds": summary["count"],
+        "signs": seed_signs(differences),
+    }
+
+
 def per_seed_of_arms(summaries: pd.DataFrame, aggregation: str) -> pd.DataFrame:
     """Per-seed mAP rows of arms outside the 2 × 2 factorial (baselines, companion cells) beside
     factorial arms, each labelled by a ``variant`` naming its arm. Every row is read in the

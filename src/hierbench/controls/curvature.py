@@ -1,12 +1,16 @@
-"""The curvature/radius control: does negative curvature explain the geometry contrast?
+"""The curvature/radius control (the paper's Table 10): does negative curvature explain the
+geometry contrast?
 
-H_R cells are trained at several Poincaré operating points (c, r) with the factorial's recipe,
-seeds, initial weights and batch order, and read against the matched Euclidean E_R and the
-dataset's own operating point (the factorial's H_R). A point near c = 0 is a nearly flat ball:
-if the contrast vanishes there and grows with c, curvature is doing the work.
+H_R cells are trained at several Poincaré operating points (c, r), the dataset's own operating
+point (the base) among them, beside a matched Euclidean E_R, all within the control: the
+factorial's seeds, initial weights, batch order and optimiser, and the control's own epoch
+budget (``controls.curvature.epochs``; the paper's 84, by default the factorial's). So every
+contrast among the points is measured under one recipe. Each point has a role against the base
+when it differs in one coordinate: near-flat (the smallest c), strong curvature (the largest c),
+small and large radius; the contrasts are those of the paper's text.
 
-Formats: evaluation summaries as the factorial's, plus a ``variant`` column (a point's label,
-or the factorial arm ``E_R`` / ``H_R``); the per-seed table adds ``variant`` to the factorial's
+Formats: evaluation summaries as the factorial's, plus a ``variant`` column (a point's label, or
+``euclidean`` for the matched E_R); the per-seed table adds ``variant`` to the factorial's
 per-seed columns.
 """
 
@@ -19,13 +23,37 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hierbench.controls.common import seeds_mean_sd
-from hierbench.protocol import MEAN_HIERARCHY, POINCARE, REGRESSION, cell_name
+from hierbench.controls.common import paired_contrast, seeds_mean_sd
+from hierbench.protocol import EUCLIDEAN, MEAN_HIERARCHY, POINCARE, REGRESSION, cell_name
 
-POINT_PATTERN = r"c[0-9.e+-]+_r[0-9.e+-]+"
-MATCHED_EUCLIDEAN = "E_R"
-OPERATING_POINT = "H_R"
+MATCHED_EUCLIDEAN = "euclidean"  # the variant (and cell folder) of the control's own E_R
+POINT_REGEX = r"c([0-9.e+-]+)_r([0-9.e+-]+)"
+POINT_PATTERN = rf"{MATCHED_EUCLIDEAN}|c[0-9.e+-]+_r[0-9.e+-]+"
 LEVELS_SHOWN = ("middle", "high", MEAN_HIERARCHY)
+# A point's role against the base and the name the tables give it.
+BASE, NEAR_FLAT, STRONG, SMALL_RADIUS, LARGE_RADIUS = (
+    "base",
+    "near_flat",
+    "strong",
+    "small_radius",
+    "large_radius",
+)
+ROLE_NAMES = {
+    BASE: "Base",
+    NEAR_FLAT: "Near-flat",
+    STRONG: "Strong curvature",
+    SMALL_RADIUS: "Small radius",
+    LARGE_RADIUS: "Large radius",
+    MATCHED_EUCLIDEAN: "Matched Euclidean",
+}
+# The paper's contrasts (Table 10's text), as (minuend, subtrahend) roles.
+CONTRASTS: tuple[tuple[str, str], ...] = (
+    (BASE, NEAR_FLAT),
+    (STRONG, BASE),
+    (SMALL_RADIUS, BASE),
+    (LARGE_RADIUS, BASE),
+    (NEAR_FLAT, MATCHED_EUCLIDEAN),
+)
 
 
 class CurvatureControlError(ValueError):
@@ -37,23 +65,43 @@ def point_label(curvature: float, radius: float) -> str:
     return f"c{curvature:g}_r{radius:g}"
 
 
+def point_geometry(label: str) -> str:
+    """The geometry a control variant trains: E for the matched Euclidean, H for a point."""
+    if label == MATCHED_EUCLIDEAN:
+        return EUCLIDEAN
+    parse_point(label)
+    return POINCARE
+
+
+def point_hyperbolic(label: str) -> dict[str, float] | None:
+    """The Poincaré operating point a label names, as the config spells one (None for E)."""
+    if point_geometry(label) == EUCLIDEAN:
+        return None
+    curvature, radius = parse_point(label)
+    return {"curvature": curvature, "radius": radius}
+
+
 def cell_label(point: str, seed: int | str) -> str:
     """A control cell's name in records and the fairness audit, e.g. ``HR-42@c1_r0.4``."""
-    return f"{cell_name(POINCARE, REGRESSION, seed)}@{point}"
+    return f"{cell_name(point_geometry(point), REGRESSION, seed)}@{point}"
 
 
 def parse_point(label: str) -> tuple[float, float]:
     """The (curvature, radius) a label names; anything else is an error naming it."""
-    match = re.fullmatch(r"c([0-9.e+-]+)_r([0-9.e+-]+)", label)
+    match = re.fullmatch(POINT_REGEX, label)
     if not match:
         raise CurvatureControlError(f"{label!r} is not a curvature point label (c<c>_r<r>)")
     return float(match.group(1)), float(match.group(2))
 
 
+def _block(config: dict[str, Any], dataset: str) -> dict[str, Any]:
+    return config["datasets"][dataset].get("controls", {}).get("curvature", {})
+
+
 def curvature_points(config: dict[str, Any], dataset: str) -> list[tuple[float, float]]:
-    """The control's (c, r) points for a dataset, or none when it is switched off."""
+    """The control's configured (c, r) points for a dataset, or none when it is switched off."""
     key = f"datasets.{dataset}.controls.curvature"
-    block = config["datasets"][dataset].get("controls", {}).get("curvature", {})
+    block = _block(config, dataset)
     if not block.get("enabled", False):
         return []
     points = [(float(c), float(r)) for c, r in block["points"]]
@@ -67,65 +115,110 @@ def curvature_points(config: dict[str, Any], dataset: str) -> list[tuple[float, 
     return points
 
 
+def operating_point(config: dict[str, Any], dataset: str) -> tuple[float, float]:
+    """The dataset's own Poincaré operating point (the factorial's), the control's base."""
+    hyperbolic = config["datasets"][dataset]["hyperbolic"]
+    return float(hyperbolic["curvature"]), float(hyperbolic["radius"])
+
+
+def control_variants(config: dict[str, Any], dataset: str) -> list[str]:
+    """Every variant the control trains: the matched Euclidean, then each point by (c, r),
+    the base among them even when the config does not list it (none when switched off)."""
+    points = curvature_points(config, dataset)
+    if not points:
+        return []
+    labels = {point_label(c, r) for c, r in [*points, operating_point(config, dataset)]}
+    return [MATCHED_EUCLIDEAN, *sorted(labels, key=parse_point)]
+
+
+def control_epochs(config: dict[str, Any], dataset: str) -> int:
+    """The epoch budget of the control's cells: its own, else the factorial's."""
+    epochs = _block(config, dataset).get("epochs")
+    return int(config["training"]["epochs"] if epochs is None else epochs)
+
+
+def point_roles(labels: list[str], base: tuple[float, float]) -> dict[str, str]:
+    """The role of each variant against the base: the matched Euclidean, the base, and, among
+    the points that differ from it in one coordinate, the extremes of each direction."""
+    roles = {MATCHED_EUCLIDEAN: MATCHED_EUCLIDEAN} if MATCHED_EUCLIDEAN in labels else {}
+    points = {label: parse_point(label) for label in labels if label != MATCHED_EUCLIDEAN}
+    base_c, base_r = base
+    along_c = [(c, label) for label, (c, r) in points.items() if r == base_r]
+    along_r = [(r, label) for label, (c, r) in points.items() if c == base_c]
+    picks = (
+        (NEAR_FLAT, min, [item for item in along_c if item[0] < base_c]),
+        (STRONG, max, [item for item in along_c if item[0] > base_c]),
+        (SMALL_RADIUS, min, [item for item in along_r if item[0] < base_r]),
+        (LARGE_RADIUS, max, [item for item in along_r if item[0] > base_r]),
+    )
+    for role, pick, candidates in picks:
+        if candidates:
+            roles[pick(candidates)[1]] = role
+    for label, point in points.items():
+        if point == (base_c, base_r):
+            roles[label] = BASE
+    return roles
+
+
 def _map_rows(per_seed: pd.DataFrame) -> pd.DataFrame:
     """The mAP rows at the levels the control reports."""
     return per_seed[(per_seed["metric"] == "map") & per_seed["level"].isin(LEVELS_SHOWN)]
 
 
 def variant_order(variants: list[str]) -> list[str]:
-    """E_R first, then the points by (c, r), then the operating point's factorial H_R."""
-    points = sorted((v for v in variants if re.fullmatch(POINT_PATTERN, v)), key=parse_point)
-    ends = [v for v in (MATCHED_EUCLIDEAN,) if v in variants]
-    return ends + points + [v for v in (OPERATING_POINT,) if v in variants]
+    """The matched Euclidean first, then the points by (c, r)."""
+    points = sorted((v for v in variants if v != MATCHED_EUCLIDEAN), key=parse_point)
+    return [v for v in (MATCHED_EUCLIDEAN,) if v in variants] + points
 
 
-def _text(value: float | str) -> str:
-    """A curvature or radius as the table shows it ("" for the Euclidean row)."""
-    return value if isinstance(value, str) else f"{value:g}"
+def _role_name(label: str, roles: dict[str, str]) -> str:
+    """A variant's name in the tables: its role, or ``H_R`` for a point without one."""
+    return ROLE_NAMES[roles[label]] if label in roles else "H_R"
 
 
-def curvature_table(per_seed: pd.DataFrame, operating_point: tuple[float, float]) -> pd.DataFrame:
+def curvature_table(per_seed: pd.DataFrame, base: tuple[float, float]) -> pd.DataFrame:
     """The paper's Table-10 layout: a row per variant, mean ± SD over seeds per level."""
     rows = _map_rows(per_seed)
+    variants = variant_order(sorted(set(rows["variant"])))
+    roles = point_roles(variants, base)
     table = []
-    for variant in variant_order(sorted(set(rows["variant"]))):
+    for variant in variants:
         part = rows[rows["variant"] == variant]
-        if variant == MATCHED_EUCLIDEAN:
-            arm, c, r = "E_R (matched)", "", ""
-        elif variant == OPERATING_POINT:
-            arm, (c, r) = "H_R (operating point)", operating_point
-        else:
-            arm, (c, r) = "H_R", parse_point(variant)
-        entry = {"arm": arm, "curvature": _text(c), "radius": _text(r)}
+        c, r = (
+            ("", "") if variant == MATCHED_EUCLIDEAN else (f"{v:g}" for v in parse_point(variant))
+        )
+        entry = {"arm": _role_name(variant, roles), "curvature": c, "radius": r}
         for level in LEVELS_SHOWN:
             entry[level] = seeds_mean_sd(part[part["level"] == level]["value"])
         table.append(entry)
     return pd.DataFrame(table)
 
 
-def curvature_contrasts(per_seed: pd.DataFrame) -> pd.DataFrame:
-    """Each point's mean hierarchy mAP minus the operating point's, per seed and mean ± SD."""
+def curvature_contrasts(per_seed: pd.DataFrame, base: tuple[float, float]) -> pd.DataFrame:
+    """The paper's contrasts of mean hierarchy mAP (Base − Near-flat, Strong − Base, Small
+    radius − Base, Large radius − Base, Near-flat − Matched Euclidean) and each point without
+    a role against the base: per seed, mean ± SD and signs, all within the control."""
     rows = _map_rows(per_seed)
     wide = rows[rows["level"] == MEAN_HIERARCHY].pivot(
         index="seed", columns="variant", values="value"
     )
-    if OPERATING_POINT not in wide.columns:
-        raise CurvatureControlError("curvature contrasts need the operating point's H_R cells")
-    table = []
-    for variant in variant_order(list(wide.columns)):
-        if variant == OPERATING_POINT:
-            continue
-        diff = (wide[variant] - wide[OPERATING_POINT]).sort_index()
-        signs = " ".join("+" if d > 0 else ("−" if d < 0 else "0") for d in diff)
-        table.append(
-            {
-                "variant": variant,
-                "contrast": f"{variant} − H_R (operating point)",
-                "mean": float(diff.mean()),
-                "sd": float(diff.std(ddof=1)),
-                "positive_seeds": int((diff > 0).sum()),
-                "seeds": int(diff.notna().sum()),
-                "signs": signs,
-            }
+    base_label = point_label(*base)
+    if base_label not in wide.columns:
+        raise CurvatureControlError(
+            f"curvature contrasts need the base point {base_label} (the operating point)"
         )
-    return pd.DataFrame(table).astype({"mean": np.float64, "sd": np.float64})
+    variants = variant_order(list(wide.columns))
+    roles = point_roles(variants, base)
+    by_role = {role: label for label, role in roles.items()}
+    pairs = [(by_role[a], by_role[b]) for a, b in CONTRASTS if a in by_role and b in by_role]
+    pairs += [(label, base_label) for label in variants if label not in roles]
+    table = []
+    for first, second in pairs:
+        diff = (wide[first] - wide[second]).sort_index()
+        name = f"{_role_name(first, roles)} − {_role_name(second, roles)}"
+        if first not in roles:
+            name = f"{first} − {_role_name(second, roles)}"
+        table.append({"contrast": name, "minuend": first, "subtrahend": second})
+        table[-1] |= paired_contrast(diff)
+    frame = pd.DataFrame(table)
+    return frame.astype({"mean": np.float64, "sd": np.float64})

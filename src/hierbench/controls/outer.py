@@ -3,8 +3,9 @@
 Each outer split holds out whole middle groups (CUB genera, NABirds parents) of the development
 data. E_R, H_R, E_S and H_S are trained on its train side with the factorial's recipe and
 temperatures, and scored with the frozen features on its test side's query/gallery draws. The
-splits lie inside the development data, so no seal is involved. The endpoint is group-macro
-mean hierarchy mAP: mean ± SD over the splits per arm, and paired per-split gains.
+splits lie inside the development data, so no seal is involved. The endpoint is mean hierarchy
+mAP under the dataset's registered aggregation: mean ± SD over the splits per arm, and paired
+per-split gains.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from hierbench.effects.render import mean_sd
 from hierbench.effects.schema import arm_labels
 from hierbench.protocol import ARM_ORDER, GEOMETRIES, LOSSES, MEAN_HIERARCHY, cell_name
 
-AGGREGATION = "group_macro"
 # Paired gains per split, as (minuend, subtrahend) arms: each loss effect at a matched geometry,
 # then each geometry effect at a matched loss.
 GAINS: tuple[tuple[str, str], ...] = (
@@ -59,11 +59,11 @@ def outer_cells(config: dict[str, Any], dataset: str) -> list[str]:
     return [cell_name(g, loss, seed) for g in GEOMETRIES for loss in LOSSES for seed in seeds]
 
 
-def outer_per_split(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per-split, per-seed mAP rows of every arm under group-macro aggregation (its Q/G draws
+def outer_per_split(scores: pd.DataFrame, aggregation: str) -> pd.DataFrame:
+    """Per-split, per-seed mAP rows of every arm under ``aggregation`` (its Q/G draws
     averaged), with a ``split`` column."""
     parts = [
-        per_seed_from_evaluations(part.drop(columns="split"), AGGREGATION).assign(split=split)
+        per_seed_from_evaluations(part.drop(columns="split"), aggregation).assign(split=split)
         for split, part in scores.groupby("split", sort=True)
     ]
     frame = pd.concat(parts, ignore_index=True)

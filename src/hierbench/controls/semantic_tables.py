@@ -10,15 +10,28 @@ from typing import Any
 
 import pandas as pd
 
-from hierbench.controls.common import seeds_mean_sd
+from hierbench.controls.common import paired_contrast, seeds_mean_sd
 from hierbench.controls.semantic import ARM_NAMES
 from hierbench.protocol import MEAN_HIERARCHY
 
-# The paired seed differences the paper reports (its Table 2), as (minuend, subtrahend) arms.
-CONTRASTS: tuple[tuple[str, str], ...] = (
-    ("full", "shuffle"),
-    ("leaf_parent", "leaf"),
-    ("full", "leaf_parent"),
+# The paired seed differences the paper reports (its Table 2's text), as (minuend,
+# subtrahend, levels): Full − Shuffle on each evaluated upper level and on mean hierarchy,
+# Leaf+Parent − Leaf on mean hierarchy, Full − Leaf+Parent on mean hierarchy with its change at
+# the middle (Parent) level.
+CONTRASTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("full", "shuffle", ("middle", "high", MEAN_HIERARCHY)),
+    ("leaf_parent", "leaf", (MEAN_HIERARCHY,)),
+    ("full", "leaf_parent", (MEAN_HIERARCHY, "middle")),
+)
+CONTRAST_COLUMNS = (
+    "contrast",
+    "level",
+    "mean",
+    "sd",
+    "positive_seeds",
+    "negative_seeds",
+    "seeds",
+    "signs",
 )
 
 
@@ -52,21 +65,22 @@ def semantic_table(per_seed: pd.DataFrame, epochs: dict[str, int]) -> pd.DataFra
 
 
 def semantic_contrasts(per_seed: pd.DataFrame) -> pd.DataFrame:
-    """The paired seed differences of mean hierarchy mAP, with positive-seed counts."""
-    chosen = per_seed[(per_seed["level"] == MEAN_HIERARCHY) & (per_seed["metric"] == "map")]
-    wide = chosen.pivot(index="seed", columns="variant", values="value").sort_index()
+    """The paper's paired seed differences of mAP (Table 2's text), each at its levels, with
+    positive and negative seed counts and the signs in seed order."""
+    chosen = per_seed[per_seed["metric"] == "map"]
     rows = []
-    for first, second in CONTRASTS:
-        if first not in wide or second not in wide:
-            continue
-        diff = wide[first] - wide[second]
-        rows.append(
-            {
-                "contrast": f"{ARM_NAMES[first]} − {ARM_NAMES[second]}",
-                "mean": float(diff.mean()),
-                "sd": float(diff.std(ddof=1)),
-                "positive_seeds": int((diff > 0).sum()),
-                "seeds": int(diff.notna().sum()),
-            }
-        )
-    return pd.DataFrame(rows, columns=["contrast", "mean", "sd", "positive_seeds", "seeds"])
+    for first, second, levels in CONTRASTS:
+        for level in levels:
+            at_level = chosen[chosen["level"] == level]
+            wide = at_level.pivot(index="seed", columns="variant", values="value").sort_index()
+            if first not in wide or second not in wide:
+                continue
+            contrast = f"{ARM_NAMES[first]} − {ARM_NAMES[second]}"
+            rows.append(
+                {
+                    "contrast": contrast,
+                    "level": level,
+                    **paired_contrast(wide[first] - wide[second]),
+                }
+            )
+    return pd.DataFrame(rows, columns=list(CONTRAST_COLUMNS))

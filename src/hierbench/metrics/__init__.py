@@ -47,7 +47,7 @@ with very long runs are sorted exactly instead). The ranks equal those of a stab
 positives ranked before K per relation, and the items that are no positive are "other".
 """
 
-from hierbench.metrics.aggregate import group_macro, mean_hierarchy, query_micro
+from hierbench.metrics.aggregate import group_macro, mean_hierarchy, query_micro, summarise
 from hierbench.metrics.distances import GEOMETRIES, pairwise_distances
 from hierbench.metrics.engine import evaluate, recall_columns, worker_count
 from hierbench.metrics.ot import (
@@ -72,6 +72,7 @@ __all__ = [
     "pairwise_distances",
     "query_micro",
     "recall_columns",
+    "summarise",
     "top_k_counts",
     "worker_count",
 ]

@@ -76,6 +76,16 @@ def mean_hierarchy(summary: pd.DataFrame) -> float:
     return float(np.mean(values))
 
 
+def summarise(frame: pd.DataFrame, query_labels: Any, aggregation: str) -> pd.DataFrame:
+    """The summary frame under a named aggregation, ``query_micro`` or ``group_macro`` (whose
+    groups are read from ``query_labels``), so that callers pick one by a dataset's setting."""
+    if aggregation == "query_micro":
+        return query_micro(frame)
+    if aggregation == "group_macro":
+        return group_macro(frame, query_labels)
+    raise ValueError(f"aggregation must be 'query_micro' or 'group_macro', got {aggregation!r}")
+
+
 def _metric_columns(frame: pd.DataFrame) -> list[str]:
     """Metric columns of a per-query frame, checked: ``ap`` first, then the ``r@K`` columns."""
     required = {"query", "level", "valid", "ap"}

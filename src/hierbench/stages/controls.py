@@ -17,9 +17,9 @@ from hierbench.baselines.tables import baselines_per_seed, baselines_table
 from hierbench.controls.common import per_seed_by_variant
 from hierbench.controls.curvature import (
     MATCHED_EUCLIDEAN,
-    OPERATING_POINT,
     curvature_contrasts,
     curvature_table,
+    point_label,
     variant_order,
 )
 from hierbench.controls.outer import figure_rows, outer_gains, outer_per_split, outer_table
@@ -30,20 +30,6 @@ from hierbench.protocol import ARM_ORDER
 from hierbench.provenance import JobContext
 
 log = logging.getLogger(__name__)
-
-AGGREGATION = "query_micro"  # as the factorial's main tables
-
-
-def _summaries_with_variants(
-    points: list[str | Path], references: list[str | Path]
-) -> pd.DataFrame:
-    """The control's evaluation summaries and the factorial's E_R and H_R, each with a variant."""
-    frames = [pd.read_parquet(path) for path in points]
-    for path in references:
-        frame = pd.read_parquet(path)
-        frames.append(frame.assign(variant=frame["arm"]))
-    combined = pd.concat(frames, ignore_index=True)
-    return combined[combined["variant"] != ""]
 
 
 def _write_table(table: pd.DataFrame, stem: Path, job: JobContext) -> None:
@@ -56,27 +42,29 @@ def _write_table(table: pd.DataFrame, stem: Path, job: JobContext) -> None:
 
 def build_curvature_tables(
     dataset: str,
-    point_summaries: list[str | Path],
-    reference_summaries: list[str | Path],
-    operating_point: tuple[float, float],
+    summaries: list[str | Path],
+    base: tuple[float, float],
     outputs: dict[str, list[str]],
     job: JobContext,
+    *,
+    aggregation: str,
 ) -> pd.DataFrame:
-    """Write the curvature control's per-seed table, its two tables and its figure."""
-    summaries = _summaries_with_variants(point_summaries, reference_summaries)
-    missing = {MATCHED_EUCLIDEAN, OPERATING_POINT} - set(summaries["variant"])
+    """Write the curvature control's per-seed table, its two tables and its figure, from its
+    own cells only (the base point and matched Euclidean included), under the dataset's
+    registered ``aggregation``."""
+    frame = _concat(summaries)
+    missing = {MATCHED_EUCLIDEAN, point_label(*base)} - set(frame["variant"])
     if missing:
         raise ValueError(f"{dataset} curvature control: no evaluation of {sorted(missing)}")
-    per_seed = per_seed_by_variant(summaries, AGGREGATION)
+    per_seed = per_seed_by_variant(frame, aggregation)
     keys = ["variant", *PER_SEED_KEYS]
     write_parquet(per_seed[[*keys, "value"]], outputs["per_seed"][0], job, sort_by=keys)
-    table, contrasts = curvature_table(per_seed, operating_point), curvature_contrasts(per_seed)
+    table, contrasts = curvature_table(per_seed, base), curvature_contrasts(per_seed, base)
     _write_table(table, Path(outputs["table"][0]).with_suffix(""), job)
     _write_table(contrasts, Path(outputs["contrasts"][0]).with_suffix(""), job)
     order = variant_order(sorted(set(per_seed["variant"])))
-    figure = control_figure(per_seed, order, f"{dataset}: curvature/radius control (H_R)")
-    for target in outputs["figure"]:
-        publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)
+    title = f"{dataset}: curvature/radius control (H_R, {aggregation})"
+    _publish_figure(control_figure(per_seed, order, title), outputs["figure"], job)
     log.info("%s curvature control: %d variants", dataset, len(order))
     return per_seed
 
@@ -161,15 +149,18 @@ def build_outer_tables(
     scores: list[str | Path],
     outputs: dict[str, list[str]],
     job: JobContext,
+    *,
+    aggregation: str,
 ) -> pd.DataFrame:
-    """Write the outer splits' per-split rows, their table, their paired gains and figure."""
-    per_split = outer_per_split(_concat(scores))
+    """Write the outer splits' per-split rows, their table, their paired gains and figure,
+    under the dataset's registered ``aggregation``."""
+    per_split = outer_per_split(_concat(scores), aggregation)
     keys = ["split", *PER_SEED_KEYS]
     write_parquet(per_split[[*keys, "value"]], outputs["per_split"][0], job, sort_by=keys)
     _write_table(outer_table(per_split), Path(outputs["table"][0]).with_suffix(""), job)
     _write_table(outer_gains(per_split), Path(outputs["gains"][0]).with_suffix(""), job)
     order = [arm for arm in ARM_ORDER if arm in set(per_split["arm"])]
-    title = f"{dataset}: outer hierarchy-disjoint splits (group-macro)"
+    title = f"{dataset}: outer hierarchy-disjoint splits ({aggregation})"
     _publish_figure(control_figure(figure_rows(per_split), order, title), outputs["figure"], job)
     log.info("%s outer splits: %s", dataset, sorted(set(per_split["split"])))
     return per_split

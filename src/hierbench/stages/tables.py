@@ -1,8 +1,9 @@
 """Effect-tables stage: per-seed rows, mean ± SD per arm, simple effects, renderings.
 
 The query/gallery perturbations are averaged within each training seed; the seeds are the
-statistical units. Query-micro is the main aggregation; group-macro is the sensitivity table
-(in ``group_macro/``). ``summary.md`` holds the paper's layout of the main results. Tables take
+statistical units. The main tables use the dataset's registered aggregation (CUB query-micro,
+NABirds group-macro, a table dataset its own); the other one is the sensitivity analysis (in
+``sensitivity/``). ``summary.md`` holds the paper's layout of the main results. Tables take
 the metrics they are given (:func:`hierbench.effects.plan_effects`): the pipeline's tables hold
 them all, a table published elsewhere gets the paper tables its metrics support.
 """
@@ -29,20 +30,22 @@ from hierbench.effects import (
     render_markdown,
 )
 from hierbench.protocol import (
+    AGGREGATION_LABELS,
     EFFECT_TABLES,
     PER_SEED_TABLE,
+    SENSITIVITY_FOLDER,
     SUMMARY_PAGE,
     TABLE_ARMS_MAP,
     TABLE_EFFECTS_MAP,
     TABLE_EFFECTS_OT,
     TABLE_OT,
     TABLE_RECALL,
+    sensitivity_aggregation,
 )
 from hierbench.provenance import JobContext
 
 log = logging.getLogger(__name__)
 
-SENSITIVITY = "group_macro"
 # The sections of summary.md: a paper table each, in this order, under this heading.
 SUMMARY_SECTIONS: dict[str, str] = {
     TABLE_ARMS_MAP: "mAP per arm and level",
@@ -56,9 +59,17 @@ SUMMARY_SECTIONS: dict[str, str] = {
 }
 
 
-def summary_markdown(dataset: str, plan: EffectsPlan) -> str:
-    """The paper's tables for one dataset that its metrics support, as Markdown."""
-    parts = [f"# {dataset}: results (query-micro, mean ± SD over training seeds)", ""]
+def summary_markdown(dataset: str, plan: EffectsPlan, aggregation: str) -> str:
+    """The paper's tables for one dataset that its metrics support, as Markdown, headed by the
+    aggregation they use (the dataset's registered one)."""
+    label = AGGREGATION_LABELS[aggregation]
+    sensitivity = AGGREGATION_LABELS[sensitivity_aggregation(aggregation)]
+    parts = [
+        f"# {dataset}: results ({label}, mean ± SD over training seeds)",
+        "",
+        f"The {sensitivity} sensitivity tables are in `{SENSITIVITY_FOLDER}/`.",
+        "",
+    ]
     for name, heading in SUMMARY_SECTIONS.items():
         if name in plan.paper:
             parts += [f"## {heading}", "", render_markdown(plan.paper[name])]
@@ -121,20 +132,39 @@ def write_plan(
     return {path.name: path for path in paths}
 
 
+def _write_aggregation(
+    frames: pd.DataFrame, aggregation: str, target: Path, job: JobContext
+) -> tuple[pd.DataFrame, EffectsPlan]:
+    """The per-seed table and every effect table of one aggregation, written under ``target``."""
+    per_seed = per_seed_from_evaluations(frames, aggregation)
+    write_parquet(per_seed, target / f"{PER_SEED_TABLE}.parquet", job, sort_by=list(PER_SEED_KEYS))
+    plan = plan_effects(per_seed)
+    write_plan(plan, target, job, complete=True)
+    return per_seed, plan
+
+
 def build_tables(
-    dataset: str, summaries: list[str | Path], out_dir: str | Path, job: JobContext
+    dataset: str,
+    summaries: list[str | Path],
+    out_dir: str | Path,
+    job: JobContext,
+    *,
+    aggregation: str,
 ) -> pd.DataFrame:
-    """Aggregate a dataset's evaluation summaries into every table of the study."""
+    """Aggregate a dataset's evaluation summaries into every table of the study: the main
+    tables under its registered ``aggregation``, the other one's in ``sensitivity/``."""
     out = Path(out_dir)
     frames = pd.concat([pd.read_parquet(path) for path in summaries], ignore_index=True)
-    per_seed = per_seed_from_evaluations(frames, "query_micro")
-    keys = list(PER_SEED_KEYS)
-    write_parquet(per_seed, out / f"{PER_SEED_TABLE}.parquet", job, sort_by=keys)
-    plan = plan_effects(per_seed)
-    write_plan(plan, out, job, complete=True)
-    sensitivity = per_seed_from_evaluations(frames, SENSITIVITY)
-    write_parquet(sensitivity, out / SENSITIVITY / f"{PER_SEED_TABLE}.parquet", job, sort_by=keys)
-    write_plan(plan_effects(sensitivity), out / SENSITIVITY, job, complete=True)
-    write_text(summary_markdown(dataset, plan), out / SUMMARY_PAGE, job)
-    log.info("%s tables written to %s", dataset, out)
+    per_seed, plan = _write_aggregation(frames, aggregation, out, job)
+    other = sensitivity_aggregation(aggregation)
+    _write_aggregation(frames, other, out / SENSITIVITY_FOLDER, job)
+    write_text(summary_markdown(dataset, plan, aggregation), out / SUMMARY_PAGE, job)
+    log.info(
+        "%s tables (%s; %s in %s/) written to %s",
+        dataset,
+        aggregation,
+        other,
+        SENSITIVITY_FOLDER,
+        out,
+    )
     return per_seed

@@ -1,5 +1,6 @@
 """Training stage: the final factorial cells (and the curvature control's and outer splits'
-cells, which are factorial cells at another operating point or split), on development data.
+cells, which are factorial cells at another operating point, budget or split), on development
+data.
 
 Nothing here reads a sealed artifact: features and splits come from the development side.
 """
@@ -11,8 +12,9 @@ from typing import Any
 
 from hierbench.cell_publishing import train_and_publish
 from hierbench.cellspec import cell_spec
+from hierbench.controls.curvature import cell_label, point_geometry, point_hyperbolic
 from hierbench.featurestore import role_data
-from hierbench.protocol import SUPCON
+from hierbench.protocol import CURVATURE_CONTROL, REGRESSION, SUPCON
 from hierbench.provenance import JobContext
 from hierbench.tuning import selected_tau
 
@@ -32,17 +34,61 @@ def train_final_cell(
     hyperbolic: dict[str, float] | None = None,
     label: str | None = None,
     split: str = "final",
+    epochs: int | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train one final cell on ``final/train`` and write checkpoint, log and record.
 
-    ``hyperbolic`` trains at another Poincaré operating point (the curvature control);
-    ``label`` then names the cell in its record and in the fairness audit. ``split`` trains on
-    another split's train side instead (an outer split, ``outer-1``).
+    ``hyperbolic`` trains at another Poincaré operating point and ``epochs`` for another budget
+    (the curvature control); ``label`` then names the cell in its record and in the fairness
+    audit, and ``extra`` adds record keys. ``split`` trains on another split's train side
+    instead (an outer split, ``outer-1``).
     """
     tau = selected_tau(dataset, geometry, config, selection) if loss == SUPCON else None
-    spec = cell_spec(dataset, geometry, loss, seed, config, tau=tau, hyperbolic=hyperbolic)
+    spec = cell_spec(
+        dataset, geometry, loss, seed, config, tau=tau, hyperbolic=hyperbolic, epochs=epochs
+    )
     x, y = role_data(features, splits, split, "train")
-    extra = {"train_split": split} if split != "final" else None  # final records unchanged
+    if split != "final":  # final records unchanged
+        extra = {**(extra or {}), "train_split": split}
     return train_and_publish(
         dataset, spec, x, y, outputs, job, label=label, config=config, extra=extra
+    )
+
+
+def train_curvature_cell(
+    dataset: str,
+    point: str,
+    geometry: str,
+    seed: int,
+    features: str | Path,
+    splits: str | Path,
+    config: dict[str, Any],
+    outputs: dict[str, str | Path],
+    job: JobContext,
+    *,
+    epochs: int,
+) -> dict[str, Any]:
+    """Train one curvature-control cell: H_R at the point a label names, or the matched E_R,
+    for the control's own epoch budget; its record names the control (the fairness audit
+    holds the control's cells to that budget)."""
+    if geometry != point_geometry(point):
+        raise ValueError(
+            f"{dataset} curvature control: variant {point!r} trains geometry "
+            f"{point_geometry(point)!r}, not {geometry!r}"
+        )
+    return train_final_cell(
+        dataset,
+        geometry,
+        REGRESSION,
+        seed,
+        features,
+        splits,
+        config,
+        outputs,
+        job,
+        hyperbolic=point_hyperbolic(point),
+        label=cell_label(point, seed),
+        epochs=epochs,
+        extra={"control": CURVATURE_CONTROL},
     )

@@ -24,16 +24,15 @@ from hierbench.controls.semantic import (
 )
 from hierbench.devices import config_device
 from hierbench.featurestore import role_arrays, role_data
-from hierbench.metrics import evaluate, group_macro, query_micro
+from hierbench.metrics import evaluate, summarise
 from hierbench.protocol import (
     EUCLIDEAN,
     GEOMETRY_NAMES,
-    LEVELS,
     SUPCON,
 )
 from hierbench.provenance import JobContext
 from hierbench.training import train_cell
-from hierbench.tuning import select_temperatures
+from hierbench.tuning import hierarchy_scores, select_temperatures
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +49,15 @@ def write_selection(
 
 
 def validation_score(
-    model: Any, spec: CellSpec, features: str | Path, splits: str | Path, ks: list[int]
+    model: Any,
+    spec: CellSpec,
+    features: str | Path,
+    splits: str | Path,
+    ks: list[int],
+    aggregation: str,
 ) -> dict[str, float]:
-    """Query-micro mAP per level on the tuning query/gallery, and their hierarchy mean."""
+    """mAP per level on the tuning query/gallery under the dataset's registered
+    ``aggregation``, and their hierarchy mean (the score τ is chosen by)."""
     (query_x, query_y), (gallery_x, gallery_y) = role_arrays(
         features, splits, [("tuning", "query"), ("tuning", "gallery")]
     )
@@ -65,10 +70,7 @@ def validation_score(
         curvature=spec.curvature,
         ks=tuple(ks),
     )
-    summary = query_micro(frame).set_index("level")["map"]
-    scores = {f"map_{level}": float(summary.get(level, np.nan)) for level in LEVELS}
-    scores["score"] = float(np.nanmean([scores["map_middle"], scores["map_high"]]))
-    return scores
+    return hierarchy_scores(summarise(frame, query_y, aggregation))
 
 
 def tune_temperature(
@@ -80,8 +82,11 @@ def tune_temperature(
     config: dict[str, Any],
     out_score: str | Path,
     job: JobContext,
+    *,
+    aggregation: str,
 ) -> dict[str, Any]:
-    """One tuning run: Taxonomy-SupCon at ``tau`` on tuning/train, scored on validation only."""
+    """One tuning run: Taxonomy-SupCon at ``tau`` on tuning/train, scored on validation only
+    under the dataset's registered ``aggregation``."""
     tuning = config["tuning"]
     spec = cell_spec(
         dataset, geometry, SUPCON, tuning["seed"], config, tau=tau, epochs=tuning["epochs"]
@@ -89,12 +94,12 @@ def tune_temperature(
     x, y = role_data(features, splits, "tuning", "train")
     result = train_cell(x, y, spec, device=config_device(config))
     scores = validation_score(
-        result.model, spec, features, splits, config["evaluation"]["recall_ks"]
+        result.model, spec, features, splits, config["evaluation"]["recall_ks"], aggregation
     )
     # A level without valid validation queries has no mAP: null in JSON, NaN when read back.
     finite = {key: (value if math.isfinite(value) else None) for key, value in scores.items()}
     record = {"dataset": dataset, "geometry": geometry, "tau": tau, "seed": spec.seed}
-    record |= {"epochs": spec.epochs, **finite}
+    record |= {"epochs": spec.epochs, "aggregation": aggregation, **finite}
     write_json(record, out_score, job)
     log.info("%s tuning %s tau %s: %s", dataset, geometry, tau, scores)
     return record
@@ -116,9 +121,7 @@ def _hierarchy_score(
         geometry=GEOMETRY_NAMES[EUCLIDEAN],
         ks=tuple(ks),
     )
-    summary = query_micro(frame) if aggregation == "query_micro" else group_macro(frame, query[1])
-    by_level = summary.set_index("level")["map"]
-    return float(np.nanmean([by_level.get("middle", np.nan), by_level.get("high", np.nan)]))
+    return hierarchy_scores(summarise(frame, query[1], aggregation))["score"]
 
 
 def select_semantic_duration(
