@@ -9,8 +9,9 @@ over queries that computes one distance row, ranks it and scores each level: sci
 (AP within 1e-9, equal validity and Recall@K). Limits: evaluate at most 0.5 s, and at least 50x
 faster than the scikit-learn reference (5x against the much faster NumPy reference).
 
-OT@K (K = 10, 50, 100): evaluate is timed without and with ``ot_ks``, the runs interleaved, and
-the best with OT@K may take at most 1.5x the best without. Its reference is a loop over
+OT@K (K = 10, 50, 100): evaluate is timed without and with ``ot_ks`` (which also computes the
+tree-referenced ot_tree scores), the runs interleaved, and the best with OT may take at most 1.5x
+the best without. Its reference is a loop over
 queries that ranks each distance row by (distance, index) and calls
 ``scipy.stats.wasserstein_distance`` on the relation codes of the top K and of the ideal top K;
 both must agree within 1e-12.

@@ -111,8 +111,8 @@ def test_published_table_goes_through_hierbench_effects(tmp_path: Path, capsys):
         "derived level 'mean_hierarchy' = (middle + high) / 2 for dataset 'nabirds', metric "
         "'map' (12 arm-seed rows)",
         "not written: table_recall (no Recall@K metric (r@K rows))",
-        "not written: table_ot (no OT@K metric (ot@K rows))",
-        "not written: table_effects_ot (no OT@K metric (ot@K rows))",
+        "not written: table_ot (no OT metric (ot@K or ot_tree@… rows))",
+        "not written: table_effects_ot (no OT metric (ot@K or ot_tree@… rows))",
         f"16 files -> {tmp_path / 'out'}",
     ]
     written = sorted(p.name for p in (tmp_path / "out").iterdir() if ".prov" not in p.name)
@@ -151,8 +151,9 @@ def test_the_pipeline_insists_on_every_paper_table(tmp_path: Path):
 # -------------------------------------------------------------------------------- OT@K
 
 
-def evaluation_summaries() -> pd.DataFrame:
-    """Summaries as the evaluation writes them: level rows with mAP, an "all" row with OT@K."""
+def evaluation_summaries(tree: bool = False) -> pd.DataFrame:
+    """Summaries as the evaluation writes them: level rows with mAP, an "all" row with OT@K
+    (and, with ``tree``, the tree-referenced ot_tree@5, ot_tree@50, ot_tree@tree)."""
     rows = []
     arms = [(f"{g}_{o}", g, o, s) for g in "EH" for o in "RS" for s in (1, 2)]
     arms.append(("frozen", "frozen", "frozen", -1))
@@ -178,6 +179,13 @@ def evaluation_summaries() -> pd.DataFrame:
                         "ot@5": value if scored else np.nan,
                     }
                 )
+                if tree:
+                    rows[-1] |= {
+                        "n_tree": 9 if scored else 0,
+                        "ot_tree@tree": 4 * value if scored else np.nan,
+                        "ot_tree@50": 3 * value if scored else np.nan,
+                        "ot_tree@5": value / 2 if scored else np.nan,
+                    }
     return pd.DataFrame(rows)
 
 
@@ -231,11 +239,47 @@ def test_pipeline_tables_write_every_paper_table_and_summary(tmp_path: Path):
     assert page.index("## mAP per arm") < page.index("## Recall@K") < page.index("## OT@K")
 
 
+def test_tree_referenced_ot_goes_beside_ot_at_k_in_every_table(tmp_path: Path):
+    per_seed = per_seed_from_evaluations(evaluation_summaries(tree=True))
+    order = ["map", "r@1", "ot@5", "ot@50", "ot_tree@5", "ot_tree@50", "ot_tree@tree"]
+    assert per_seed["metric"].unique().tolist() == order
+    tree_rows = per_seed[per_seed["metric"].str.startswith("ot_tree@")]
+    assert set(tree_rows["level"]) == {"all"} and len(tree_rows) == 9 * 3
+    # The ot@K rows are those of a table without the tree scores
+    plain = per_seed_from_evaluations(evaluation_summaries())
+    pd.testing.assert_frame_equal(
+        per_seed[~per_seed["metric"].str.startswith("ot_tree@")].reset_index(drop=True), plain
+    )
+    summary = effects_summary(effects_by_seed(per_seed))
+    row = _one(summary, level="all", metric="ot_tree@tree", effect="geom_R")
+    assert row["mean"] == pytest.approx(4 * 0.4) and row["positive_seeds"] == 2
+    assert _one(summary, level="all", metric="ot_tree@5", effect="geom_R")["mean"] == (
+        pytest.approx(0.2)
+    )
+    table = ot_effects_table(summary)
+    assert table["metric"].tolist() == [m for m in order[2:] for _ in range(5)]
+    arms = ot_table(arms_summary(per_seed))
+    assert list(arms.columns) == ["dataset", "arm", *order[2:]]
+    assert _one(arms, arm="frozen")["ot_tree@tree"] == "4.2000"  # 4 · 1.05, one seed
+    plan = plan_effects(per_seed)
+    assert list(plan.paper) == list(PAPER_TABLES) and plan.notes() == []
+    page = summary_markdown("toy", plan)
+    assert "| toy | ot_tree@tree | geom_R | +1.6000 ± 0.0000 | 2/2 |" in page
+    # A table with tree scores only still gets the OT tables
+    only_tree = per_seed[~per_seed["metric"].str.startswith("ot@")]
+    assert {"table_ot", "table_effects_ot"} <= set(plan_effects(only_tree).paper)
+
+
 def test_ot_metrics_are_only_scored_at_level_all():
     table = published_table()
     table.loc[0, "metric"] = "ot@10"
     with pytest.raises(EffectsError, match=r"'ot@10' at level 'leaf'.*only at level 'all'"):
         validate_per_seed(table)
+    for name in ("ot_tree@10", "ot_tree@tree"):
+        table = published_table()
+        table.loc[0, "metric"] = name
+        with pytest.raises(EffectsError, match=rf"'{name}' at level 'leaf'.*only at level 'all'"):
+            validate_per_seed(table)
     table = published_table()
     table.loc[0, "level"] = "all"
     with pytest.raises(EffectsError, match=r"'map' at level 'all'.*not at 'all'"):

@@ -94,6 +94,34 @@ def test_ot_by_k_draws_one_line_per_arm_in_k_order(tmp_path: Path):
     assert all(path.stat().st_size > 1000 for path in paths)
 
 
+def test_ot_by_k_draws_the_tree_scores_in_panels_of_their_own(tmp_path: Path):
+    rows = [
+        {"arm": arm, "metric": f"{name}@{k}", "mean": shift + k / scale, "sd": 0.01}
+        for arm, shift in (("H_S", 0.5), ("frozen", 1.0))
+        for name, scale in (("ot", 100), ("ot_tree", 10))
+        for k in (50, 10, 100)
+    ]
+    rows += [
+        {"arm": arm, "metric": "ot_tree@tree", "mean": mean, "sd": float("nan")}
+        for arm, mean in (("H_S", 0.7), ("frozen", 0.9))
+    ]
+    ideal, by_k, at_tree = ot_by_k_figure(pd.DataFrame(rows), "ot").axes
+    for axis, scale in ((ideal, 100), (by_k, 10)):
+        assert axis.get_xticks().tolist() == [10, 50, 100]
+        lines = [container.lines[0] for container in axis.containers]
+        assert lines[1].get_ydata().tolist() == [0.5 + k / scale for k in (10, 50, 100)]  # H_S
+    # ot_tree@… rows are not read as ot@K, nor ot_tree@tree as a K
+    assert ideal.get_ylabel().startswith("OT@K") and by_k.get_ylabel().startswith("ot_tree@K")
+    assert [tick.get_text() for tick in at_tree.get_xticklabels()] == ["frozen", "H_S"]
+    points = [container.lines[0].get_ydata().tolist() for container in at_tree.containers]
+    assert points == [[0.9], [0.7]]
+    labels = [text.get_text() for text in by_k.get_legend().get_texts()]
+    assert labels == ["frozen", "H_S"] and ideal.get_legend() is None
+    figure = ot_by_k_figure(pd.DataFrame(rows), "ot")
+    paths = [publish(tmp_path / f"ot.{s}", figure_writer(figure, s), JOB) for s in ("png", "pdf")]
+    assert all(path.stat().st_size > 1000 for path in paths)
+
+
 def test_effects_figure_draws_the_companion_contrasts_only_when_present():
     factorial = effects_figure(_effects(), "factorial").axes[0]
     labels = [tick.get_text() for tick in factorial.get_xticklabels()]

@@ -1,4 +1,5 @@
-"""OT@K, the optimal-transport hierarchy score: a hand example, scipy, the extremes, the frame."""
+"""OT@K, the optimal-transport hierarchy score, and its tree-referenced form ot_tree: a hand
+example, a brute-force loop and scipy, the extremes, the frame."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from hierbench.metrics import (
     pairwise_distances,
     query_micro,
     top_k_counts,
+    top_tree_counts,
+    tree_wasserstein,
 )
 
 # The query has leaf 0 (middle 0, high 0) on the tree middle = leaf // 3, high = leaf // 6, so a
@@ -187,6 +190,127 @@ def test_no_ranking_exceeds_the_maximum_attainable():
         assert all(0.0 <= scores[k] <= maxima[k] + 1e-12 for k in ks)
 
 
+# ------------------------------------------------------------------- ot_tree
+
+
+def _ot_tree(relations, ks) -> dict:
+    """ot_tree@K and ot_tree@tree of a query whose ranking lists ``relations``, from evaluate."""
+    frame = evaluate(*_ranked(relations), ot_ks=ks)
+    row = frame[frame["level"] == "all"].iloc[0]
+    return {k: float(row[f"ot_tree@{k}"]) for k in (*ks, "tree")}
+
+
+def test_hand_example_tree_scores():
+    # HAND's tree: 2 leaf, 2 middle, 1 high (T = 5), CDF .4 .8 1.
+    # K=4: M O L H, CDF .25 .5 .75 -> .15 + .3 + .25 = .7
+    # K=1: M, CDF 0 1 1 -> .4 + .2 + 0 = .6; K=8: the whole gallery, CDF .25 .5 .625 -> .825
+    # tree (K = 5): M O L H O, CDF .2 .4 .6 -> .2 + .4 + .4 = 1, as OT@5 (the ideal top 5 is the
+    # tree itself)
+    expected = {4: 0.7, 1: 0.6, 8: 0.825, "tree": 1.0}
+    assert _ot_tree(HAND, (4, 1, 8)) == pytest.approx(expected, abs=1e-15)
+    assert _ot(HAND, (5,))[5] == pytest.approx(1.0, abs=1e-15)
+    rows, ranks, levels = np.zeros(5, int), np.array([0, 2, 3, 5, 6]), np.array([1, 0, 2, 0, 1])
+    tree = np.array([[2, 2, 1]])
+    assert top_tree_counts(rows, ranks, levels, tree).tolist() == [[1, 1, 1, 2]]
+    assert tree_wasserstein(np.array([1, 1, 1, 1]), np.array([2, 2, 1])) == pytest.approx(0.7)
+
+
+def _brute_force_ot_tree(relation: np.ndarray, order: np.ndarray, ks) -> list[float]:
+    """ot_tree@K per K and @tree of one query by counting, step by step, in plain Python."""
+    tree = [int((relation == t).sum()) for t in range(3)]
+    size = sum(tree)
+    if size == 0:
+        return [math.nan] * (len(ks) + 1)
+    scores = []
+    for k in (*ks, size):
+        top = [int((relation[order][:k] == t).sum()) for t in range(4)]
+        gap, top_share, tree_share = 0.0, 0.0, 0.0
+        for t in range(3):
+            top_share += top[t] / k
+            tree_share += tree[t] / size
+            gap += abs(top_share - tree_share)
+        scores.append(gap)
+    return scores
+
+
+def _scipy_ot_tree(relation: np.ndarray, order: np.ndarray, ks) -> list[float]:
+    """ot_tree@K per K and @tree of one query with scipy's W1 on the support 0..3 and weights."""
+    tree = np.bincount(relation[relation < 3], minlength=4)
+    if tree.sum() == 0:
+        return [math.nan] * (len(ks) + 1)
+    support = np.arange(4)
+    return [
+        wasserstein_distance(
+            u_values=support,
+            v_values=support,
+            u_weights=np.bincount(relation[order][:k], minlength=4),
+            v_weights=tree,
+        )
+        for k in (*ks, int(tree.sum()))
+    ]
+
+
+@pytest.mark.parametrize("geometry", ["euclidean", "poincare"])
+@pytest.mark.parametrize("trial", range(3))
+def test_random_tree_scores_agree_with_a_brute_force_loop_and_scipy(geometry, trial):
+    rng = np.random.default_rng(200 + trial)
+    n_gallery = int(rng.integers(30, 150))
+    points = rng.normal(size=(40 + n_gallery, 5))
+    if geometry == "poincare":
+        points *= 0.9 / np.sqrt(CURVATURE) / np.linalg.norm(points, axis=1, keepdims=True)
+        points *= rng.uniform(0, 1, size=(len(points), 1))
+    gallery = points[40 + rng.integers(0, n_gallery, n_gallery)]  # duplicates tie exactly
+    queries = points[:40]
+    # Leaves 0..35 in the queries, 0..29 in the gallery: queries of high group 5 have no tree.
+    query_labels = _tree(rng.integers(0, 36, 40))
+    gallery_labels = _tree(rng.integers(0, 30, n_gallery))
+    ks = (n_gallery, 1, *sorted(rng.choice(np.arange(2, n_gallery), 3, replace=False).tolist()))
+    metric = {"geometry": geometry, "curvature": CURVATURE if geometry == "poincare" else None}
+    frame = evaluate(
+        queries, gallery, query_labels, gallery_labels, ot_ks=ks, chunk_size=7, **metric
+    )
+    names = [f"ot_tree@{k}" for k in (*ks, "tree")]
+    actual = frame.loc[frame["level"] == "all", names].to_numpy()
+    dist = pairwise_distances(queries, gallery, **metric)
+    brute, reference = np.empty_like(actual), np.empty_like(actual)
+    for q in range(len(queries)):
+        order = np.lexsort((np.arange(n_gallery), dist[q]))  # (distance, gallery index)
+        same = gallery_labels == query_labels[q]
+        relation = np.select([same[:, 0], same[:, 1], same[:, 2]], [0, 1, 2], default=3)
+        brute[q] = _brute_force_ot_tree(relation, order, ks)
+        reference[q] = _scipy_ot_tree(relation, order, ks)
+    treeless = np.isnan(brute[:, 0])
+    assert treeless.any() and not treeless.all()  # both kinds of query are exercised
+    np.testing.assert_allclose(actual, brute, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(actual, reference, rtol=0, atol=1e-12)
+    assert (np.isnan(actual) == treeless[:, None]).all()
+
+
+def test_tree_score_at_the_tree_size_equals_ot_at_that_size():
+    # With K = T the ideal top K is the tree itself, so ot_tree@tree = OT@T for every ranking.
+    rng = np.random.default_rng(15)
+    for _ in range(20):
+        relations = rng.integers(0, 4, int(rng.integers(5, 30))).tolist()
+        size = sum(r < 3 for r in relations)
+        if size == 0:
+            continue
+        assert _ot_tree(relations, (1,))["tree"] == pytest.approx(
+            _ot(relations, (size,))[size], abs=1e-12
+        )
+
+
+def test_tree_scores_lie_between_zero_and_three():
+    rng = np.random.default_rng(16)
+    base = [r for r, count in enumerate(COUNTS) for _ in range(count)]
+    ks = tuple(range(1, sum(COUNTS) + 1))
+    for _ in range(10):
+        scores = _ot_tree(rng.permutation(base).tolist(), ks)
+        assert all(0.0 <= value <= 3.0 for value in scores.values())
+    # Every "other" item first: ot_tree@1 = 3 - the tree's mean relation (shares 3, 2, 4 of 9)
+    worst = _ot_tree([r for r in (3, 2, 1, 0) for _ in range(COUNTS[r])], (1,))
+    assert worst[1] == pytest.approx(3 - (0 * 3 + 1 * 2 + 2 * 4) / 9, abs=1e-12)
+
+
 # ------------------------------------------------------------ frame, summaries, errors
 
 
@@ -200,13 +324,17 @@ def test_per_query_frame_with_ot_rows():
         ks=(3, 1),
         ot_ks=(6, 2),
     )
-    assert list(frame.columns) == ["query", "level", "valid", "ap", "r@3", "r@1", "ot@6", "ot@2"]
+    ot_names = ["ot@6", "ot@2", "ot_tree@6", "ot_tree@2", "ot_tree@tree"]
+    assert list(frame.columns) == ["query", "level", "valid", "ap", "r@3", "r@1", *ot_names]
     assert frame["query"].tolist() == [0] * 4 + [1] * 4 + [2] * 4
     assert frame["level"].tolist() == ["leaf", "middle", "high", "all"] * 3
     scored = frame["level"] == "all"
     assert frame.loc[scored, "valid"].all()  # query 2 has no positive, yet it is scored
     assert frame.loc[scored, ["ap", "r@3", "r@1"]].isna().all().all()
-    assert frame.loc[~scored, ["ot@6", "ot@2"]].isna().all().all()
+    assert frame.loc[~scored, ot_names].isna().all().all()
+    # query 2 has no tree (no gallery item shares its high group): no tree score
+    assert frame.loc[scored, ot_names[2:]].iloc[2].isna().all()
+    assert frame.loc[scored, ot_names[2:]].iloc[:2].notna().all().all()
     assert frame.loc[scored, "ot@6"].tolist() == [0.0, 0.0, 0.0]
     # query 2 (leaf 14, high 2) has only "other" items: every top K is ideal
     assert frame.loc[scored, "ot@2"].iloc[2] == 0.0
@@ -214,7 +342,7 @@ def test_per_query_frame_with_ot_rows():
     plain = evaluate(
         rng.normal(size=(3, 4)), rng.normal(size=(6, 4)), _tree([0, 1, 14]), _tree([0] * 6)
     )
-    assert "all" not in set(plain["level"]) and not any(c.startswith("ot@") for c in plain)
+    assert "all" not in set(plain["level"]) and not any(c.startswith("ot") for c in plain)
 
 
 def test_ot_columns_follow_the_given_order_and_chunks_do_not_matter():
@@ -246,6 +374,14 @@ def test_summaries_average_ot_over_every_query():
         assert math.isnan(row["map"]) and math.isnan(row["r@1"])
         assert summary.set_index("level").loc[["leaf", "middle", "high"], "ot@1"].isna().all()
         assert summary.set_index("level").loc["leaf", "n_valid"] == 1
+        # ot_tree: query 0's tree is 1 leaf, 1 middle, 1 high (CDF 1/3, 2/3, 1); query 1 has no
+        # tree and is skipped. @1: M, CDF 0 1 1 -> 1/3 + 1/3; @2: M H, CDF 0 .5 1 -> 1/3 + 1/6;
+        # @tree (K = 3): M H L, the tree's own mix -> 0.
+        assert row["n_tree"] == 1
+        assert row["ot_tree@1"] == pytest.approx(2 / 3, abs=1e-15)
+        assert row["ot_tree@2"] == pytest.approx(0.5, abs=1e-15)
+        assert row["ot_tree@tree"] == 0.0
+        assert (summary.set_index("level").loc[["leaf", "middle", "high"], "n_tree"] == 0).all()
     assert group_macro(frame, _tree([0, 14])).set_index("level").loc["all", "n_groups"] == 2
 
 

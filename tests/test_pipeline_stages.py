@@ -107,11 +107,17 @@ def test_every_arm_is_scored_on_the_same_locked_draws(built_repo: Path):
                 "r@20",
                 "ot@5",
                 "ot@20",
+                "ot_tree@5",
+                "ot_tree@20",
+                "ot_tree@tree",
             } <= set(per_query.columns)
             # OT@K: one row of level "all" per query and draw, every query scored
             scored = per_query[per_query["level"] == "all"]
             assert len(scored) == per_query["query"].groupby(per_query["qg_seed"]).nunique().sum()
             assert scored["valid"].all() and scored["ot@20"].between(0, 3).all()
+            # ot_tree: scored where the query's tree holds a gallery item, NaN elsewhere
+            tree = scored["ot_tree@tree"]
+            assert tree.notna().any() and tree.dropna().between(0, 3).all()
         lock = json.loads((base / "lock/final_lock.json").read_text())
         assert set(lock["artifacts"]["checkpoints"]) == {
             f"{TINY_RUN}/{dataset}/cells/{c}/model.safetensors"
@@ -190,7 +196,10 @@ def test_tables_and_figures_of_the_study(built_repo: Path):
         assert (
             (base / "tables/table_ot.md")
             .read_text()
-            .startswith("| dataset | arm | ot@5 | ot@10 | ot@20 |")
+            .startswith(
+                "| dataset | arm | ot@5 | ot@10 | ot@20 | ot_tree@5 | ot_tree@10 | ot_tree@20 "
+                "| ot_tree@tree |"
+            )
         )
         effects = pd.read_parquet(base / "tables/effects_summary.parquet")
         assert effects["effect"].drop_duplicates().tolist() == [

@@ -9,7 +9,9 @@
 - baselines: mAP by level of the context baselines (frozen, PCA, HIER-style) beside the
   factorial's arms;
 - OT@K by K: the optimal-transport hierarchy score against K for each arm and the frozen
-  baseline (lower is better: how far the relation mix of the top K is from the ideal mix).
+  baseline (lower is better: how far the relation mix of the top K is from the ideal mix);
+  where the tree-referenced scores are present, beside it ot_tree@K against K and ot_tree@tree
+  per arm (how far the top K's mix is from the query's tree).
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from hierbench.effects.schema import OT_METRIC, OT_TREE_METRIC
 from hierbench.protocol import ARM_ORDER, EFFECT_ORDER, FACTORIAL_EFFECTS
 from hierbench.protocol import LEVELS as LEVEL_ORDER
 
@@ -84,16 +88,46 @@ def map_by_level_figure(
 
 
 def ot_by_k_figure(arms: pd.DataFrame, title: str) -> Figure:
-    """Mean OT@K against K for each arm, the SD over seeds as error bars.
+    """Mean OT@K against K for each arm, the SD over seeds as error bars; with tree-referenced
+    rows, ot_tree@K against K and ot_tree@tree per arm in two more panels.
 
-    ``arms`` holds arms-summary rows of the ``ot@K`` metrics with an ``arm`` column.
+    ``arms`` holds arms-summary rows of the OT metrics (``ot@K``, and ``ot_tree@K`` and
+    ``ot_tree@tree`` where present) with an ``arm`` column.
     """
-    figure = Figure(figsize=(6, 3.5))
-    axis = figure.subplots()
-    ks = arms["metric"].astype(str).str.removeprefix("ot@").astype(int)
+    metrics = arms["metric"].astype(str)
+    ideal_k = metrics.str.extract(OT_METRIC, expand=False)  # K of ot@K, else NaN
+    tree_k = metrics.str.extract(OT_TREE_METRIC, expand=False).fillna("")  # K, "tree" or ""
+    ideal = arms.assign(k=ideal_k)[ideal_k.notna()]
+    by_k = arms.assign(k=tree_k)[tree_k.str.isdigit()]
+    at_tree = arms[(tree_k != "") & ~tree_k.str.isdigit()]
+    tree = not (by_k.empty and at_tree.empty)
+    figure = Figure(figsize=(13, 3.5) if tree else (6, 3.5))
+    axes = figure.subplots(1, 3, width_ratios=(3, 3, 2)) if tree else [figure.subplots()]
     present = [arm for arm in ARM_ORDER if arm in set(arms["arm"])]
+    _ot_against_k(axes[0], ideal, present, "OT@K (query-micro; lower is better)")
+    axes[0].set_title(title)
+    if tree:
+        _ot_against_k(axes[1], by_k, present, "ot_tree@K (query-micro; lower is better)")
+        axes[1].set_title("ot_tree@K: distance to the query's tree")
+        _ot_at_tree(axes[2], at_tree, present)
+    # Under the middle panel when there are three: centred under the figure.
+    legend_axis = axes[1] if tree else axes[0]
+    legend_axis.legend(
+        *axes[0].get_legend_handles_labels(),
+        ncol=len(present),
+        fontsize=7,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.18),
+    )
+    figure.tight_layout()
+    return figure
+
+
+def _ot_against_k(axis: Axes, arms: pd.DataFrame, present: list[str], label: str) -> None:
+    """One line per arm of an OT score's mean against K (column ``k``), SD as error bars."""
+    arms = arms.assign(k=arms["k"].astype(int))
     for arm in present:
-        rows = arms[arms["arm"] == arm].assign(k=ks).sort_values("k")
+        rows = arms[arms["arm"] == arm].sort_values("k")
         axis.errorbar(
             rows["k"],
             rows["mean"],
@@ -104,13 +138,28 @@ def ot_by_k_figure(arms: pd.DataFrame, title: str) -> Figure:
             label=arm,
             color=f"C{ARM_ORDER.index(arm)}",
         )
-    axis.set_xticks(sorted(set(ks)))
+    axis.set_xticks(sorted(set(arms["k"])))
     axis.set_xlabel("K")
-    axis.set_ylabel("OT@K (query-micro; lower is better)")
-    axis.set_title(title)
-    axis.legend(ncol=len(present), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18))
-    figure.tight_layout()
-    return figure
+    axis.set_ylabel(label)
+
+
+def _ot_at_tree(axis: Axes, arms: pd.DataFrame, present: list[str]) -> None:
+    """ot_tree@tree per arm (K = each query's tree size): a point with the SD over seeds."""
+    for position, arm in enumerate(present):
+        rows = arms[arms["arm"] == arm]
+        axis.errorbar(
+            [position] * len(rows),
+            rows["mean"],
+            yerr=rows["sd"].fillna(0),
+            fmt="o",
+            markersize=4,
+            capsize=3,
+            color=f"C{ARM_ORDER.index(arm)}",
+        )
+    axis.set_xticks(range(len(present)), present, fontsize=7)
+    axis.set_xlim(-0.5, len(present) - 0.5)
+    axis.set_ylabel("ot_tree@tree (query-micro)")
+    axis.set_title("K = the query's tree size")
 
 
 def norms_figure(norms: pd.DataFrame, title: str) -> Figure:

@@ -23,11 +23,13 @@ from hierbench.effects.render import (
     render_markdown,
 )
 from hierbench.effects.schema import (
+    ANY_OT_METRIC,
     ARMS_COLUMNS,
     EFFECTS_BY_SEED_COLUMNS,
     EFFECTS_SUMMARY_COLUMNS,
     EVALUATION_COLUMNS,
     OT_METRIC,
+    OT_TREE_METRIC,
     PER_SEED_COLUMNS,
     PER_SEED_KEYS,
     SORT_KEYS,
@@ -51,6 +53,7 @@ from hierbench.effects.statistics import (
 )
 
 __all__ = [
+    "ANY_OT_METRIC",
     "ARMS_COLUMNS",
     "EFFECTS_BY_SEED_COLUMNS",
     "EFFECTS_SUMMARY_COLUMNS",
@@ -58,6 +61,7 @@ __all__ = [
     "EFFECT_FORMULAS",
     "EVALUATION_COLUMNS",
     "OT_METRIC",
+    "OT_TREE_METRIC",
     "PER_SEED_COLUMNS",
     "PER_SEED_KEYS",
     "PM",

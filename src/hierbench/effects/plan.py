@@ -15,13 +15,14 @@ from typing import NamedTuple
 import pandas as pd
 
 from hierbench.effects.render import (
+    NO_OT,
     arm_table,
     effects_table,
     ot_effects_table,
     ot_table,
     recall_table,
 )
-from hierbench.effects.schema import OT_METRIC, RECALL_METRIC
+from hierbench.effects.schema import ANY_OT_METRIC, RECALL_METRIC
 from hierbench.effects.statistics import (
     arms_summary,
     complete_mean_hierarchy,
@@ -70,7 +71,7 @@ def plan_effects(per_seed: pd.DataFrame) -> EffectsPlan:
     by_seed = effects_by_seed(frame)
     summary = effects_summary(by_seed)
     map_effects = (summary["metric"] == MAP_METRIC) & (summary["level"] == MEAN_HIERARCHY)
-    no_ot = "no OT@K metric (ot@K rows)"
+    no_ot = f"no {NO_OT}"
     tables: dict[str, tuple[bool, str, Callable[[], pd.DataFrame]]] = {
         TABLE_ARMS_MAP: (
             _has_metric(frame, MAP_METRIC),
@@ -87,9 +88,9 @@ def plan_effects(per_seed: pd.DataFrame) -> EffectsPlan:
             "no Recall@K metric (r@K rows)",
             lambda: recall_table(arms),
         ),
-        TABLE_OT: (_has_metric(frame, OT_METRIC.pattern), no_ot, lambda: ot_table(arms)),
+        TABLE_OT: (_has_metric(frame, ANY_OT_METRIC.pattern), no_ot, lambda: ot_table(arms)),
         TABLE_EFFECTS_OT: (
-            _has_metric(frame, OT_METRIC.pattern),
+            _has_metric(frame, ANY_OT_METRIC.pattern),
             no_ot,
             lambda: ot_effects_table(summary),
         ),

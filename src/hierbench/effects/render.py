@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 
 from hierbench.effects.schema import (
+    ANY_OT_METRIC,
     ARMS_COLUMNS,
     EFFECTS_SUMMARY_COLUMNS,
-    OT_METRIC,
     RECALL_METRIC,
     SORT_KEYS,
     EffectsError,
@@ -25,6 +25,7 @@ from hierbench.effects.schema import (
 from hierbench.protocol import ALL_LEVELS, MEAN_HIERARCHY
 
 PM = "±"
+NO_OT = "OT metric (ot@K or ot_tree@… rows)"
 
 
 def format_number(value: Any, digits: int = 4, *, signed: bool = False) -> str:
@@ -143,11 +144,12 @@ def recall_table(arms: pd.DataFrame, *, digits: int = 4) -> pd.DataFrame:
 
 
 def ot_table(arms: pd.DataFrame, *, digits: int = 4) -> pd.DataFrame:
-    """OT@K per arm (lower is better): rows (dataset, arm), one "mean ± SD" column per K."""
+    """The OT scores per arm (lower is better): rows (dataset, arm), one "mean ± SD" column per
+    metric, ot@K by K, then ot_tree@K by K and ot_tree@tree."""
     require_columns(arms, ARMS_COLUMNS, "arms summary")
-    chosen = add_arm(arms[arms["metric"].astype(str).str.match(OT_METRIC.pattern)])
+    chosen = add_arm(arms[arms["metric"].astype(str).str.match(ANY_OT_METRIC.pattern)])
     if chosen.empty:
-        raise EffectsError("arms summary has no OT@K metric (ot@K rows)")
+        raise EffectsError(f"arms summary has no {NO_OT}")
     chosen = chosen.assign(
         cell=[mean_sd(m, s, digits) for m, s in zip(chosen["mean"], chosen["sd"], strict=True)]
     )
@@ -188,17 +190,19 @@ def effects_table(
 
 
 def ot_effects_table(effects: pd.DataFrame, *, digits: int = 4) -> pd.DataFrame:
-    """Effects on every OT@K: rows (dataset, metric, effect) in the layout of effects_table.
+    """Effects on every OT score (ot@K, ot_tree@…): rows (dataset, metric, effect) in the layout
+    of effects_table.
 
-    OT@K is lower-is-better, so a negative effect is an improvement and "positive seeds"
-    counts the seeds on which the difference made OT@K worse.
+    OT is lower-is-better, so a negative effect is an improvement and "positive seeds" counts
+    the seeds on which the difference made the score worse.
     """
     require_columns(effects, EFFECTS_SUMMARY_COLUMNS, "effects summary")
     metrics = sorted(
-        {m for m in effects["metric"].astype(str) if OT_METRIC.match(m)}, key=SORT_KEYS["metric"]
+        {m for m in effects["metric"].astype(str) if ANY_OT_METRIC.match(m)},
+        key=SORT_KEYS["metric"],
     )
     if not metrics:
-        raise EffectsError("effects summary has no OT@K metric (ot@K rows)")
+        raise EffectsError(f"effects summary has no {NO_OT}")
     parts = [
         effects_table(effects, metric, ALL_LEVELS, digits=digits).assign(metric=metric)
         for metric in metrics

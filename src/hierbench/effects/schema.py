@@ -6,8 +6,8 @@ ddof = 1).
 
 Formats (every frame returned here is in canonical order: datasets and seeds ascending, arms
 frozen, E_R, H_R, E_S, H_S, E_A, L_A, levels leaf, middle, high, mean_hierarchy, all, metrics map,
-r@K by K, then ot@K by K, effects geom_R, geom_S, loss_E, loss_H, int, loss_AS_E, loss_AS_hyp,
-geom_A; the index is a plain range):
+r@K by K, ot@K by K, then ot_tree@K by K and ot_tree@tree, effects geom_R, geom_S, loss_E, loss_H,
+int, loss_AS_E, loss_AS_hyp, geom_A; the index is a plain range):
 
 - per-seed table: ``dataset, geometry, loss, seed, level, metric, value`` (long format), one row
   per (dataset, geometry, loss, seed, level, metric). ``geometry`` is E or H and ``loss`` R or S,
@@ -21,9 +21,11 @@ geom_A; the index is a plain range):
 - effects summary: ``dataset, level, metric, effect, mean, sd, n, positive_seeds``.
 
 Levels and metrics: mAP and Recall@K are scored at leaf, middle and high (and their
-mean_hierarchy); OT@K (``ot@K``, lower is better) is one score per query over the whole relation
-mix, so it is scored only at level ``all`` (:data:`hierbench.protocol.ALL_LEVELS`). A per-seed
-row that pairs a metric with a level where it is not scored is an error.
+mean_hierarchy); the OT scores (lower is better), OT@K (``ot@K``, ideal-referenced) and the
+companion method's tree-referenced ``ot_tree@K`` and ``ot_tree@tree``, are one score per query over
+the whole relation mix, so they are scored only at level ``all``
+(:data:`hierbench.protocol.ALL_LEVELS`). A per-seed row that pairs a metric with a level where it
+is not scored is an error.
 
 NaN values (a level without valid queries) are skipped by the summaries: ``n`` counts the
 non-NaN values, ``sd`` is NaN when ``n`` < 2 and ``positive_seeds`` counts values > 0.
@@ -99,7 +101,10 @@ EVALUATION_COLUMNS: tuple[str, ...] = (
 )
 
 RECALL_METRIC = re.compile(r"^r@(\d+)$")
-OT_METRIC = re.compile(r"^ot@(\d+)$")
+OT_METRIC = re.compile(r"^ot@(\d+)$")  # ideal-referenced OT@K
+OT_TREE_METRIC = re.compile(r"^ot_tree@(\d+|tree)$")  # tree-referenced: ot_tree@K, ot_tree@tree
+# Every OT score: lower is better, scored only at level "all".
+ANY_OT_METRIC = re.compile(r"^(?:ot@\d+|ot_tree@(?:\d+|tree))$")
 
 
 class EffectsError(ValueError):
@@ -116,19 +121,22 @@ def _listed_key(order: Sequence[str]) -> Callable[[Any], tuple]:
 
 
 def metric_key(metric: Any) -> tuple:
-    """Sort key of metric names: map, then r@K by K, then ot@K by K, then the rest by name."""
+    """Sort key of metric names: map, r@K by K, ot@K by K, ot_tree@K by K then ot_tree@tree,
+    then the rest by name."""
     if metric == "map":
-        return (0, 0, "")
-    for rank, pattern in enumerate((RECALL_METRIC, OT_METRIC), start=1):
+        return (0, 0, 0, "")
+    for rank, pattern in enumerate((RECALL_METRIC, OT_METRIC, OT_TREE_METRIC), start=1):
         match = pattern.match(str(metric))
         if match:
-            return (rank, int(match.group(1)), "")
-    return (3, 0, str(metric))
+            cutoff = match.group(1)
+            return (rank, 0, int(cutoff), "") if cutoff.isdigit() else (rank, 1, 0, "")
+    return (4, 0, 0, str(metric))
 
 
 def is_ot_metric(metrics: pd.Series) -> pd.Series:
-    """Whether each metric name is an OT@K score (``ot@K``), scored only at level ``all``."""
-    return metrics.astype(str).str.match(OT_METRIC.pattern)
+    """Whether each metric name is an OT score (``ot@K``, ``ot_tree@K``, ``ot_tree@tree``),
+    scored only at level ``all``."""
+    return metrics.astype(str).str.match(ANY_OT_METRIC.pattern)
 
 
 def scored_here(frame: pd.DataFrame) -> pd.Series:
@@ -263,11 +271,11 @@ def check_arms(frame: pd.DataFrame, source: str) -> None:
 
 
 def check_metric_levels(frame: pd.DataFrame, source: str) -> None:
-    """Raise naming the first row whose metric is not scored at its level (OT@K only at all)."""
+    """Raise naming the first row whose metric is not scored at its level (OT only at all)."""
     wrong = ~scored_here(frame)
     if wrong.any():
         row = frame[wrong].iloc[0]
-        if OT_METRIC.match(row["metric"]):
+        if ANY_OT_METRIC.match(row["metric"]):
             scored = f"only at level {ALL_LEVELS!r}"
         else:
             scored = f"at the taxonomy levels and {MEAN_HIERARCHY!r}, not at {ALL_LEVELS!r}"

@@ -17,6 +17,7 @@ from hierbench.effects.schema import (
     EFFECTS_SUMMARY_COLUMNS,
     EVALUATION_COLUMNS,
     OT_METRIC,
+    OT_TREE_METRIC,
     PER_SEED_COLUMNS,
     RECALL_METRIC,
     EffectsError,
@@ -68,8 +69,9 @@ EFFECT_DEFINITIONS: dict[str, str] = {
 
 
 def _metric_columns(summaries: pd.DataFrame) -> list[str]:
-    """The metric columns of evaluation summaries: map, every r@K and ot@K, in canonical order."""
-    patterns = (RECALL_METRIC, OT_METRIC)
+    """The metric columns of evaluation summaries: map, every r@K, ot@K and ot_tree@…, in
+    canonical order."""
+    patterns = (RECALL_METRIC, OT_METRIC, OT_TREE_METRIC)
     found = [
         str(c) for c in summaries.columns if c == "map" or any(p.match(str(c)) for p in patterns)
     ]
@@ -149,7 +151,7 @@ def per_seed_from_evaluations(
     keys = ["dataset", "geometry", "loss", "seed", "level"]
     means = rows.groupby(keys, sort=True)[metrics].mean(skipna=False).reset_index()
     long = means.melt(id_vars=keys, value_vars=metrics, var_name="metric", value_name="value")
-    long = long[scored_here(long)]  # OT@K at level all, mAP and Recall@K at the three levels
+    long = long[scored_here(long)]  # OT at level all, mAP and Recall@K at the three levels
     by_level = long[~is_ot_metric(long["metric"])]
     long = pd.concat([long, _mean_hierarchy_rows(by_level, source)], ignore_index=True)
     return validate_per_seed(long[list(PER_SEED_COLUMNS)], source=source)

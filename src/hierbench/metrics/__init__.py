@@ -1,5 +1,5 @@
 """Retrieval metrics: AP and Recall@K per query at the leaf, middle and high levels, and the
-optimal-transport hierarchy score OT@K per query.
+optimal-transport hierarchy scores OT@K and ot_tree per query.
 
 Definitions (the protocol's "Evaluation", strict positives from :mod:`hierbench.relations`):
 
@@ -17,7 +17,14 @@ Definitions (the protocol's "Evaluation", strict positives from :mod:`hierbench.
   on the ordinal support leaf = 0, middle = 1, high = 2, other = 3; the 1-D Wasserstein-1
   distance between the relation histogram of the top K of the ranking and that of the ideal
   top K (the gallery sorted by relation), both divided by K. One value per query, every query
-  scored; K may not exceed the gallery size.
+  scored; K may not exceed the gallery size. This is our ideal-referenced adaptation of the
+  companion method's score.
+- ot_tree@K (lower is better), the companion method's own tree-referenced form: the same W1,
+  with the reference the query's tree (the gallery items sharing at least its high group, i.e.
+  its strict positives) as a histogram over leaf, middle and high divided by the tree's size,
+  against the top K's histogram over the four relations divided by K; the same K as OT@K.
+  ot_tree@tree takes K = the tree's size T (it then equals OT@T). A query whose tree holds no
+  gallery item has no tree scores (NaN).
 - Distances: Euclidean, or the geodesic distance of ``geoopt.PoincareBall(c=curvature)``,
   (2/√c)·artanh(√c·‖(−x)⊕_c y‖), both in float64 from ‖x − y‖² = ‖x‖² + ‖y‖² − 2⟨x, y⟩ (one
   BLAS product; absolute error about 1e-16·(‖x‖² + ‖y‖²)). Non-finite distances (NaN
@@ -31,20 +38,25 @@ Formats:
   then leaf, middle, high; columns ``query`` (index into the query arrays), ``level``, ``valid``,
   ``ap`` and one ``r@K`` column per K (float 0/1); metrics are NaN where ``valid`` is False.
   With ``ot_ks``, each query has a fourth row of level ``all`` (:data:`protocol.ALL_LEVELS`),
-  always valid, and the frame one ``ot@K`` column per K: the query's OT@K on its ``all`` row,
-  NaN on its level rows (and ``ap``, ``r@K`` are NaN on the ``all`` row).
+  always valid, and the frame one ``ot@K`` column per K, then one ``ot_tree@K`` per K and
+  ``ot_tree@tree``: the query's scores on its ``all`` row, NaN on its level rows (and ``ap``,
+  ``r@K`` are NaN on the ``all`` row; the ``ot_tree`` columns are NaN for a query without a
+  tree).
 - Summary frame (:func:`query_micro`, :func:`group_macro`): one row per level in the order
   leaf, middle, high (then all, with OT@K); columns ``level``, ``n_valid`` (valid queries),
-  ``n_groups`` (groups with a valid query; group-macro only), ``map`` (mean AP), the ``r@K``
-  means and the ``ot@K`` means. Levels without any valid query have NaN metrics. OT@K is the
-  mean over all queries in both summaries (at level all each query is its own group).
+  ``n_groups`` (groups with a valid query; group-macro only), ``n_tree`` (queries scored by
+  ``ot_tree``, those with a tree; 0 at the three levels; only with OT columns), ``map`` (mean
+  AP), the ``r@K`` means and the OT means. Levels without any valid query have NaN metrics.
+  OT@K is the mean over all queries in both summaries (at level all each query is its own
+  group); ``ot_tree`` the mean over the ``n_tree`` queries that have a tree.
 
 The engine avoids a full comparison sort: per chunk of queries it ranks the gallery by 16-bit
 monotone quantised distances (NumPy's stable radix sort), then makes the ranks of the strict
 positives exact by re-ordering them inside their runs of equal keys by (distance, index) (rows
 with very long runs are sorted exactly instead). The ranks equal those of a stable sort by
-(distance, gallery index). OT@K reuses those exact ranks: the top-K histogram counts the
-positives ranked before K per relation, and the items that are no positive are "other".
+(distance, gallery index). OT@K and ot_tree reuse those exact ranks: the top-K histogram
+counts the positives ranked before K per relation, and the items that are no positive are
+"other"; the tree histogram counts the positives.
 """
 
 from hierbench.metrics.aggregate import group_macro, mean_hierarchy, query_micro, summarise
@@ -52,27 +64,39 @@ from hierbench.metrics.distances import GEOMETRIES, pairwise_distances
 from hierbench.metrics.engine import evaluate, recall_columns, worker_count
 from hierbench.metrics.ot import (
     OT_PREFIX,
+    OT_TREE_PREFIX,
+    TREE_CUTOFF,
     check_ot_ks,
     ideal_counts,
+    is_ot_column,
     ordinal_wasserstein,
     ot_columns,
+    ot_tree_columns,
     top_k_counts,
+    top_tree_counts,
+    tree_wasserstein,
 )
 
 __all__ = [
     "GEOMETRIES",
     "OT_PREFIX",
+    "OT_TREE_PREFIX",
+    "TREE_CUTOFF",
     "check_ot_ks",
     "evaluate",
     "group_macro",
     "ideal_counts",
+    "is_ot_column",
     "mean_hierarchy",
     "ordinal_wasserstein",
     "ot_columns",
+    "ot_tree_columns",
     "pairwise_distances",
     "query_micro",
     "recall_columns",
     "summarise",
     "top_k_counts",
+    "top_tree_counts",
+    "tree_wasserstein",
     "worker_count",
 ]

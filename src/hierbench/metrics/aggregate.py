@@ -3,7 +3,9 @@ weight per group) and the mean hierarchy mAP.
 
 OT@K scores every query once, on the rows of level ``all`` (all valid): both summaries give
 its plain mean over all queries. At that level every query is its own group (it belongs to no
-single level's group), so its group-macro value equals the query mean.
+single level's group), so its group-macro value equals the query mean. The tree-referenced
+``ot_tree@…`` scores are NaN for a query whose tree holds no gallery item; both summaries skip
+those, so they are means over the queries that have a tree, and ``n_tree`` counts them.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from hierbench.metrics.labels import check_labels
-from hierbench.metrics.ot import OT_PREFIX
+from hierbench.metrics.ot import OT_TREE_PREFIX, TREE_CUTOFF, is_ot_column
 from hierbench.protocol import ALL_LEVELS
 from hierbench.relations import LEVELS
 
@@ -26,8 +28,9 @@ def query_micro(frame: pd.DataFrame) -> pd.DataFrame:
     for level in _levels(frame):
         valid = frame[(frame["level"] == level) & frame["valid"]]
         means = {_summary_name(name): _mean(valid[name], name, level) for name in metrics}
-        rows.append({"level": level, "n_valid": len(valid), **means})
-    return pd.DataFrame(rows, columns=["level", "n_valid", *map(_summary_name, metrics)])
+        rows.append({"level": level, "n_valid": len(valid), **_tree_count(valid), **means})
+    counts = ["n_valid", *_tree_count(frame)]
+    return pd.DataFrame(rows, columns=["level", *counts, *map(_summary_name, metrics)])
 
 
 def group_macro(frame: pd.DataFrame, query_labels: Any) -> pd.DataFrame:
@@ -55,8 +58,9 @@ def group_macro(frame: pd.DataFrame, query_labels: Any) -> pd.DataFrame:
         )
         group_means = valid.groupby(groups, sort=True).mean()
         means = {_summary_name(name): _mean(group_means[name], name, level) for name in metrics}
-        rows.append({"level": level, "n_valid": len(valid), "n_groups": len(group_means), **means})
-    columns = ["level", "n_valid", "n_groups", *map(_summary_name, metrics)]
+        counts = {"n_valid": len(valid), "n_groups": len(group_means), **_tree_count(valid)}
+        rows.append({"level": level, **counts, **means})
+    columns = ["level", "n_valid", "n_groups", *_tree_count(frame), *map(_summary_name, metrics)]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -95,7 +99,14 @@ def _metric_columns(frame: pd.DataFrame) -> list[str]:
             f"per-query frame lacks columns {sorted(missing)}; pass the output of evaluate()"
         )
     recalls = [name for name in frame.columns if str(name).startswith("r@")]
-    return ["ap", *recalls, *[name for name in frame.columns if str(name).startswith(OT_PREFIX)]]
+    return ["ap", *recalls, *[name for name in frame.columns if is_ot_column(name)]]
+
+
+def _tree_count(rows: pd.DataFrame) -> dict[str, int]:
+    """``n_tree``, the rows scored by ``ot_tree@tree`` (queries whose tree holds a gallery
+    item), when the frame has tree scores; else nothing."""
+    name = f"{OT_TREE_PREFIX}{TREE_CUTOFF}"
+    return {"n_tree": int(rows[name].notna().sum())} if name in rows.columns else {}
 
 
 def _levels(frame: pd.DataFrame) -> tuple[str, ...]:
@@ -111,7 +122,8 @@ def _summary_name(metric: str) -> str:
 def _mean(values: pd.Series, metric: str, level: str) -> float:
     """Mean of a column, NaN when empty or when the metric is not scored at the level.
 
-    OT@K is scored only at level ``all``, AP and Recall@K only at leaf, middle and high.
+    OT scores are scored only at level ``all``, AP and Recall@K only at leaf, middle and high;
+    NaN values (a tree score of a query without a tree) are skipped.
     """
-    scored = str(metric).startswith(OT_PREFIX) == (level == ALL_LEVELS)
+    scored = is_ot_column(metric) == (level == ALL_LEVELS)
     return float(values.mean()) if len(values) and scored else float("nan")

@@ -1,6 +1,6 @@
-"""The metric engine: AP and Recall@K per query and level, and OT@K per query, chunk by chunk,
-without a full comparison sort (see :mod:`hierbench.metrics` for the definitions and the
-method)."""
+"""The metric engine: AP and Recall@K per query and level, and OT@K and its tree-referenced form
+per query, chunk by chunk, without a full comparison sort (see :mod:`hierbench.metrics` for the
+definitions and the method)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from hierbench.metrics.distances import (
     squared_distances,
 )
 from hierbench.metrics.labels import label_codes
-from hierbench.metrics.ot import check_ot_ks, ot_columns, ot_scores
+from hierbench.metrics.ot import check_ot_ks, ot_columns, ot_scores, ot_tree_columns
 from hierbench.protocol import ALL_LEVELS
 from hierbench.relations import LEVELS
 
@@ -61,7 +61,8 @@ def evaluate(
     """AP and Recall@K per query and level, and OT@K per query (the per-query frame).
 
     ``ot_ks`` are the cut-offs of OT@K (none by default; each at most the gallery size); with
-    any, every query gets a row of level ``all`` holding its OT@K scores.
+    any, every query gets a row of level ``all`` holding its ``ot@K`` scores and the
+    tree-referenced ``ot_tree@K`` (same cut-offs) and ``ot_tree@tree``.
 
     At most ``chunk_size`` queries' distance rows are held at once; each chunk is ranked in
     blocks of at most 64 queries, spread over :func:`worker_count` threads. Results depend on
@@ -99,8 +100,8 @@ def evaluate(
             block = min(_BLOCK_ROWS, -(-len(squared) // workers))
             blocks = [slice(first, first + block) for first in range(0, len(squared), block)]
             results.extend(pool.map(run, blocks))
-    ap, hits, ot = (np.concatenate(parts) for parts in zip(*results, strict=True))
-    return _per_query_frame(ap, hits, ot, ks, ot_ks)
+    ap, hits, ot, ot_tree = (np.concatenate(parts) for parts in zip(*results, strict=True))
+    return _per_query_frame(ap, hits, np.concatenate([ot, ot_tree], axis=1), ks, ot_ks)
 
 
 def worker_count() -> int:
@@ -166,8 +167,9 @@ def _evaluate_block(
     ks: tuple[int, ...],
     ot_ks: tuple[int, ...],
     rows: slice,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """AP (rows, levels), Recall@K (rows, levels, ks) and OT@K (rows, ot_ks) of ``rows``."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """AP (rows, levels), Recall@K (rows, levels, ks), OT@K (rows, ot_ks) and the tree scores
+    (rows, ot_ks + 1) of ``rows``."""
     dist = sanitised_distances(squared[rows], queries[rows], gallery, metric)
     query_codes = query_codes[rows]
     positives = _positive_ranks(dist, query_codes, gallery_codes)
@@ -178,12 +180,12 @@ def _evaluate_block(
         ap[:, level], hits[:, level] = _level_scores(
             positives.rows[chosen], positives.ranks[chosen], len(dist), ks
         )
-    ot = np.empty((len(dist), 0))
+    ot, ot_tree = np.empty((len(dist), 0)), np.empty((len(dist), 0))
     if ot_ks:
-        ot = ot_scores(
+        ot, ot_tree = ot_scores(
             positives.rows, positives.ranks, positives.levels, len(dist), dist.shape[1], ot_ks
         )
-    return ap, hits, ot
+    return ap, hits, ot, ot_tree
 
 
 def _positive_ranks(
@@ -306,7 +308,9 @@ def _per_query_frame(
 ) -> pd.DataFrame:
     """The per-query frame: rows by query, then leaf, middle, high (and all, with ``ot_ks``).
 
-    Rows of level ``all`` are valid and hold OT@K only; the level rows hold OT@K as NaN.
+    ``ot`` holds OT@K then the tree scores, one column each. Rows of level ``all`` are valid and
+    hold the OT scores only (``ot_tree`` NaN for a query without a tree); the level rows hold
+    them as NaN.
     """
     n_queries = len(ap)
     levels = (*LEVELS, ALL_LEVELS) if ot_ks else LEVELS
@@ -323,7 +327,8 @@ def _per_query_frame(
     }
     for index, name in enumerate(recall_columns(ks)):
         columns[name] = hits[:, :, index].ravel()
-    for index, name in enumerate(ot_columns(ot_ks)):
+    ot_names = [*ot_columns(ot_ks), *ot_tree_columns(ot_ks)] if ot_ks else []
+    for index, name in enumerate(ot_names):
         scores = np.full((n_queries, len(levels)), np.nan)
         scores[:, len(LEVELS) :] = ot[:, index : index + 1]
         columns[name] = scores.ravel()

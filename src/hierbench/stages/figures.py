@@ -1,5 +1,5 @@
-"""Figures stage: effects, mAP by level, hyperbolic prototype norms and OT@K by K for one
-dataset."""
+"""Figures stage: effects, mAP by level, hyperbolic prototype norms and OT@K by K (with the
+tree-referenced ot_tree beside it) for one dataset."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pandas as pd
 from hierbench.artifacts import publish
 from hierbench.cells import embed, load_checkpoint
 from hierbench.cellspec import CellSpec
-from hierbench.effects import OT_METRIC, add_arm
+from hierbench.effects import ANY_OT_METRIC, add_arm
 from hierbench.featurestore import read_labelled_features
 from hierbench.figures import (
     effects_figure,
@@ -61,7 +61,7 @@ def build_figures(
     chosen = effects[(effects["level"] == MEAN_HIERARCHY) & (effects["metric"] == METRIC)]
     summary = add_arm(pd.read_parquet(arms_summary))
     arms = summary[summary["metric"] == METRIC]
-    ot = summary[summary["metric"].astype(str).str.fullmatch(OT_METRIC.pattern)]
+    ot = summary[summary["metric"].astype(str).str.fullmatch(ANY_OT_METRIC.pattern)]
     norms = hyperbolic_norms(records, checkpoints, features)
     drawn = (
         effects_figure(chosen, f"{dataset}: simple effects (mean hierarchy mAP)"),
