@@ -263,7 +263,7 @@ def test_tree_referenced_ot_goes_beside_ot_at_k_in_every_table(tmp_path: Path):
     assert _one(arms, arm="frozen")["ot_tree@tree"] == "4.2000"  # 4 · 1.05, one seed
     plan = plan_effects(per_seed)
     assert list(plan.paper) == list(PAPER_TABLES) and plan.notes() == []
-    page = summary_markdown("toy", plan)
+    page = summary_markdown("toy", plan, "query_micro")
     assert "| toy | ot_tree@tree | geom_R | +1.6000 ± 0.0000 | 2/2 |" in page
     # A table with tree scores only still gets the OT tables
     only_tree = per_seed[~per_seed["metric"].str.startswith("ot@")]
