@@ -2,10 +2,11 @@
 
 Three sources, each a config switch (``companion.pairs``):
 
-- boxes: image b entails its own bird crop (the method's own idea: the whole contains the part);
+- boxes: image b entails its own bird crop (the method's own pairs: the whole contains the part);
 - cross-image: image b entails the crops of K other training images of its leaf, drawn once per
-  cell with the training seed (``cross_image_partners``);
-- taxonomy (our extension): learnable embeddings of every middle and high group of the training
+  cell with the training seed (``cross_image_partners``); the method's own too (a scene entails
+  K same-class boxes of other images), ablated in its paper;
+- taxonomy (our extension, not the method's): learnable embeddings of every middle and high group of the training
   data, each high group entailing its middle groups and each middle group its images.
 
 A batch's parents are ``[images (B), middle groups (M), high groups (H)]`` and its children
