@@ -49,7 +49,7 @@ def cub_like_data(seed: int = 0, rows: int = N) -> tuple[np.ndarray, np.ndarray]
 
 
 def spec(geometry: str, loss: str, seed: int, epochs: int) -> CellSpec:
-    """The paper's hyperparameters for one cell."""
+    """The paper's hyperparameters for one cell (E_A's head unnormalised, as in the pipeline)."""
     return CellSpec(
         dataset="benchmark",
         geometry=geometry,
@@ -66,6 +66,7 @@ def spec(geometry: str, loss: str, seed: int, epochs: int) -> CellSpec:
         curvature=2.0 if geometry in ("H", "L") else None,
         radius=0.4 if geometry == "H" else None,
         tau=0.2 if loss == "S" else None,
+        normalise=not (geometry == "E" and loss == "A"),
     )
 
 

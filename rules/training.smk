@@ -215,8 +215,9 @@ rule train_outer_cell:
         "../workflow_scripts/train_outer_cell.py"
 
 
-# The companion method's cells, E_A and L_A: the factorial's head (L: a Lorentz output with
-# learnable curvature), seeds, batch order, optimiser and epochs; the angle-entailment objective.
+# The companion method's cells, E_A and L_A: the factorial's head (E: unnormalised; L: a Lorentz
+# output with learnable curvature), seeds, batch order, optimiser and epochs; the
+# angle-entailment objective. The record adds the norms of the validation images' embeddings.
 rule train_companion_cell:
     input:
         features=f"{RESULTS}/{{dataset}}/features/dev.parquet",

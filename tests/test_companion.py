@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
+import json
+from dataclasses import fields, replace
+from pathlib import Path
 
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from hierbench.cellspec import CellSpec, cell_spec
 from hierbench.companion import CompanionError, companion_cells, companion_spec, pair_sources
 from hierbench.losses.entailment_objective import group_indices
 
@@ -48,6 +55,8 @@ def test_spec_of_each_head() -> None:
         None,
     )
     assert lorentz.epochs == euclidean.epochs == 3
+    assert (euclidean.normalise, lorentz.normalise) == (False, True)  # E_A: the raw output
+    euclidean.check()
     lorentz.check()
     with pytest.raises(CompanionError, match="heads"):
         companion_spec("cub", "H", 42, CONFIG)
@@ -139,3 +148,118 @@ def test_every_tensor_of_the_objective_moves_with_it() -> None:
     objective.to("meta")
     assert {t.device.type for t in [*objective.parameters(), *objective.buffers()]} == {"meta"}
     assert len(tensors) == len([*objective.parameters(), *objective.buffers()])
+
+
+def test_the_normalised_euclidean_head_is_refused_for_E_A_saying_why() -> None:
+    """The old E_A (the factorial's unit-sphere E head) fails as a spec, as a training run and
+    as the head the objective is given; the message names the symmetry that cancels loss A."""
+    from hierbench.cells import head_for
+    from hierbench.losses.entailment_objective import companion_objective
+    from hierbench.training import train_cell
+
+    x, labels, crops = _tiny_training_data()
+    spec = companion_spec("cub", "E", 42, CONFIG)
+    old = replace(spec, normalise=True)
+    why = r"unit sphere the exterior angle is symmetric.*cancel"
+    with pytest.raises(ValueError, match=rf"cub EA-42: .*{why}"):
+        old.check()
+    objective = companion_objective(spec, CONFIG, labels, crops)
+    with pytest.raises(ValueError, match=why):
+        train_cell(x, labels, old, objective=objective)
+    batch = torch.arange(8)
+    with pytest.raises(ValueError, match=rf"EuclideanHead normalises its output: .*{why}"):
+        objective.batch_loss(head_for(old, x.shape[1]), torch.from_numpy(x[:8]), None, batch)
+    loss, _ = objective.batch_loss(head_for(spec, x.shape[1]), torch.from_numpy(x[:8]), None, batch)
+    assert torch.isfinite(loss)
+
+
+def test_only_the_euclidean_head_can_be_unnormalised() -> None:
+    from hierbench.geometry import build_head
+
+    lorentz = replace(companion_spec("cub", "L", 42, CONFIG), normalise=False)
+    with pytest.raises(ValueError, match="LA-42: normalise=False applies only to the Euclidean"):
+        lorentz.check()
+    with pytest.raises(ValueError, match="normalise=False applies only to geometry 'E'"):
+        build_head(
+            "L", 8, hidden_dim=4, embedding_dim=2, dropout=0.0, curvature=1.0, normalise=False
+        )
+
+
+# The keys of every record's spec before E_A's head became unnormalised.
+FACTORIAL_SPEC_KEYS = {
+    *("dataset", "geometry", "loss", "seed", "epochs", "batch_size", "lr", "weight_decay"),
+    *("grad_clip", "hidden_dim", "embedding_dim", "dropout", "curvature", "radius", "tau"),
+    *("regression_targets", "supcon_weights", "distance_clip"),
+}
+
+
+def test_specs_of_normalising_heads_are_stored_without_the_new_field() -> None:
+    """Records and checkpoints of the factorial's cells keep their bytes: ``normalise`` is
+    stored only where it is off (E_A), and both kinds of record give their spec back."""
+    factorial = cell_spec("cub", "E", "R", 42, CONFIG)
+    assert set(factorial.as_dict()) == FACTORIAL_SPEC_KEYS
+    assert len(fields(CellSpec)) == len(FACTORIAL_SPEC_KEYS) + 1
+    companion = companion_spec("cub", "E", 42, CONFIG)
+    assert companion.as_dict()["normalise"] is False
+    for spec in (factorial, companion, companion_spec("cub", "L", 42, CONFIG)):
+        record = json.loads(json.dumps({"spec": spec.as_dict()}))
+        assert CellSpec.from_record(record) == spec
+
+
+def _write_tiny_development_side(folder: Path) -> tuple[Path, Path, Path]:
+    """Whole-image and crop feature tables and a split table with final/train and the tuning
+    query and gallery (the validation images), as the companion stage reads them."""
+    from hierbench.featurestore import feature_table, write_feature_parquet
+    from hierbench.provenance import JobContext
+
+    x, labels, crops = _tiny_training_data()
+    images = pd.DataFrame(labels, columns=["leaf_code", "middle_code", "high_code"])
+    images.insert(0, "image_id", [f"img{k:02d}" for k in range(len(x))])
+    paths = folder / "dev.parquet", folder / "dev_crops.parquet", folder / "splits.parquet"
+    job = JobContext(rule="unit")
+    write_feature_parquet(feature_table(images, x), paths[0], job)
+    write_feature_parquet(feature_table(images, crops), paths[1], job)
+    roles = [("final", "train", i) for i in images["image_id"]]
+    roles += [("tuning", "query", i) for i in images["image_id"][:5]]
+    roles += [("tuning", "gallery", i) for i in images["image_id"][5:16]]
+    rows = [{"split": s, "role": r, "seed": 0, "sealed": False, "image_id": i} for s, r, i in roles]
+    pd.DataFrame(rows).to_parquet(paths[2])
+    return paths
+
+
+def test_a_companion_record_reports_the_norms_of_its_validation_embeddings(tmp_path) -> None:
+    """After training, E_A's embeddings of the 16 validation images do not share one norm;
+    each record gives the spread and the mean norm of the images beside that of their crops
+    (L_A: norms of the space components)."""
+    from hierbench.cells import embed, load_checkpoint
+    from hierbench.provenance import JobContext
+    from hierbench.stages.companion import train_companion_cell
+
+    features, crops, splits = _write_tiny_development_side(tmp_path)
+    records = {}
+    for head in ("E", "L"):
+        folder = tmp_path / f"{head}A-42"
+        folder.mkdir()
+        outputs = {n: folder / f"{n}.out" for n in ("model", "log", "record")}
+        train_companion_cell(
+            "cub", head, 42, features, crops, splits, CONFIG, outputs, JobContext(rule="unit")
+        )
+        records[head] = json.loads(outputs["record"].read_text())
+    euclidean = records["E"]
+    assert euclidean["spec"]["normalise"] is False
+    for head, record in records.items():
+        norms = record["validation_norms"]
+        assert norms["images"]["count"] == norms["crops"]["count"] == 16
+        assert norms["images"]["min"] <= norms["images"]["median"] <= norms["images"]["max"]
+        assert norms["images"]["mean"] > 0 and norms["crops"]["mean"] > 0
+        assert 0.0 <= norms["crop_beyond_image"] <= 1.0
+        assert ("space components" in norms["measure"]) == (head == "L")
+    spread = euclidean["validation_norms"]["images"]
+    assert spread["std"] > 1e-3 and spread["max"] - spread["min"] > 1e-3
+    x, _, _ = _tiny_training_data()
+    model = load_checkpoint(
+        tmp_path / "EA-42/model.out", CellSpec.from_record(euclidean), x.shape[1]
+    )
+    validation = np.linalg.norm(embed(model, x[:16]).astype(np.float64), axis=1)
+    assert spread["mean"] == pytest.approx(validation.mean(), rel=1e-6)
+    assert spread["std"] == pytest.approx(validation.std(), rel=1e-6)

@@ -360,3 +360,41 @@ def test_temperature_stays_in_range_when_trained_with_the_loss():
         assert module.log_inverse.grad is not None
         optimizer.step()
     assert _bounded(module())
+
+
+# ---------------------------------------------------------------- the E_A head (issue #33)
+def _head_embeddings(normalise: bool) -> torch.Tensor:
+    """Eight embeddings of one Euclidean head, unnormalised (E_A) or on the unit sphere."""
+    from hierbench.geometry import build_head
+
+    torch.manual_seed(0)
+    head = build_head("E", 12, hidden_dim=16, embedding_dim=4, dropout=0.0, normalise=normalise)
+    return head.eval()(_randn(8, 12, seed=5, dtype=torch.float32)).detach().double()
+
+
+def test_the_unnormalised_euclidean_head_gives_asymmetric_exterior_angles():
+    """E_A's head: embeddings of different norms, and ext(x, y) != ext(y, x) for every such
+    pair, in the readable reference and in the fused form the cells train with."""
+    from hierbench.losses.entailment_fused import paired_exterior_angles
+
+    points = _head_embeddings(normalise=False)
+    norms = points.norm(dim=1)
+    different = (norms[:, None] - norms[None, :]).abs() > 1e-3
+    assert different.sum() == 8 * 7  # every pair of distinct rows differs in norm
+    forward = euclidean_exterior_angle(points, points)
+    assert ((forward - forward.T).abs()[different] > 1e-3).all()
+    first, second = paired_exterior_angles(points, points)
+    torch.testing.assert_close(first, forward)
+    torch.testing.assert_close(second, forward.T)
+
+
+def test_on_the_unit_sphere_the_exterior_angle_is_symmetric():
+    """Why E_A is unnormalised: on the sphere ext(x, y) = ext(y, x) = arccos(−‖x − y‖/2)."""
+    points = _head_embeddings(normalise=True)
+    torch.testing.assert_close(points.norm(dim=1), torch.ones(8, dtype=F64))
+    angles = euclidean_exterior_angle(points, points)
+    off_diagonal = ~torch.eye(8, dtype=torch.bool)
+    close = {"rtol": 0.0, "atol": 1e-6}  # the head normalises in float32
+    torch.testing.assert_close(angles[off_diagonal], angles.T[off_diagonal], **close)
+    expected = torch.acos(-torch.cdist(points, points) / 2)
+    torch.testing.assert_close(angles[off_diagonal], expected[off_diagonal], **close)

@@ -104,6 +104,8 @@ def test_build_head_rejects_inconsistent_settings():
         build_head("E", 8, **{**SETTINGS, "dropout": 1.0})
     with pytest.raises(ValueError, match="hidden_dim"):
         build_head("E", 8, **{**SETTINGS, "hidden_dim": 0})
+    with pytest.raises(ValueError, match="normalise=False applies only to geometry 'E'"):
+        build_head("H", 8, **SETTINGS, curvature=1.0, radius=0.4, normalise=False)
 
 
 def test_euclidean_head_outputs_unit_vectors():
@@ -111,6 +113,22 @@ def test_euclidean_head_outputs_unit_vectors():
     z = head(torch.randn(10, 16))
     assert z.shape == (10, 32)
     torch.testing.assert_close(z.norm(dim=1), torch.ones(10))
+
+
+def test_the_unnormalised_euclidean_head_is_the_projector_as_it_is():
+    """E_A's head: the normalising head's weights and state dict, the projector's raw output
+    (norms free), the same Euclidean distance."""
+    raw, unit = _head("E", in_dim=16, normalise=False).eval(), _head("E", in_dim=16).eval()
+    assert (raw.normalise, unit.normalise) == (False, True) and "normalise=False" in repr(raw)
+    assert list(raw.state_dict()) == list(unit.state_dict())
+    for key, tensor in raw.state_dict().items():
+        assert torch.equal(tensor, unit.state_dict()[key]), key
+    x = torch.randn(32, 16)
+    with torch.no_grad():
+        output = raw(x)
+        assert torch.equal(output, raw.projector(x))
+        torch.testing.assert_close(unit(x), output / output.norm(dim=1, keepdim=True))
+    assert output.norm(dim=1).std() > 0.01
 
 
 def test_euclidean_distance_matches_numpy():

@@ -318,6 +318,11 @@ def test_the_companion_cells_trained_audited_and_scored(built_repo: Path):
                 )["initial_weight_hash"]
             )
             assert "objective.temperature.log_inverse" in record["initial_extra_hashes"]
+            norms = record["validation_norms"]  # the tuning query + gallery images, and crops
+            assert norms["images"]["mean"] > 0 and norms["crops"]["mean"] > 0
+            if cell.startswith("EA-"):  # unnormalised: its embeddings do not share one norm
+                assert record["spec"]["normalise"] is False and norms["images"]["std"] > 0
+        assert "normalise" not in factorial["spec"]  # the factorial's records keep their bytes
         lorentz = json.loads((base / "cells/LA-42/record.json").read_text())
         assert "head.log_curvature" in lorentz["initial_extra_hashes"]
         audit = pd.read_parquet(base / "audit/fairness.parquet")

@@ -7,6 +7,7 @@ in how they build the cell's spec, data and objective.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,16 +54,18 @@ def train_and_publish(
     config: dict[str, Any],
     objective: torch.nn.Module | None = None,
     extra: dict[str, Any] | None = None,
+    describe: Callable[[torch.nn.Module], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Train a cell on the config's device and publish its checkpoint, training log and record
-    (``extra`` adds record keys: a baseline's objective settings)."""
+    (``extra`` adds record keys: a baseline's objective settings; ``describe(model)`` adds keys
+    measured on the trained head: a companion cell's embedding norms)."""
     device = config_device(config)
     result = train_cell(x, y, spec, objective=objective, device=device)
     model_path = publish(outputs["model"], checkpoint_writer(result.model, spec), job)
     record = {
         "dataset": dataset,
         "cell": label or spec.cell,
-        "spec": {k: v for k, v in spec.__dict__.items()},
+        "spec": spec.as_dict(),
         "train_examples": len(x),
         "feature_dim": int(x.shape[1]),
         "parameters": result.parameters,
@@ -74,6 +77,7 @@ def train_and_publish(
         "device": device.type,
         **_verify_reload(result.model, model_path, spec, x),
         **(extra or {}),
+        **(describe(result.model) if describe is not None else {}),
     }
     write_parquet(result.log, outputs["log"], job, sort_by=["epoch"], metadata={"cell": spec.cell})
     write_json(record, outputs["record"], job)

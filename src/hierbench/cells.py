@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +34,7 @@ def head_for(spec: CellSpec, in_dim: int) -> torch.nn.Module:
         dropout=spec.dropout,
         curvature=spec.curvature,
         radius=spec.radius,
+        normalise=spec.normalise,
     )
 
 
@@ -66,7 +66,7 @@ def model_device(model: torch.nn.Module) -> torch.device:
 def checkpoint_writer(model: torch.nn.Module, spec: CellSpec) -> Callable[[Path], None]:
     """A writer of the model's state dict as safetensors, the spec as metadata (for publishing)."""
     tensors = {name: t.detach().cpu().contiguous() for name, t in model.state_dict().items()}
-    metadata = {"spec": json.dumps(asdict(spec), sort_keys=True)}
+    metadata = {"spec": json.dumps(spec.as_dict(), sort_keys=True)}
     return lambda path: save_file(tensors, str(path), metadata=metadata)
 
 

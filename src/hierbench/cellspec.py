@@ -6,12 +6,13 @@ jobs that train or load a cell need the head (``hierbench.cells``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from hierbench.protocol import (
     COMPANION_LOSS,
     CURVATURE_CONTROL,
+    EUCLIDEAN,
     GEOMETRIES,
     HIER,
     LORENTZ,
@@ -20,6 +21,15 @@ from hierbench.protocol import (
     SUPCON,
     TRAIN_DISTANCE_CLIP,
     cell_name,
+)
+
+# Why the angle-entailment loss (A) refuses the unit-sphere Euclidean head.
+SPHERE_SYMMETRY = (
+    "the angle-entailment loss (A) needs the Euclidean head unnormalised (normalise=False): on "
+    "the unit sphere the exterior angle is symmetric, ext(x, y) = ext(y, x) = "
+    "arccos(-||x - y||/2), so the parent -> child term (pi - ext)/tau and the child -> parent "
+    "term ext/tau pull every pair in opposite directions and cancel, and the radial freedom the "
+    "angle loss orders parents and children by is gone"
 )
 
 
@@ -47,6 +57,9 @@ class CellSpec:
     )
     supcon_weights: tuple[float, float, float] = (1.0, 1.0, 1.0)
     distance_clip: float = TRAIN_DISTANCE_CLIP
+    # E heads: L2-normalise onto the unit sphere (the factorial's E) or keep the projector's raw
+    # output (False: the companion method's E_A). Serialised only when False (``as_dict``).
+    normalise: bool = True
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> CellSpec:
@@ -54,6 +67,14 @@ class CellSpec:
         spec = dict(record["spec"])
         spec["supcon_weights"] = tuple(spec["supcon_weights"])
         return cls(**spec)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as records and checkpoints store them; ``normalise`` only when False, so
+        the specs of every normalising head keep the bytes they had before the field existed."""
+        fields = asdict(self)
+        if self.normalise:
+            del fields["normalise"]
+        return fields
 
     @property
     def cell(self) -> str:
@@ -78,6 +99,12 @@ class CellSpec:
             )
         if self.loss == SUPCON and self.tau is None:
             raise ValueError(f"{self.dataset} {self.cell}: a Taxonomy-SupCon cell needs tau")
+        if not self.normalise and self.geometry != EUCLIDEAN:
+            raise ValueError(
+                f"{self.dataset} {self.cell}: normalise=False applies only to the Euclidean head"
+            )
+        if self.normalise and self.geometry == EUCLIDEAN and self.loss == COMPANION_LOSS:
+            raise ValueError(f"{self.dataset} {self.cell}: {SPHERE_SYMMETRY}")
 
 
 def cell_spec(

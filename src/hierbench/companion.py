@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hierbench.cellspec import CellSpec, cell_spec
-from hierbench.protocol import COMPANION_CELLS, COMPANION_LOSS, LORENTZ, cell_name
+from hierbench.protocol import COMPANION_CELLS, COMPANION_LOSS, EUCLIDEAN, LORENTZ, cell_name
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,13 @@ def pair_sources(config: dict[str, Any]) -> PairSources:
 
 def companion_spec(dataset: str, geometry: str, seed: int, config: dict[str, Any]) -> CellSpec:
     """A companion cell's spec: the factorial's recipe with loss A; the L head starts at the
-    dataset's curvature (then learns it) and has no tangent radius."""
+    dataset's curvature (then learns it) and has no tangent radius; the E head is unnormalised
+    (on the unit sphere the Euclidean exterior angle is symmetric and loss A degenerates:
+    ``cellspec.SPHERE_SYMMETRY``)."""
     if geometry not in (g for g, _ in COMPANION_CELLS):
         raise CompanionError(f"companion cells run on heads {[g for g, _ in COMPANION_CELLS]}")
-    base = cell_spec(dataset, "E", COMPANION_LOSS, seed, config)
+    base = cell_spec(dataset, EUCLIDEAN, COMPANION_LOSS, seed, config)
     if geometry == LORENTZ:
         curvature = float(config["datasets"][dataset]["hyperbolic"]["curvature"])
         return replace(base, geometry=LORENTZ, curvature=curvature, radius=None)
-    return base
+    return replace(base, normalise=False)

@@ -8,7 +8,8 @@ class has ``build`` and ``distance``, and one entry in ``HEADS`` (its code in
 ``hierbench.protocol``).
 
 ``EXTRA_HEADS`` holds heads beside the factorial's two: the Lorentz head (L), which adds one
-parameter, its learnable curvature, but likewise draws no random numbers of its own.
+parameter, its learnable curvature, but likewise draws no random numbers of its own. The
+Euclidean head also comes unnormalised (``normalise=False``), for the companion method's E_A.
 """
 
 from __future__ import annotations
@@ -75,14 +76,20 @@ def build_head(
     dropout: float,
     curvature: float | None = None,
     radius: float | None = None,
+    normalise: bool = True,
 ) -> Head:
     """A fresh head: the geometry's options are checked, then the projector is built (all RNG
-    use), then the geometry wraps it."""
+    use), then the geometry wraps it. ``normalise=False`` (Euclidean only) keeps the
+    projector's raw output instead of projecting it onto the unit sphere."""
     heads = {**HEADS, **EXTRA_HEADS}
     if geometry not in heads:
         raise ValueError(f"geometry must be one of {tuple(HEAD_NAMES)}, got {geometry!r}")
+    if not normalise and geometry != EUCLIDEAN:
+        raise ValueError(f"normalise=False applies only to geometry 'E', got {geometry!r}")
+    options = {"normalise": normalise} if geometry == EUCLIDEAN else {}
     return heads[geometry].build(
         lambda: Projector(in_dim, hidden_dim, embedding_dim, dropout),
         curvature=curvature,
         radius=radius,
+        **options,
     )

@@ -1,4 +1,5 @@
-"""The Euclidean geometry (E): the projector's output on the unit sphere, Euclidean distance."""
+"""The Euclidean geometry (E): the projector's output, on the unit sphere (the factorial's E
+cells) or as it is (the companion method's E_A cells), and the Euclidean distance."""
 
 from __future__ import annotations
 
@@ -13,17 +14,29 @@ from hierbench.geometry.projector import Projector
 
 
 class EuclideanHead(nn.Module):
-    """Projector output L2-normalised onto the unit sphere; Euclidean distance (≅ cosine rank)."""
+    """Projector output, L2-normalised onto the unit sphere (``normalise``, the factorial's E:
+    Euclidean distance ≅ cosine rank) or left as it is (E_A: every norm is free); Euclidean
+    distance either way.
+
+    The flag is a plain attribute, not a buffer: both heads have the projector's state dict, so
+    a checkpoint's bytes do not say which one wrote it (the cell's spec does).
+    """
 
     geometry = "E"
 
-    def __init__(self, projector: Projector) -> None:
+    def __init__(self, projector: Projector, *, normalise: bool = True) -> None:
         super().__init__()
         self.projector = projector
+        self.normalise = bool(normalise)
+
+    def extra_repr(self) -> str:
+        """Whether the head normalises, in the module's printout."""
+        return f"normalise={self.normalise}"
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        """Unit-norm embeddings of (batch, in_dim) features."""
-        return F.normalize(self.projector(features), p=2.0, dim=1)
+        """Embeddings of (batch, in_dim) features: unit-norm, or the projector's raw output."""
+        output = self.projector(features)
+        return F.normalize(output, p=2.0, dim=1) if self.normalise else output
 
     def distance(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Pairwise Euclidean distances between embeddings, shape (n_a, n_b)."""
@@ -36,8 +49,9 @@ class EuclideanHead(nn.Module):
         *,
         curvature: float | None,
         radius: float | None,
+        normalise: bool = True,
     ) -> EuclideanHead:
         """The head around a new projector; curvature and radius do not apply to it."""
         if curvature is not None or radius is not None:
             raise ValueError("curvature and radius apply only to geometry 'H'; pass None for 'E'")
-        return cls(make_projector())
+        return cls(make_projector(), normalise=normalise)

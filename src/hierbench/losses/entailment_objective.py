@@ -3,6 +3,11 @@ and the taxonomy (``hierbench.entailment_pairs``), scored by the angle-entailmen
 fused form (``fused_angle_entailment_loss``) with the head's geometry (Euclidean cones for E, the
 Lorentz model at the head's learned curvature for L).
 
+The E head must be unnormalised: on the unit sphere ext(x, y) = ext(y, x) = arccos(−‖x − y‖/2),
+so the parent → child logits (π − ext)/τ and the child → parent logits ext/τ pull every pair in
+opposite directions, and nothing can place a parent nearer the origin than its children. The
+objective refuses a normalising E head (``cellspec.SPHERE_SYMMETRY`` says why).
+
 Its own parameters, the middle and high group embeddings (tangent vectors at the origin, mapped
 by the head's geometry) and the learnable temperature, are initialised from a generator of their
 own (``companion.init_seed``), never from the global RNG: the head's initial weights and dropout
@@ -17,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hierbench.cellspec import CellSpec
+from hierbench.cellspec import SPHERE_SYMMETRY, CellSpec
 from hierbench.companion import CompanionError, PairSources, pair_sources
 from hierbench.entailment_pairs import batch_pairs, cross_image_partners
 from hierbench.geometry.lorentz import expmap0
@@ -72,6 +77,12 @@ class EntailmentObjective(nn.Module):
         )
         self.temperature = LearnableTemperature(temperature)
 
+    def require_radial_freedom(self, model: nn.Module) -> None:
+        """Refuse a Euclidean head that normalises onto the unit sphere, where the two
+        directions of loss A cancel (``SPHERE_SYMMETRY``)."""
+        if self.geometry == "E" and getattr(model, "normalise", False):
+            raise ValueError(f"{type(model).__name__} normalises its output: {SPHERE_SYMMETRY}")
+
     def _place(self, model: nn.Module, tangent: torch.Tensor) -> torch.Tensor:
         """Group embeddings in the head's space (space components on the hyperboloid for L)."""
         return expmap0(tangent, model.curvature) if self.geometry == "L" else tangent
@@ -81,6 +92,7 @@ class EntailmentObjective(nn.Module):
     ) -> tuple[torch.Tensor, dict[str, float | None]]:
         """Loss A of one batch (``labels`` (B, 3) leaf/middle/high codes are not used: the
         objective's own group indices of the batch rows are)."""
+        self.require_radial_freedom(model)
         images = model(features)
         pairs = batch_pairs(
             batch, self.groups[batch], self.sources, self.partners, self.high_of_middle

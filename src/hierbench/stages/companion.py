@@ -1,4 +1,5 @@
-"""Companion-method training: E_A and L_A cells with the angle-entailment objective."""
+"""Companion-method training: E_A and L_A cells with the angle-entailment objective, and the
+norms of their embeddings of the validation images (the radial freedom loss A relies on)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,26 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from hierbench.cell_publishing import train_and_publish
+from hierbench.cells import embed
+from hierbench.cellspec import CellSpec
 from hierbench.companion import companion_spec
 from hierbench.featurestore import role_arrays
 from hierbench.losses.entailment_objective import companion_objective
+from hierbench.protocol import EUCLIDEAN, LORENTZ
 from hierbench.provenance import JobContext
+
+TRAIN_ROLE = ("final", "train")
+# The validation images: the development side's tuning query and gallery (never the sealed test).
+VALIDATION_ROLES = (("tuning", "query"), ("tuning", "gallery"))
+NORM_QUANTILES = {"q05": 0.05, "median": 0.5, "q95": 0.95}
+NORM_MEASURES = {
+    EUCLIDEAN: "Euclidean norm of the raw embedding",
+    LORENTZ: "Euclidean norm of the space components (the hyperbolic distance to the origin is "
+    "asinh(sqrt(c) * norm) / sqrt(c), increasing in it)",
+}
 
 
 def train_companion_cell(
@@ -25,16 +40,21 @@ def train_companion_cell(
     outputs: dict[str, str | Path],
     job: JobContext,
 ) -> dict[str, Any]:
-    """Train one companion cell (E_A or L_A) on ``final/train``: the factorial's head, seed,
-    batch order, optimiser and epochs, with the angle-entailment objective on the configured
-    pairs (crop features of the same rows for box and cross-image pairs)."""
+    """Train one companion cell (E_A or L_A) on ``final/train``: the factorial's head (E_A's
+    unnormalised), seed, batch order, optimiser and epochs, with the angle-entailment objective
+    on the configured pairs (crop features of the same rows for box and cross-image pairs). Its
+    record adds the norms of its embeddings of the validation images and of their crops."""
     spec = companion_spec(dataset, geometry, seed, config)
-    ((x, y),) = role_arrays(features, splits, [("final", "train")])
-    crop_matrix = None
+    (x, y), *validation = role_arrays(features, splits, [TRAIN_ROLE, *VALIDATION_ROLES])
+    crop_matrix, validation_crops = None, None
     if crops is not None:
-        ((crop_matrix, crop_labels),) = role_arrays(crops, splits, [("final", "train")])
+        (crop_matrix, crop_labels), *crop_parts = role_arrays(
+            crops, splits, [TRAIN_ROLE, *VALIDATION_ROLES]
+        )
         if not np.array_equal(crop_labels, y):
             raise ValueError(f"{crops} and {features} disagree on the final/train rows' labels")
+        validation_crops = np.concatenate([part for part, _ in crop_parts])
+    validation_images = np.concatenate([part for part, _ in validation])
     objective = companion_objective(spec, config, y, crop_matrix)
     extra = {
         "companion": {
@@ -53,4 +73,47 @@ def train_companion_cell(
         config=config,
         objective=objective,
         extra=extra,
+        describe=lambda model: {
+            "validation_norms": validation_norms(model, spec, validation_images, validation_crops)
+        },
     )
+
+
+def validation_norms(
+    model: torch.nn.Module, spec: CellSpec, images: np.ndarray, crops: np.ndarray | None
+) -> dict[str, Any]:
+    """Norms of the trained head's embeddings of the validation images and, row for row, of
+    their crops: their spread, and how often a crop (the child) lies farther out than its whole
+    image (the parent), which loss A asks for and a unit-sphere head could never give."""
+    image_norms = embedding_norms(model, images)
+    summary: dict[str, Any] = {
+        "rows": "tuning/query + tuning/gallery (the validation images, development side)",
+        "measure": NORM_MEASURES[spec.geometry],
+        "images": norm_summary(image_norms),
+        "crops": None,
+        "crop_beyond_image": None,
+    }
+    if crops is not None:
+        crop_norms = embedding_norms(model, crops)
+        summary["crops"] = norm_summary(crop_norms)
+        summary["crop_beyond_image"] = float(np.mean(crop_norms > image_norms))
+    return summary
+
+
+def embedding_norms(model: torch.nn.Module, features: np.ndarray) -> np.ndarray:
+    """Euclidean norms (float64) of the head's embeddings of ``features`` (for a Lorentz head,
+    of the space components it outputs)."""
+    return np.linalg.norm(embed(model, features).astype(np.float64), axis=1)
+
+
+def norm_summary(norms: np.ndarray) -> dict[str, float | int]:
+    """Count, mean, standard deviation (ddof 0), extremes and quantiles of a set of norms."""
+    quantiles = np.quantile(norms, list(NORM_QUANTILES.values()))
+    return {
+        "count": len(norms),
+        "mean": float(norms.mean()),
+        "std": float(norms.std()),
+        "min": float(norms.min()),
+        **{name: float(value) for name, value in zip(NORM_QUANTILES, quantiles, strict=True)},
+        "max": float(norms.max()),
+    }
