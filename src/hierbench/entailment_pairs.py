@@ -6,8 +6,9 @@ Three sources, each a config switch (``companion.pairs``):
 - cross-image: image b entails the crops of K other training images of its leaf, drawn once per
   cell with the training seed (``cross_image_partners``); the method's own too (a scene entails
   K same-class boxes of other images), ablated in its paper;
-- taxonomy (our extension, not the method's): learnable embeddings of every middle and high group of the training
-  data, each high group entailing its middle groups and each middle group its images.
+- taxonomy (our extension, not the method's): learnable embeddings of every middle and high
+  group of the training data, each high group entailing its middle groups and each middle group
+  its images.
 
 A batch's parents are ``[images (B), middle groups (M), high groups (H)]`` and its children
 ``[own crops (B), partner crops (B·K), middle groups (M), images (B)]``, each block present only
