@@ -5,7 +5,7 @@ method)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, NamedTuple
@@ -21,6 +21,7 @@ from hierbench.metrics.distances import (
     prepare_gallery,
     sanitised_distances,
     squared_distances,
+    unique_rows,
 )
 from hierbench.metrics.labels import label_codes
 from hierbench.metrics.ot import check_ot_ks, ot_columns, ot_scores
@@ -30,6 +31,15 @@ from hierbench.relations import LEVELS
 _KEY_MAX = np.iinfo(np.uint16).max
 _RUN_SCAN_LIMIT = 32  # longer runs of equal keys: the whole row is sorted exactly
 _BLOCK_ROWS = 64  # queries ranked together; their distance rows stay in cache (~2.5 MB at 5k)
+DEFAULT_GEOMETRY = "euclidean"
+DEFAULT_DISTANCE_CLIP = 1e6
+
+# A ranking score other than a distance: (query rows (n, d), distinct gallery rows (m, d)) ->
+# (n, m) finite real scores, lower ranks first (e.g. ``metrics.angles.exterior_angle_scores``).
+PairScores = Callable[[np.ndarray, np.ndarray], np.ndarray]
+# What the ranking blocks get from a chunk's matrix: (matrix, chunk queries, block rows) -> the
+# block's finite scores against every gallery row.
+_BlockScores = Callable[[np.ndarray, np.ndarray, slice], np.ndarray]
 
 
 class _Positives(NamedTuple):
@@ -51,17 +61,22 @@ def evaluate(
     query_labels: Any,
     gallery_labels: Any,
     *,
-    geometry: str = "euclidean",
+    geometry: str = DEFAULT_GEOMETRY,
     curvature: float | None = None,
     ks: Sequence[int] = (1, 5, 10, 20),
     chunk_size: int = 256,
-    distance_clip: float = 1e6,
+    distance_clip: float = DEFAULT_DISTANCE_CLIP,
     ot_ks: Sequence[int] = (),
+    pair_scores: PairScores | None = None,
 ) -> pd.DataFrame:
     """AP and Recall@K per query and level, and OT@K per query (the per-query frame).
 
     ``ot_ks`` are the cut-offs of OT@K (none by default; each at most the gallery size); with
     any, every query gets a row of level ``all`` holding its OT@K scores.
+
+    ``pair_scores`` ranks the gallery by another score than a distance (ascending, ties by
+    gallery index, as distances): it is called once per chunk of queries with the bitwise
+    distinct gallery rows; geometry, curvature and distance_clip must then keep their defaults.
 
     At most ``chunk_size`` queries' distance rows are held at once; each chunk is ranked in
     blocks of at most 64 queries, spread over :func:`worker_count` threads. Results depend on
@@ -75,29 +90,36 @@ def evaluate(
     ks = _check_ks(ks)
     ot_ks = check_ot_ks(ot_ks, len(gallery))
     chunk_size = _check_chunk_size(chunk_size)
-    metric = check_metric(geometry, curvature, distance_clip)
-    prepared = prepare_gallery(gallery)
+    if pair_scores is None:
+        metric = check_metric(geometry, curvature, distance_clip)
+        prepared = prepare_gallery(gallery)
+        chunk_matrix = partial(squared_distances, gallery=prepared)
+        block_scores: _BlockScores = partial(_distance_rows, gallery=prepared, metric=metric)
+    else:
+        _check_no_distance_settings(geometry, curvature, distance_clip)
+        chunk_matrix = partial(_checked_pair_scores, pair_scores, unique_rows(gallery))
+        block_scores = _score_rows
 
     workers = max(1, min(worker_count(), chunk_size, len(queries)))
     results = []
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for start in range(0, len(queries), chunk_size):
             rows = slice(start, start + chunk_size)
-            # The BLAS product runs here, outside the threads: concurrent BLAS calls thrash.
-            squared = squared_distances(queries[rows], prepared)
+            # The BLAS product (or the pair scores) runs here, outside the threads: concurrent
+            # BLAS calls thrash.
+            matrix = chunk_matrix(queries[rows])
             run = partial(
                 _evaluate_block,
-                squared,
+                matrix,
                 queries[rows],
                 query_codes[rows],
-                prepared,
                 gallery_codes,
-                metric,
+                block_scores,
                 ks,
                 ot_ks,
             )
-            block = min(_BLOCK_ROWS, -(-len(squared) // workers))
-            blocks = [slice(first, first + block) for first in range(0, len(squared), block)]
+            block = min(_BLOCK_ROWS, -(-len(matrix) // workers))
+            blocks = [slice(first, first + block) for first in range(0, len(matrix), block)]
             results.extend(pool.map(run, blocks))
     ap, hits, ot = (np.concatenate(parts) for parts in zip(*results, strict=True))
     return _per_query_frame(ap, hits, ot, ks, ot_ks)
@@ -129,6 +151,51 @@ def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
     return tuple(int(k) for k in values)
 
 
+def _check_no_distance_settings(
+    geometry: str, curvature: float | None, distance_clip: float
+) -> None:
+    """Raise when distance settings come with ``pair_scores``, which replaces the distance."""
+    defaults = (DEFAULT_GEOMETRY, None, DEFAULT_DISTANCE_CLIP)
+    if (geometry, curvature, distance_clip) != defaults:
+        raise ValueError(
+            "pair_scores replaces the distance: leave geometry, curvature and distance_clip at "
+            f"their defaults, got geometry={geometry!r}, curvature={curvature!r}, "
+            f"distance_clip={distance_clip!r}"
+        )
+
+
+def _checked_pair_scores(
+    pair_scores: PairScores,
+    gallery: tuple[np.ndarray, np.ndarray | None],
+    queries: np.ndarray,
+) -> np.ndarray:
+    """``pair_scores`` of a chunk of queries against the distinct gallery rows, checked to be
+    finite reals of shape (queries, distinct rows), as float64 against every gallery row."""
+    unique, inverse = gallery
+    scores = np.asarray(pair_scores(queries, unique))
+    expected = (len(queries), len(unique))
+    if scores.shape != expected or scores.dtype.kind not in "fiu":
+        raise ValueError(
+            f"pair_scores must return a real {expected} matrix, got {scores.dtype} {scores.shape}"
+        )
+    scores = np.ascontiguousarray(scores, dtype=np.float64)
+    if not np.isfinite(scores).all():
+        raise ValueError("pair_scores returned a non-finite score; give every pair a finite one")
+    return scores if inverse is None else scores[:, inverse]
+
+
+def _distance_rows(
+    squared: np.ndarray, queries: np.ndarray, rows: slice, *, gallery: Gallery, metric: Metric
+) -> np.ndarray:
+    """Sanitised distances of a block of a chunk, from the chunk's squared distances."""
+    return sanitised_distances(squared[rows], queries[rows], gallery, metric)
+
+
+def _score_rows(scores: np.ndarray, queries: np.ndarray, rows: slice) -> np.ndarray:
+    """A block of a chunk's precomputed scores (the queries are not needed again)."""
+    return scores[rows]
+
+
 def _check_chunk_size(chunk_size: int) -> int:
     """The number of queries per chunk, a positive int."""
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer):
@@ -157,18 +224,17 @@ def _sort_keys(dist: np.ndarray) -> np.ndarray:
 
 
 def _evaluate_block(
-    squared: np.ndarray,
+    matrix: np.ndarray,
     queries: np.ndarray,
     query_codes: np.ndarray,
-    gallery: Gallery,
     gallery_codes: np.ndarray,
-    metric: Metric,
+    block_scores: _BlockScores,
     ks: tuple[int, ...],
     ot_ks: tuple[int, ...],
     rows: slice,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """AP (rows, levels), Recall@K (rows, levels, ks) and OT@K (rows, ot_ks) of ``rows``."""
-    dist = sanitised_distances(squared[rows], queries[rows], gallery, metric)
+    dist = block_scores(matrix, queries, rows)
     query_codes = query_codes[rows]
     positives = _positive_ranks(dist, query_codes, gallery_codes)
     ap = np.empty((len(dist), len(LEVELS)))

@@ -51,6 +51,10 @@ def _write_scores(
     write_parquet(summary, outputs["summary"], job, sort_by=["qg_seed", "aggregation", "level"])
 
 
+# The metric engine's settings for a loaded cell: (model, spec) -> keyword arguments.
+MetricFor = Callable[[Any, CellSpec], dict[str, Any]]
+
+
 def evaluate_cell_on_sealed_test(
     dataset: str,
     record: str | Path,
@@ -65,29 +69,70 @@ def evaluate_cell_on_sealed_test(
     access_log: str | Path,
     variant: str | None = None,
 ) -> pd.DataFrame:
-    """Verify the lock, then score one final cell on every sealed query/gallery draw.
-
-    On the CPU whatever the config's ``device``: the head's forward pass over the sealed
-    features takes a fraction of a second and the metrics run in float64 NumPy, so a
-    checkpoint's scores are the same bytes on every node, with or without a GPU.
+    """Verify the lock, then score one final cell on every sealed query/gallery draw, ranked by
+    its head's distance (at a Lorentz head's learned curvature).
 
     ``variant`` labels a control's cell (a curvature point) in a ``variant`` column; a
     HIER-style baseline cell is the arm ``hier``.
     """
+
+    def distance_metric(model: Any, spec: CellSpec) -> dict[str, Any]:
+        """The engine's distance settings for the cell's head."""
+        curvature = learned_curvature(model, spec)
+        return metric_settings(config, HEAD_NAMES[spec.geometry], curvature)
+
+    return score_cell_on_sealed_test(
+        dataset,
+        record,
+        checkpoint,
+        lock,
+        sealed_features,
+        sealed_splits,
+        config,
+        outputs,
+        job,
+        access_log=access_log,
+        metric_for=distance_metric,
+        labels={"variant": variant} if variant else {},
+    )
+
+
+def score_cell_on_sealed_test(
+    dataset: str,
+    record: str | Path,
+    checkpoint: str | Path,
+    lock: str | Path,
+    sealed_features: str | Path,
+    sealed_splits: str | Path,
+    config: dict[str, Any],
+    outputs: dict[str, str | Path],
+    job: JobContext,
+    *,
+    access_log: str | Path,
+    metric_for: MetricFor,
+    labels: dict[str, str],
+) -> pd.DataFrame:
+    """Verify the lock, then score one trained cell on every sealed draw with the engine
+    settings ``metric_for(model, spec)`` gives; ``labels`` become columns of its rows (after
+    its identity) and are named in the access log.
+
+    On the CPU whatever the config's ``device``: the head's forward pass over the sealed
+    features takes a fraction of a second and the metrics run in float64 NumPy, so a
+    checkpoint's scores are the same bytes on every node, with or without a GPU.
+    """
     verify_against_lock(lock, [checkpoint, sealed_features, sealed_splits])
     spec = CellSpec.from_record(json.loads(Path(record).read_text(encoding="utf-8")))
-    what = f"{spec.cell} {variant}" if variant else spec.cell
+    what = " ".join([spec.cell, *labels.values()])
     _note_test_access(access_log, f"{dataset} {what} ({job.rule})")
-    ids, labels, matrix = read_labelled_features(sealed_features)
+    ids, classes, matrix = read_labelled_features(sealed_features)
     model = load_checkpoint(checkpoint, spec, matrix.shape[1])
-    metric = metric_settings(config, HEAD_NAMES[spec.geometry], learned_curvature(model, spec))
     per_query, summary = score_draws(
         embed(model, matrix),
-        labels,
+        classes,
         ids,
         pd.read_parquet(sealed_splits),
         qg_seeds(config, dataset),
-        metric,
+        metric_for(model, spec),
     )
     identity = {
         "dataset": dataset,
@@ -95,7 +140,7 @@ def evaluate_cell_on_sealed_test(
         "geometry": spec.geometry,
         "loss": spec.loss,
         "seed": spec.seed,
-    } | ({"variant": variant} if variant else {})
+    } | labels
     _write_scores(per_query, summary, identity, outputs, job)
     return summary.assign(**identity)
 
