@@ -154,7 +154,7 @@ rule outer_tables:
         "../workflow_scripts/outer_tables.py"
 
 
-rule companion_angle_table:
+rule companion_angle_tables:
     input:
         distance=lambda wildcards: companion_evals(wildcards.dataset),
         angle=lambda wildcards: companion_evals(wildcards.dataset, ANGLE_RANKING),
@@ -164,9 +164,9 @@ rule companion_angle_table:
     log:
         log_for(f"{RESULTS}/{{dataset}}/tables/{COMPANION_ANGLE_TABLE}.md"),
     params:
-        code=code("stages.angle_table", script="companion_angle_table"),
+        code=code("stages.angle_table", script="companion_angle_tables"),
         aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
     conda:
         "../environment.yml"
     script:
-        "../workflow_scripts/companion_angle_table.py"
+        "../workflow_scripts/companion_angle_tables.py"

@@ -4,7 +4,7 @@ A sensitivity of the ranking (``hierbench.metrics.angles``): the same cell, seal
 and output formats as its distance evaluation (``stages.evaluation``), the gallery ranked by
 ascending ext(q, g) in the head's own geometry instead of by distance; rows carry a ``ranking``
 column. Apart from ``stages.evaluation`` so that the distance evaluations do not depend on the
-angle code.
+angle code; both score through ``hierbench.sealed_scoring``.
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from typing import Any
 
 import pandas as pd
 
+from hierbench.artifacts import write_parquet
 from hierbench.cellspec import CellSpec
 from hierbench.metrics.angles import head_angle_scores
 from hierbench.protocol import ANGLE_RANKING, COMPANION_LOSS
 from hierbench.provenance import JobContext
 from hierbench.scoring import ranking_settings
-from hierbench.stages.evaluation import score_cell_on_sealed_test
+from hierbench.sealed_scoring import PER_QUERY_ORDER, SUMMARY_ORDER, score_cell_on_sealed_test
 
 
 def evaluate_angles_on_sealed_test(
@@ -47,7 +48,7 @@ def evaluate_angles_on_sealed_test(
             )
         return {**ranking_settings(config), "pair_scores": head_angle_scores(model)}
 
-    return score_cell_on_sealed_test(
+    scores = score_cell_on_sealed_test(
         dataset,
         record,
         checkpoint,
@@ -55,9 +56,11 @@ def evaluate_angles_on_sealed_test(
         sealed_features,
         sealed_splits,
         config,
-        outputs,
-        job,
         access_log=access_log,
+        reader=job.rule,
         metric_for=angle_metric,
         labels={"ranking": ANGLE_RANKING},
     )
+    write_parquet(scores.per_query, outputs["per_query"], job, sort_by=list(PER_QUERY_ORDER))
+    write_parquet(scores.summary, outputs["summary"], job, sort_by=list(SUMMARY_ORDER))
+    return scores.summary
