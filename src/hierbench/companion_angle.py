@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from hierbench.controls.common import paired_summary, per_seed_by_variant, seeds_mean_sd
-from hierbench.effects import mean_sd
+from hierbench.effects import PER_SEED_COLUMNS, mean_sd
 from hierbench.protocol import (
     ANGLE_RANKING,
     COMPANION_ARMS,
@@ -43,9 +43,7 @@ def ranking_per_seed(summaries: pd.DataFrame, aggregation: str) -> pd.DataFrame:
     _check_arms_and_rankings(summaries)
     per_seed = per_seed_by_variant(summaries.rename(columns={"ranking": "variant"}), aggregation)
     chosen = per_seed[per_seed["metric"] == "map"].rename(columns={"variant": "ranking"})
-    return chosen[["ranking", *(c for c in chosen.columns if c != "ranking")]].reset_index(
-        drop=True
-    )
+    return chosen[["ranking", *PER_SEED_COLUMNS]].reset_index(drop=True)
 
 
 def _check_arms_and_rankings(summaries: pd.DataFrame) -> None:
