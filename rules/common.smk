@@ -22,7 +22,9 @@ from hierbench.devices import gpus_per_job
 from hierbench.hashing import source_fingerprint
 from hierbench.runs import logs_folder, run_folder
 from hierbench.protocol import (
+    ANGLE_RANKING,
     ARMS_SUMMARY,
+    COMPANION_ANGLE_TABLE,
     BASELINES,
     HIER,
     OUTER_CONTROL,
@@ -95,6 +97,7 @@ def final_outputs():
     ]
     targets += [path for dataset in DATASETS for path in baseline_outputs(dataset)]
     targets += [path for dataset in DATASETS for path in outer_outputs(dataset)]
+    targets += [path for dataset in DATASETS for path in companion_angle_outputs(dataset)]
     return targets
 
 
@@ -474,3 +477,25 @@ def companion_crops(wildcards):
 def companion_config(dataset):
     """The config keys a companion cell reads (a params value)."""
     return {**cell_config(dataset), "companion": config["companion"]}
+
+
+def companion_evals(dataset, ranking_folder=None):
+    """The evaluation summaries of every companion cell of a dataset (none when switched off):
+    ranked by distance, or those under ``eval/<ranking_folder>/`` (the angle ranking)."""
+    folder = f"{RESULTS}/{dataset}/eval" + (f"/{ranking_folder}" if ranking_folder else "")
+    return [f"{folder}/{cell}_summary.parquet" for cell in companion_cells(config)]
+
+
+def angle_eval_config(dataset):
+    """The config keys the angle-ranked evaluation reads (a params value): the sealed
+    evaluation's without the distance clip, which an angle ranking does not use."""
+    return {key: value for key, value in eval_config(dataset).items() if key != "training"}
+
+
+def companion_angle_outputs(dataset):
+    """Every file the companion ranking table writes for a dataset (none when the companion
+    cells are switched off)."""
+    if not companion_enabled(config):
+        return []
+    tables = [f"{RESULTS}/{dataset}/tables/{COMPANION_ANGLE_TABLE}.{ext}" for ext in TABLE_FORMATS]
+    return tables + [f"{RESULTS}/{dataset}/tables/{COMPANION_ANGLE_TABLE}_{PER_SEED_TABLE}.parquet"]

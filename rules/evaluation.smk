@@ -211,3 +211,28 @@ rule evaluate_companion_cell:
         "../environment.yml"
     script:
         "../workflow_scripts/evaluate.py"
+
+
+# The companion cells ranked by the exterior angle at the query instead of by distance (a
+# sensitivity of the ranking): the same lock check, sealed inputs and formats, under eval/angle/.
+rule evaluate_companion_angle:
+    input:
+        unpack(lambda wildcards: sealed_inputs(wildcards.dataset)),
+        lock=f"{RESULTS}/{{dataset}}/lock/final_lock.json",
+        model=f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/model.safetensors",
+        record=f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/record.json",
+    output:
+        per_query=f"{RESULTS}/{{dataset}}/eval/{ANGLE_RANKING}/{{head}}A-{{seed}}.parquet",
+        summary=f"{RESULTS}/{{dataset}}/eval/{ANGLE_RANKING}/{{head}}A-{{seed}}_summary.parquet",
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/eval/{ANGLE_RANKING}/{{head}}A-{{seed}}.parquet"),
+    benchmark:
+        benchmark_for(f"{RESULTS}/{{dataset}}/eval/{ANGLE_RANKING}/{{head}}A-{{seed}}.parquet")
+    params:
+        code=code("stages.angle_evaluation", script="evaluate_angles"),
+        config=lambda wildcards: angle_eval_config(wildcards.dataset),
+        access_log=lambda wildcards: access_log(wildcards.dataset),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/evaluate_angles.py"

@@ -154,3 +154,20 @@ rule outer_tables:
     script:
         "../workflow_scripts/outer_tables.py"
 
+
+rule companion_angle_tables:
+    input:
+        distance=lambda wildcards: companion_evals(wildcards.dataset),
+        angle=lambda wildcards: companion_evals(wildcards.dataset, ANGLE_RANKING),
+    output:
+        per_seed=[f"{RESULTS}/{{dataset}}/tables/{COMPANION_ANGLE_TABLE}_{PER_SEED_TABLE}.parquet"],
+        table=[f"{RESULTS}/{{dataset}}/tables/{COMPANION_ANGLE_TABLE}.{ext}" for ext in TABLE_FORMATS],
+    log:
+        log_for(f"{RESULTS}/{{dataset}}/tables/{COMPANION_ANGLE_TABLE}.md"),
+    params:
+        code=code("stages.angle_table", script="companion_angle_tables"),
+        aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
+    conda:
+        "../environment.yml"
+    script:
+        "../workflow_scripts/companion_angle_tables.py"

@@ -66,6 +66,7 @@ def test_no_rule_upstream_of_the_lock_reads_a_sealed_artifact(repo_copy: Path):
         "evaluate_pca",
         "evaluate_hier_cell",
         "evaluate_companion_cell",
+        "evaluate_companion_angle",
     }
     assert sealed_readers == SEALED_PRODUCERS | evaluations
     controls = {"train_curvature_cell", "select_semantic_duration", "train_semantic_cell"}

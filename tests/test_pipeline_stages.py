@@ -13,6 +13,7 @@ from conftest import TINY, TINY_LOGS, TINY_RUN, snakemake
 from test_splits import assert_outer_splits_disjoint
 
 from hierbench.artifacts import provenance_path, read_parquet_metadata, read_provenance
+from hierbench.companion_angle import ranking_per_seed
 from hierbench.featurestore import read_feature_matrix
 from hierbench.hashing import sha256_file
 from hierbench.lock import LockError
@@ -88,7 +89,7 @@ def test_every_arm_is_scored_on_the_same_locked_draws(built_repo: Path):
             )
             for seed in (42, 2024, 3407)
         }
-        for arm in [*CELLS, "frozen"]:
+        for arm in [*CELLS, "frozen", *(f"angle/{cell}" for cell in COMPANION)]:
             per_query = pd.read_parquet(base / f"eval/{arm}.parquet")
             for seed, identity in draws.items():
                 ids = per_query.loc[per_query["qg_seed"] == seed, "image_id"].unique()
@@ -127,7 +128,10 @@ def test_every_arm_is_scored_on_the_same_locked_draws(built_repo: Path):
 
 def test_test_data_reads_are_logged_after_the_lock(built_repo: Path):
     lines = (built_repo / f"{TINY_LOGS}/cub/lock/test_access.log").read_text().splitlines()
-    assert len(lines) == len(CELLS) + 1 + len(CONTROLS["cub"]) + len(PCA["cub"]) + len(COMPANION)
+    # Each companion cell is read twice: ranked by distance and by angle.
+    expected = len(CELLS) + 1 + len(CONTROLS["cub"]) + len(PCA["cub"]) + 2 * len(COMPANION)
+    assert len(lines) == expected
+    assert sum(line.endswith("angle (evaluate_companion_angle)") for line in lines) == 6
     lock = json.loads((built_repo / f"{TINY_RUN}/cub/lock/final_lock.json").read_text())
     assert min(line.split()[0] for line in lines) >= lock["training_finished_at"]
 
@@ -352,6 +356,39 @@ def test_the_companion_cells_trained_audited_and_scored(built_repo: Path):
         assert "| geom_A |" in effects_table and "| L_A |" in arms_table
         crops, _ = read_feature_matrix(base / "features/dev_crops.parquet")
         assert set(crops["image_id"]) == set(dev["image_id"])
+
+
+def test_the_companion_cells_ranked_by_angle_and_their_table(built_repo: Path):
+    for dataset, aggregation in (("cub", "query_micro"), ("nabirds", "group_macro")):
+        base = built_repo / f"{TINY_RUN}/{dataset}"
+        distance, angle = [], []
+        for cell in COMPANION:
+            by_distance = pd.read_parquet(base / f"eval/{cell}_summary.parquet")
+            by_angle = pd.read_parquet(base / f"eval/angle/{cell}_summary.parquet")
+            assert by_angle.columns.tolist() == [*by_distance.columns, "ranking"]
+            assert set(by_angle["ranking"]) == {"angle"}
+            assert read_provenance(base / f"eval/angle/{cell}.parquet")["rule"] == (
+                "evaluate_companion_angle"
+            )
+            distance.append(by_distance.assign(ranking="distance"))
+            angle.append(by_angle)
+        summaries = pd.concat([*distance, *angle], ignore_index=True)
+        per_seed = pd.read_parquet(base / "tables/companion_angle_per_seed.parquet")
+        expected = ranking_per_seed(summaries, aggregation)
+        keys = ["ranking", "dataset", "geometry", "loss", "seed", "level", "metric"]
+        expected = expected[[*keys, "value"]].sort_values(keys).reset_index(drop=True)
+        pd.testing.assert_frame_equal(per_seed, expected)
+        table = pd.read_parquet(base / "tables/companion_angle.parquet")
+        assert table[["arm", "ranking"]].to_numpy().tolist() == [
+            [arm, ranking]
+            for arm in ("E_A", "L_A")
+            for ranking in ("distance", "angle", "angle − distance")
+        ]
+        # Tiny NABirds has no valid high-level query: no seed has a mean hierarchy to pair.
+        paired = 3 if dataset == "cub" else 0
+        assert table["seeds"].tolist() == [3, 3, paired] * 2
+        header = "| arm | ranking | leaf | middle | high | mean_hierarchy | positive seeds |"
+        assert (base / "tables/companion_angle.md").read_text(encoding="utf-8").startswith(header)
 
 
 def test_the_bird_datasets_data_artifacts_are_those_made_before_datasets_were_configurable(

@@ -53,6 +53,8 @@ CUB_AFTER_TAXONOMY = {
     "evaluate_frozen": 1,
     "train_companion_cell": 6,
     "evaluate_companion_cell": 6,
+    "evaluate_companion_angle": 6,
+    "companion_angle_tables": 1,
     "effect_tables": 1,
     "figures": 1,
     **CUB_CONTROL,

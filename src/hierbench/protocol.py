@@ -56,6 +56,13 @@ COMPANION_CELLS: tuple[tuple[str, str], ...] = (
     (LORENTZ, COMPANION_LOSS),
 )
 COMPANION_ARMS: tuple[str, ...] = tuple(f"{g}_{loss}" for g, loss in COMPANION_CELLS)
+# How a gallery is ranked: by the head's distance (every evaluation), or, for the companion
+# cells only, by the exterior angle at the query (a sensitivity, under eval/angle/ and in the
+# companion_angle table).
+DISTANCE_RANKING = "distance"
+ANGLE_RANKING = "angle"
+RANKINGS: tuple[str, ...] = (DISTANCE_RANKING, ANGLE_RANKING)
+COMPANION_ANGLE_TABLE = "companion_angle"
 
 FROZEN = "frozen"  # the frozen-feature baseline's arm, geometry and loss label
 FACTORIAL_ARMS: tuple[str, ...] = tuple(f"{g}_{loss}" for g in GEOMETRIES for loss in LOSSES)

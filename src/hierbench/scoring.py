@@ -57,10 +57,18 @@ def metric_settings(
     return {
         "geometry": geometry,
         "curvature": curvature,
+        **ranking_settings(config),
+        "distance_clip": config["training"]["distance_clip_test"],
+    }
+
+
+def ranking_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The metric engine's settings that do not concern the distance: the cut-offs and chunk
+    size (all that a ranking by ``pair_scores`` takes besides its scores)."""
+    return {
         "ks": tuple(config["evaluation"]["recall_ks"]),
         "ot_ks": tuple(config["evaluation"]["ot_ks"]),
         "chunk_size": config["evaluation"]["query_chunk"],
-        "distance_clip": config["training"]["distance_clip_test"],
     }
 
 

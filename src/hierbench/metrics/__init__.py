@@ -10,7 +10,9 @@ Definitions (the protocol's "Evaluation", strict positives from :mod:`hierbench.
 - A query is valid at a level only if the gallery holds at least one strict positive for it.
 - Ranking: the whole gallery in ascending distance; ties (equal computed float64 distances)
   are broken by ascending gallery index, i.e. a stable sort by (distance, gallery index).
-  Bitwise identical gallery embeddings always get equal distances, so they always tie.
+  Bitwise identical gallery embeddings always get equal distances, so they always tie. A
+  caller may rank by another score instead (``evaluate(..., pair_scores=...)``, lower first,
+  the same ties; the companion cells' exterior angles, :mod:`hierbench.metrics.angles`).
 - Recall@K = 1 if a strict positive is among the first K, else 0.
 - AP(q) = (1/N⁺) Σ_k precision@k · rel_k over the whole ranking, N⁺ the number of positives.
 - OT@K (:mod:`hierbench.metrics.ot`; lower is better): each gallery item's relation to the query

@@ -78,11 +78,17 @@ def check_metric(geometry: str, curvature: float | None, distance_clip: float) -
     return Metric(geometry, c, clip)
 
 
+def unique_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The bitwise distinct rows of a C-contiguous matrix and the map back to every row (None
+    when all rows are distinct), so that identical rows always get identical scores."""
+    rows = matrix.view(np.dtype((np.void, matrix.dtype.itemsize * matrix.shape[1]))).ravel()
+    _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+    return (matrix, None) if len(first) == len(matrix) else (matrix[first], inverse)
+
+
 def prepare_gallery(gallery: np.ndarray) -> Gallery:
     """Deduplicate gallery rows so bitwise identical embeddings get identical distances."""
-    rows = gallery.view(np.dtype((np.void, gallery.dtype.itemsize * gallery.shape[1]))).ravel()
-    _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
-    unique, inverse = (gallery, None) if len(first) == len(gallery) else (gallery[first], inverse)
+    unique, inverse = unique_rows(gallery)
     sq_norm = np.einsum("ij,ij->i", unique, unique)
     augmented_t = np.concatenate([-2.0 * unique.T, np.ones((1, len(unique))), sq_norm[None]])
     return Gallery(np.ascontiguousarray(augmented_t), sq_norm, inverse)

@@ -5,7 +5,7 @@ definitions and the method)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, NamedTuple
@@ -21,15 +21,28 @@ from hierbench.metrics.distances import (
     prepare_gallery,
     sanitised_distances,
     squared_distances,
+    unique_rows,
 )
 from hierbench.metrics.labels import label_codes
 from hierbench.metrics.ot import check_ot_ks, ot_columns, ot_scores, ot_tree_columns
+from hierbench.metrics.pair_scores import (
+    DEFAULT_DISTANCE_CLIP,
+    DEFAULT_GEOMETRY,
+    PairScores,
+    check_no_distance_settings,
+    checked_pair_scores,
+    score_rows,
+)
 from hierbench.protocol import ALL_LEVELS
 from hierbench.relations import LEVELS
 
 _KEY_MAX = np.iinfo(np.uint16).max
 _RUN_SCAN_LIMIT = 32  # longer runs of equal keys: the whole row is sorted exactly
 _BLOCK_ROWS = 64  # queries ranked together; their distance rows stay in cache (~2.5 MB at 5k)
+
+# What the ranking blocks get from a chunk's matrix: (matrix, chunk queries, block rows) -> the
+# block's finite scores against every gallery row.
+_BlockScores = Callable[[np.ndarray, np.ndarray, slice], np.ndarray]
 
 
 class _Positives(NamedTuple):
@@ -51,18 +64,23 @@ def evaluate(
     query_labels: Any,
     gallery_labels: Any,
     *,
-    geometry: str = "euclidean",
+    geometry: str = DEFAULT_GEOMETRY,
     curvature: float | None = None,
     ks: Sequence[int] = (1, 5, 10, 20),
     chunk_size: int = 256,
-    distance_clip: float = 1e6,
+    distance_clip: float = DEFAULT_DISTANCE_CLIP,
     ot_ks: Sequence[int] = (),
+    pair_scores: PairScores | None = None,
 ) -> pd.DataFrame:
     """AP and Recall@K per query and level, and OT@K per query (the per-query frame).
 
     ``ot_ks`` are the cut-offs of OT@K (none by default; each at most the gallery size); with
     any, every query gets a row of level ``all`` holding its ``ot@K`` scores and the
     tree-referenced ``ot_tree@K`` (same cut-offs) and ``ot_tree@tree``.
+
+    ``pair_scores`` ranks the gallery by another score than a distance (ascending, ties by
+    gallery index, as distances): it is called once per chunk of queries with the bitwise
+    distinct gallery rows; geometry, curvature and distance_clip must then keep their defaults.
 
     At most ``chunk_size`` queries' distance rows are held at once; each chunk is ranked in
     blocks of at most 64 queries, spread over :func:`worker_count` threads. Results depend on
@@ -76,29 +94,36 @@ def evaluate(
     ks = _check_ks(ks)
     ot_ks = check_ot_ks(ot_ks, len(gallery))
     chunk_size = _check_chunk_size(chunk_size)
-    metric = check_metric(geometry, curvature, distance_clip)
-    prepared = prepare_gallery(gallery)
+    if pair_scores is None:
+        metric = check_metric(geometry, curvature, distance_clip)
+        prepared = prepare_gallery(gallery)
+        chunk_matrix = partial(squared_distances, gallery=prepared)
+        block_scores: _BlockScores = partial(_distance_rows, gallery=prepared, metric=metric)
+    else:
+        check_no_distance_settings(geometry, curvature, distance_clip)
+        chunk_matrix = partial(checked_pair_scores, pair_scores, unique_rows(gallery))
+        block_scores = score_rows
 
     workers = max(1, min(worker_count(), chunk_size, len(queries)))
     results = []
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for start in range(0, len(queries), chunk_size):
             rows = slice(start, start + chunk_size)
-            # The BLAS product runs here, outside the threads: concurrent BLAS calls thrash.
-            squared = squared_distances(queries[rows], prepared)
+            # The BLAS product (or the pair scores) runs here, outside the threads: concurrent
+            # BLAS calls thrash.
+            matrix = chunk_matrix(queries[rows])
             run = partial(
                 _evaluate_block,
-                squared,
+                matrix,
                 queries[rows],
                 query_codes[rows],
-                prepared,
                 gallery_codes,
-                metric,
+                block_scores,
                 ks,
                 ot_ks,
             )
-            block = min(_BLOCK_ROWS, -(-len(squared) // workers))
-            blocks = [slice(first, first + block) for first in range(0, len(squared), block)]
+            block = min(_BLOCK_ROWS, -(-len(matrix) // workers))
+            blocks = [slice(first, first + block) for first in range(0, len(matrix), block)]
             results.extend(pool.map(run, blocks))
     ap, hits, ot, ot_tree = (np.concatenate(parts) for parts in zip(*results, strict=True))
     return _per_query_frame(ap, hits, np.concatenate([ot, ot_tree], axis=1), ks, ot_ks)
@@ -130,6 +155,13 @@ def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
     return tuple(int(k) for k in values)
 
 
+def _distance_rows(
+    squared: np.ndarray, queries: np.ndarray, rows: slice, *, gallery: Gallery, metric: Metric
+) -> np.ndarray:
+    """Sanitised distances of a block of a chunk, from the chunk's squared distances."""
+    return sanitised_distances(squared[rows], queries[rows], gallery, metric)
+
+
 def _check_chunk_size(chunk_size: int) -> int:
     """The number of queries per chunk, a positive int."""
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer):
@@ -158,19 +190,18 @@ def _sort_keys(dist: np.ndarray) -> np.ndarray:
 
 
 def _evaluate_block(
-    squared: np.ndarray,
+    matrix: np.ndarray,
     queries: np.ndarray,
     query_codes: np.ndarray,
-    gallery: Gallery,
     gallery_codes: np.ndarray,
-    metric: Metric,
+    block_scores: _BlockScores,
     ks: tuple[int, ...],
     ot_ks: tuple[int, ...],
     rows: slice,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """AP (rows, levels), Recall@K (rows, levels, ks), OT@K (rows, ot_ks) and the tree scores
     (rows, ot_ks + 1) of ``rows``."""
-    dist = sanitised_distances(squared[rows], queries[rows], gallery, metric)
+    dist = block_scores(matrix, queries, rows)
     query_codes = query_codes[rows]
     positives = _positive_ranks(dist, query_codes, gallery_codes)
     ap = np.empty((len(dist), len(LEVELS)))

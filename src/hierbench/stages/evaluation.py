@@ -5,8 +5,6 @@ Every function here that reads test data says so in its name, and verifies the l
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -17,38 +15,30 @@ import pandas as pd
 
 from hierbench.artifacts import write_parquet
 from hierbench.baselines.pca import load_pca, project
-from hierbench.cells import embed, learned_curvature, load_checkpoint
+from hierbench.cells import learned_curvature
 from hierbench.cellspec import CellSpec
 from hierbench.featurestore import read_labelled_features
 from hierbench.lock import verify_against_lock
-from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES, HEAD_NAMES, HIER, PCA
+from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES, HEAD_NAMES, PCA
 from hierbench.provenance import JobContext
 from hierbench.scoring import l2_normalised, metric_settings, qg_seeds, score_draws
+from hierbench.sealed_scoring import (
+    PER_QUERY_ORDER,
+    SUMMARY_ORDER,
+    SealedScores,
+    note_test_access,
+    score_cell_on_sealed_test,
+)
 
 log = logging.getLogger(__name__)
 
 
-def _note_test_access(access_log: str | Path, what: str) -> None:
-    """Append when and by whom the sealed test data was read (the first line is the first read)."""
-    path = Path(access_log)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(f"{now} {what}\n")
-
-
-def _write_scores(
-    per_query: pd.DataFrame,
-    summary: pd.DataFrame,
-    identity: dict[str, Any],
-    outputs: dict[str, str | Path],
-    job: JobContext,
+def _write_sealed_scores(
+    scores: SealedScores, outputs: dict[str, str | Path], job: JobContext
 ) -> None:
-    """Write the per-query and summary parquets, labelled with the arm's identity."""
-    per_query = per_query.assign(**identity)
-    summary = summary.assign(**identity)
-    write_parquet(per_query, outputs["per_query"], job, sort_by=["qg_seed", "query", "level"])
-    write_parquet(summary, outputs["summary"], job, sort_by=["qg_seed", "aggregation", "level"])
+    """Write a cell's or an arm's per-query and summary parquets (labelled rows)."""
+    write_parquet(scores.per_query, outputs["per_query"], job, sort_by=list(PER_QUERY_ORDER))
+    write_parquet(scores.summary, outputs["summary"], job, sort_by=list(SUMMARY_ORDER))
 
 
 def evaluate_cell_on_sealed_test(
@@ -65,39 +55,34 @@ def evaluate_cell_on_sealed_test(
     access_log: str | Path,
     variant: str | None = None,
 ) -> pd.DataFrame:
-    """Verify the lock, then score one final cell on every sealed query/gallery draw.
-
-    On the CPU whatever the config's ``device``: the head's forward pass over the sealed
-    features takes a fraction of a second and the metrics run in float64 NumPy, so a
-    checkpoint's scores are the same bytes on every node, with or without a GPU.
+    """Verify the lock, then score one final cell on every sealed query/gallery draw, ranked by
+    its head's distance (at a Lorentz head's learned curvature); on the CPU (see
+    ``sealed_scoring.score_cell_on_sealed_test``).
 
     ``variant`` labels a control's cell (a curvature point) in a ``variant`` column; a
     HIER-style baseline cell is the arm ``hier``.
     """
-    verify_against_lock(lock, [checkpoint, sealed_features, sealed_splits])
-    spec = CellSpec.from_record(json.loads(Path(record).read_text(encoding="utf-8")))
-    what = f"{spec.cell} {variant}" if variant else spec.cell
-    _note_test_access(access_log, f"{dataset} {what} ({job.rule})")
-    ids, labels, matrix = read_labelled_features(sealed_features)
-    model = load_checkpoint(checkpoint, spec, matrix.shape[1])
-    metric = metric_settings(config, HEAD_NAMES[spec.geometry], learned_curvature(model, spec))
-    per_query, summary = score_draws(
-        embed(model, matrix),
-        labels,
-        ids,
-        pd.read_parquet(sealed_splits),
-        qg_seeds(config, dataset),
-        metric,
+
+    def distance_metric(model: Any, spec: CellSpec) -> dict[str, Any]:
+        """The engine's distance settings for the cell's head."""
+        curvature = learned_curvature(model, spec)
+        return metric_settings(config, HEAD_NAMES[spec.geometry], curvature)
+
+    scores = score_cell_on_sealed_test(
+        dataset,
+        record,
+        checkpoint,
+        lock,
+        sealed_features,
+        sealed_splits,
+        config,
+        access_log=access_log,
+        reader=job.rule,
+        metric_for=distance_metric,
+        labels={"variant": variant} if variant else {},
     )
-    identity = {
-        "dataset": dataset,
-        "arm": HIER if spec.loss == HIER else f"{spec.geometry}_{spec.loss}",
-        "geometry": spec.geometry,
-        "loss": spec.loss,
-        "seed": spec.seed,
-    } | ({"variant": variant} if variant else {})
-    _write_scores(per_query, summary, identity, outputs, job)
-    return summary.assign(**identity)
+    _write_sealed_scores(scores, outputs, job)
+    return scores.summary
 
 
 def _evaluate_seedless_arm_on_sealed_test(
@@ -116,7 +101,7 @@ def _evaluate_seedless_arm_on_sealed_test(
     """Verify the lock, then score a seedless baseline arm (its embeddings of the sealed
     features, Euclidean) on every sealed draw with the same engine."""
     verify_against_lock(lock, [*locked, sealed_features, sealed_splits])
-    _note_test_access(access_log, f"{dataset} {arm} ({job.rule})")
+    note_test_access(access_log, f"{dataset} {arm} ({job.rule})")
     ids, labels, matrix = read_labelled_features(sealed_features)
     metric = metric_settings(config, GEOMETRY_NAMES[EUCLIDEAN], None)
     per_query, summary = score_draws(
@@ -128,8 +113,9 @@ def _evaluate_seedless_arm_on_sealed_test(
         metric,
     )
     identity = {"dataset": dataset, "arm": arm, "geometry": arm, "loss": arm, "seed": -1}
-    _write_scores(per_query, summary, identity, outputs, job)
-    return summary.assign(**identity)
+    scores = SealedScores(per_query.assign(**identity), summary.assign(**identity))
+    _write_sealed_scores(scores, outputs, job)
+    return scores.summary
 
 
 def evaluate_frozen_on_sealed_test(

@@ -1,0 +1,54 @@
+"""Tables stage, the companion cells' ranking sensitivity: their per-seed mAP ranked by distance
+and by exterior angle, and the ``companion_angle`` table (``hierbench.companion_angle``)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from hierbench.artifacts import write_parquet, write_text
+from hierbench.companion_angle import ranking_per_seed, ranking_table
+from hierbench.effects import PER_SEED_KEYS, render_csv, render_latex, render_markdown
+from hierbench.protocol import ANGLE_RANKING, DISTANCE_RANKING
+from hierbench.provenance import JobContext
+
+log = logging.getLogger(__name__)
+
+
+def _labelled(paths: list[str | Path], ranking: str) -> pd.DataFrame:
+    """The rows of evaluation summaries, each labelled with the ranking that produced it."""
+    frame = pd.concat([pd.read_parquet(path) for path in paths], ignore_index=True)
+    return frame.assign(ranking=ranking)
+
+
+def build_companion_angle_table(
+    dataset: str,
+    distance_summaries: list[str | Path],
+    angle_summaries: list[str | Path],
+    outputs: dict[str, list[str]],
+    job: JobContext,
+    *,
+    aggregation: str,
+) -> pd.DataFrame:
+    """Write the per-seed rows and the ranking table (parquet, Markdown, LaTeX, CSV) of the
+    companion cells under the dataset's registered aggregation."""
+    summaries = pd.concat(
+        [
+            _labelled(distance_summaries, DISTANCE_RANKING),
+            _labelled(angle_summaries, ANGLE_RANKING),
+        ],
+        ignore_index=True,
+    )
+    per_seed = ranking_per_seed(summaries, aggregation)
+    keys = ["ranking", *PER_SEED_KEYS]
+    write_parquet(per_seed[[*keys, "value"]], outputs["per_seed"][0], job, sort_by=keys)
+    table = ranking_table(per_seed)
+    stem = Path(outputs["table"][0]).with_suffix("")
+    write_parquet(table, stem.with_suffix(".parquet"), job, sort_by=())
+    write_text(render_markdown(table), stem.with_suffix(".md"), job)
+    write_text(render_latex(table), stem.with_suffix(".tex"), job)
+    write_text(render_csv(table), stem.with_suffix(".csv"), job)
+    log.info("%s companion ranking table (%s): %d rows", dataset, aggregation, len(table))
+    return per_seed
