@@ -482,7 +482,8 @@ def companion_config(dataset):
 def companion_evals(dataset, ranking_folder=None):
     """The evaluation summaries of every companion cell of a dataset (none when switched off):
     ranked by distance, or those under ``eval/<ranking_folder>/`` (the angle ranking)."""
-    folder = f"{RESULTS}/{dataset}/eval" + (f"/{ranking_folder}" if ranking_folder else "")
+    parts = [RESULTS, dataset, "eval", *([ranking_folder] if ranking_folder else [])]
+    folder = "/".join(parts)
     return [f"{folder}/{cell}_summary.parquet" for cell in companion_cells(config)]
 
 
