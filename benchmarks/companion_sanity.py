@@ -34,18 +34,24 @@ the demo's number of updates at the factorial's learning rate.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pandas as pd
 import torch
+import torch.nn.functional as F
 
 from hierbench.cells import embed, learned_curvature
 from hierbench.cellspec import cell_spec
 from hierbench.companion import companion_spec
+from hierbench.losses import entailment_fused
+from hierbench.losses.entailment import ACOS_EPS
 from hierbench.losses.entailment_objective import companion_objective
 from hierbench.metrics import evaluate, mean_hierarchy, query_micro
 from hierbench.protocol import EUCLIDEAN, HEAD_NAMES, SUPCON
@@ -62,6 +68,9 @@ IMAGE_BACKGROUND = 2.0  # a whole image's background, per dimension outside the 
 CROP_BACKGROUND = 0.05  # a crop's faint background there
 SUPCON_TAU = 0.2
 ARMS = ("frozen", "oracle", "E_A", "L_A", "E_S")
+# Diagnostic arms: the A cells with the exterior angles replaced by the angle between the
+# embeddings (the same pairs, NCE, heads and budget; a symmetric contrastive objective).
+EMBEDDING_ANGLE_ARMS = ("E_Acos", "L_Acos")
 METHOD_PAIRS = {"boxes": True, "cross_image": 2, "taxonomy": False}
 
 
@@ -97,9 +106,20 @@ def class_centres(rng: np.random.Generator) -> np.ndarray:
     return centres
 
 
-def make_collection(seed: int) -> Collection:
-    """The synthetic collection of one seed (its subspace, centres and every draw)."""
-    rng = np.random.default_rng(seed)
+def make_collection(seed: int, crop_share: float = 0.0, crop_clutter: float = 0.0) -> Collection:
+    """The synthetic collection of one seed (its subspace, centres and every draw).
+
+    A crop is its instance's point, a faint background, ``crop_share`` times its whole image's
+    background and ``crop_clutter`` times a background of its own as strong as an image's
+    (drawn from a generator of its own, so that the images never depend on either). At 0 and 0
+    (the case) the crops show the classes clearly; raising either makes crops look like images:
+    at share 1 a crop is a copy of its image, at clutter 1 it looks like another image of the
+    same instance.
+    """
+    for name, value in (("crop_share", crop_share), ("crop_clutter", crop_clutter)):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], got {value!r}")
+    rng, crop_rng = np.random.default_rng(seed), np.random.default_rng([seed, 1])
     basis, _ = np.linalg.qr(rng.normal(size=(FEATURE_DIM, FEATURE_DIM)))
     signal, background = basis[:, :SIGNAL_DIM], basis[:, SIGNAL_DIM:]
     centres = class_centres(rng)
@@ -108,8 +128,11 @@ def make_collection(seed: int) -> Collection:
         """Whole-image and crop features of one instance per label row."""
         points = centres[labels[:, 0]] + rng.normal(0.0, INSTANCE_NOISE, (len(labels), SIGNAL_DIM))
         shape = (len(labels), FEATURE_DIM - SIGNAL_DIM)
-        image = points @ signal.T + rng.normal(0.0, IMAGE_BACKGROUND, shape) @ background.T
-        crop = points @ signal.T + rng.normal(0.0, CROP_BACKGROUND, shape) @ background.T
+        clutter = rng.normal(0.0, IMAGE_BACKGROUND, shape) @ background.T
+        faint = rng.normal(0.0, CROP_BACKGROUND, shape) @ background.T
+        image = points @ signal.T + clutter
+        own = crop_rng.normal(0.0, IMAGE_BACKGROUND, shape) @ background.T
+        crop = points @ signal.T + faint + crop_share * clutter + crop_clutter * own
         return image.astype(np.float32), crop.astype(np.float32)
 
     labels = [taxonomy_labels(n) for n in (TRAIN_PER_LEAF, QUERY_PER_LEAF, GALLERY_PER_LEAF)]
@@ -194,8 +217,8 @@ def arm_scores(
         basis = collection.signal if arm == "oracle" else np.eye(FEATURE_DIM)
         scores = retrieval(collection, collection.query @ basis, collection.gallery @ basis)
         return dict.fromkeys(epochs, scores)
-    if arm not in ARMS:
-        raise ValueError(f"unknown arm {arm!r}; the arms are {ARMS}")
+    if arm not in (*ARMS, *EMBEDDING_ANGLE_ARMS):
+        raise ValueError(f"unknown arm {arm!r}; the arms are {(*ARMS, *EMBEDDING_ANGLE_ARMS)}")
     geometry, loss = arm.split("_")
     if loss == SUPCON:
         spec, objective = cell_spec(DATASET, geometry, loss, seed, config, tau=SUPCON_TAU), None
@@ -219,8 +242,26 @@ def arm_scores(
             )
         return {}
 
-    train_cell(collection.train, collection.train_labels, spec, objective=objective, on_epoch=score)
+    with (
+        mock.patch.object(entailment_fused, "paired_exterior_angles", embedding_angles)
+        if arm in EMBEDDING_ANGLE_ARMS
+        else contextlib.nullcontext()
+    ):
+        train_cell(
+            collection.train, collection.train_labels, spec, objective=objective, on_epoch=score
+        )
     return scores
+
+
+def embedding_angles(
+    parents: torch.Tensor, children: torch.Tensor, curvature: Any = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The diagnostic stand-in for the exterior angles: θ, the angle between parent and child
+    embeddings, as ext(p, q), and π − θ as ext(q, p), so that loss A's two terms both reward an
+    aligned pair and neither asks a parent to lie nearer the origin than its children."""
+    cosine = F.normalize(parents, dim=1) @ F.normalize(children, dim=1).T
+    angle = torch.acos(cosine.clamp(-1.0 + ACOS_EPS, 1.0 - ACOS_EPS))
+    return angle, math.pi - angle
 
 
 def run(
@@ -229,13 +270,15 @@ def run(
     arms: tuple[str, ...] = ARMS,
     *,
     scramble: bool = False,
+    crop_share: float = 0.0,
+    crop_clutter: float = 0.0,
     report_epochs: tuple[int, ...] = (),
 ) -> pd.DataFrame:
     """mAP per seed, arm and reported epoch, rows in that order (a seed draws both the
     collection and the cells' initialisation and batches)."""
     rows = []
     for seed in seeds:
-        collection = make_collection(seed)
+        collection = make_collection(seed, crop_share, crop_clutter)
         if scramble:
             collection = scrambled(collection, seed)
         for arm in arms:
@@ -279,8 +322,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-boxes", action="store_true", help="without image -> own crop pairs")
     parser.add_argument("--cross-image", type=int, default=METHOD_PAIRS["cross_image"])
     parser.add_argument("--taxonomy", action="store_true", help="add our taxonomy pairs")
-    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
+    parser.add_argument(
+        "--arms", nargs="+", choices=(*ARMS, *EMBEDDING_ANGLE_ARMS), default=list(ARMS)
+    )
     parser.add_argument("--scramble", action="store_true", help="crops permuted across rows")
+    parser.add_argument("--crop-share", type=float, default=0.0, help="image background in crops")
+    parser.add_argument("--crop-clutter", type=float, default=0.0, help="own background of crops")
     parser.add_argument("--markdown", type=Path, help="write the tables to this Markdown file")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (tiny matrices)")
     args = parser.parse_args(argv)
@@ -296,13 +343,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     report_epochs = tuple(sorted({*args.report_epochs, args.epochs}))
     frame = run(
-        args.seeds, config, tuple(args.arms), scramble=args.scramble, report_epochs=report_epochs
+        args.seeds,
+        config,
+        tuple(args.arms),
+        scramble=args.scramble,
+        crop_share=args.crop_share,
+        crop_clutter=args.crop_clutter,
+        report_epochs=report_epochs,
     )
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     heading = (
         f"Held-out mAP (query-micro) on the synthetic collection; seeds {args.seeds}; "
         f"{args.epochs} epochs of {updates_per_epoch(args.batch_size)} updates, lr {args.lr:g}, "
         f"batch {args.batch_size}, head {args.hidden_dim}/{args.embedding_dim}; pairs {pairs}"
+        f"; crop share {args.crop_share:g}, crop clutter {args.crop_clutter:g}"
         f"{'; crops scrambled across rows' if args.scramble else ''}."
     )
     tables = markdown(frame, heading, args.batch_size)
