@@ -1,5 +1,6 @@
 """benchmarks/companion_sanity.py: the companion cells solve a case only their entailment pairs
-reveal (issue #33, item 9), and gain nothing when the pairs join images to random classes."""
+reveal (issue #33, item 9), gain nothing when the pairs join images to random classes, and
+gain nothing either when the crops look like images (the limitation it measured)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ SEED = 42
 EPOCHS = 30  # 270 updates at lr 1e-3: E_A and L_A are well clear of the frozen features
 # Held-out mAP the A cells must gain over the frozen image features with their own pairs. On
 # seeds 42, 2024 and 3407 at this budget the smallest gains were 0.127 (leaf, L_A) and 0.092
-# (mean hierarchy, L_A); with scrambled pairs every gain was below -0.01 (leaf) and -0.01
-# (mean hierarchy).
+# (mean hierarchy, L_A); with scrambled pairs every gain was at most -0.010 (leaf and mean
+# hierarchy alike).
 LEAF_GAIN, HIERARCHY_GAIN = 0.08, 0.05
-# What the A cells may gain at most with scrambled pairs: nothing beyond noise.
-SCRAMBLED_GAIN = 0.02
+# What a cell may gain at most where it is to learn nothing: nothing beyond noise.
+NO_GAIN = 0.02
 COMPANION_ARMS = ("E_A", "L_A")
 
 
@@ -46,13 +47,16 @@ def _sanity():
     return sys.modules[name]
 
 
-def _gains(scramble: bool) -> dict[str, dict[str, float]]:
-    """Each A cell's held-out mAP minus the frozen features', per level, on seed 42."""
+def _gains(
+    arms: tuple[str, ...] = COMPANION_ARMS, **collection: object
+) -> dict[str, dict[str, float]]:
+    """Each arm's held-out mAP minus the frozen features', per level, on seed 42 (``collection``:
+    ``run``'s options of the collection, e.g. ``scramble``)."""
     sanity = _sanity()
     config = sanity.sanity_config(epochs=EPOCHS, lr=1e-3, batch_size=32)
-    frame = sanity.run([SEED], config, ("frozen", *COMPANION_ARMS), scramble=scramble)
+    frame = sanity.run([SEED], config, ("frozen", *arms), **collection)
     scores = frame.set_index("arm")[["leaf", "middle", "high", "mean_hierarchy"]]
-    return {arm: (scores.loc[arm] - scores.loc["frozen"]).to_dict() for arm in COMPANION_ARMS}
+    return {arm: (scores.loc[arm] - scores.loc["frozen"]).to_dict() for arm in arms}
 
 
 def test_the_collection_hides_the_classes_from_the_frozen_features_only() -> None:
@@ -76,7 +80,7 @@ def test_the_collection_hides_the_classes_from_the_frozen_features_only() -> Non
 def test_the_companion_cells_learn_the_classes_from_their_pairs() -> None:
     """E_A and L_A, trained on the method's own pairs alone (boxes and two cross-image
     partners, no taxonomy), retrieve held-out images clearly better than the frozen features."""
-    for arm, gain in _gains(scramble=False).items():
+    for arm, gain in _gains().items():
         assert gain["leaf"] >= LEAF_GAIN, (arm, gain)
         assert gain["mean_hierarchy"] >= HIERARCHY_GAIN, (arm, gain)
 
@@ -86,9 +90,21 @@ def test_scrambled_pairs_teach_nothing() -> None:
     image to crops of random classes) neither cell gains over the frozen features, so the test
     above passes because of what the pairs say, not by itself."""
     for arm, gain in _gains(scramble=True).items():
-        assert gain["leaf"] < SCRAMBLED_GAIN, (arm, gain)
-        assert gain["mean_hierarchy"] < SCRAMBLED_GAIN, (arm, gain)
+        assert gain["leaf"] < NO_GAIN, (arm, gain)
+        assert gain["mean_hierarchy"] < NO_GAIN, (arm, gain)
         assert gain["leaf"] < LEAF_GAIN, (arm, gain)
+
+
+def test_crops_that_look_like_images_defeat_the_cones_not_the_pairs() -> None:
+    """The measured limitation (docs/companion_sanity.md): when a crop carries a background as
+    strong as an image's, E_A gains nothing, while the same pairs, NCE, head and budget with the
+    angle between embeddings in place of the exterior angles (E_Acos) gain clearly. On seeds
+    42, 2024 and 3407 at this budget E_A's leaf gains were -0.018 to -0.035 and E_Acos's 0.31
+    to 0.46."""
+    gains = _gains(("E_A", "E_Acos"), crop_clutter=1.0)
+    assert gains["E_A"]["leaf"] < NO_GAIN, gains
+    assert gains["E_Acos"]["leaf"] >= LEAF_GAIN, gains
+    assert gains["E_Acos"]["mean_hierarchy"] >= HIERARCHY_GAIN, gains
 
 
 @pytest.mark.parametrize("arm", ["X_A", "E_Z"])
