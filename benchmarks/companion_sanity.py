@@ -50,11 +50,13 @@ import torch.nn.functional as F
 from hierbench.cells import embed, learned_curvature
 from hierbench.cellspec import cell_spec
 from hierbench.companion import companion_spec
+from hierbench.entailment_pairs import batch_pairs
 from hierbench.losses import entailment_fused
 from hierbench.losses.entailment import ACOS_EPS
-from hierbench.losses.entailment_objective import companion_objective
+from hierbench.losses.entailment_fused import paired_exterior_angles
+from hierbench.losses.entailment_objective import companion_objective, running_statistics_kept
 from hierbench.metrics import evaluate, mean_hierarchy, query_micro
-from hierbench.protocol import EUCLIDEAN, HEAD_NAMES, SUPCON
+from hierbench.protocol import EUCLIDEAN, HEAD_NAMES, LORENTZ, SUPCON
 from hierbench.relations import LEVELS
 from hierbench.training import train_cell
 
@@ -71,6 +73,7 @@ ARMS = ("frozen", "oracle", "E_A", "L_A", "E_S")
 # Diagnostic arms: the A cells with the exterior angles replaced by the angle between the
 # embeddings (the same pairs, NCE, heads and budget; a symmetric contrastive objective).
 EMBEDDING_ANGLE_ARMS = ("E_Acos", "L_Acos")
+GEOMETRY_COLUMNS = ("beyond_entailed", "beyond_other", "ext_entailed", "ext_other")
 METHOD_PAIRS = {"boxes": True, "cross_image": 2, "taxonomy": False}
 
 
@@ -240,6 +243,8 @@ def arm_scores(
                 HEAD_NAMES[spec.geometry],
                 learned_curvature(model, spec),
             )
+        if epoch == spec.epochs and objective is not None:  # nothing trains after it
+            scores[epoch] |= pair_geometry(model, objective, collection.train)
         return {}
 
     with (
@@ -251,6 +256,40 @@ def arm_scores(
             collection.train, collection.train_labels, spec, objective=objective, on_epoch=score
         )
     return scores
+
+
+GEOMETRY_BATCHES, GEOMETRY_BATCH_SIZE = 8, 32
+
+
+@torch.no_grad()
+def pair_geometry(model: torch.nn.Module, objective: Any, train: np.ndarray) -> dict[str, float]:
+    """How loss A's pairs lie under the trained head, as training sees them (train mode, batch
+    statistics; the running ones are kept), over ``GEOMETRY_BATCHES`` training batches of 32
+    rows of a fixed draw: the share of entailed and of other (image, crop) pairs whose crop lies
+    farther from the origin than the image (what the cones need), and their mean exterior angle
+    ext(image, crop) (small: the crop is in the image's cone)."""
+    model.train()
+    draw = torch.randperm(len(train), generator=torch.Generator().manual_seed(0))
+    features, sums = torch.as_tensor(train), np.zeros(4)
+    rows = draw[: GEOMETRY_BATCHES * GEOMETRY_BATCH_SIZE].view(GEOMETRY_BATCHES, -1)
+    for batch in rows:
+        pairs = batch_pairs(
+            batch, objective.groups[batch], objective.sources, objective.partners, None
+        )
+        with running_statistics_kept(model):
+            images = model(features[batch])
+            crops = model(objective.crops.index_select(0, pairs.crop_rows))
+        curvature = model.curvature if objective.geometry == LORENTZ else None
+        angles, _ = paired_exterior_angles(images, crops, curvature)
+        beyond = crops.norm(dim=1)[None, :] > images.norm(dim=1)[:, None]
+        entails = pairs.entails
+        sums += [
+            beyond[entails].double().mean(),
+            beyond[~entails].double().mean(),
+            angles[entails].mean(),
+            angles[~entails].mean(),
+        ]
+    return dict(zip(GEOMETRY_COLUMNS, sums / GEOMETRY_BATCHES, strict=True))
 
 
 def embedding_angles(
@@ -305,7 +344,27 @@ def markdown(frame: pd.DataFrame, heading: str, batch_size: int) -> str:
             means, spread = rows[columns].mean(), rows[columns].std(ddof=1)
             cells = [f"{means[c]:.4f} ± {spread[c]:.4f}" for c in columns]
             lines.append(f"| {arm} | {' | '.join(cells)} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + geometry_table(frame)) + "\n"
+
+
+def geometry_table(frame: pd.DataFrame) -> list[str]:
+    """Lines of a Markdown table of the A cells' pair geometry after the last epoch (means over
+    the seeds), none when the frame has no A cell."""
+    if not set(GEOMETRY_COLUMNS) <= set(frame.columns):
+        return []
+    rows = frame.dropna(subset=list(GEOMETRY_COLUMNS))
+    lines = [
+        "",
+        f"Pair geometry after the last epoch (train mode, {GEOMETRY_BATCHES} training batches "
+        f"of {GEOMETRY_BATCH_SIZE}; means over the seeds):",
+        "",
+        "| arm | crop beyond image: entailed | other | ext(image, crop): entailed | other |",
+        "|---|---|---|---|---|",
+    ]
+    for arm, group in rows.groupby("arm", sort=False):
+        means = group[list(GEOMETRY_COLUMNS)].mean()
+        lines.append(f"| {arm} | " + " | ".join(f"{means[c]:.2f}" for c in GEOMETRY_COLUMNS) + " |")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
