@@ -23,12 +23,21 @@ control: the A cells train on crops permuted across the training rows, so that e
 an image to crops of random classes and nothing can be learned from the pairs (frozen, oracle
 and E_S do not read crops and stay as they are).
 
+Diagnostics. ``--crop-share`` and ``--crop-clutter`` make the crops look like images (part of
+their own image's background, or a background of their own as strong as an image's); the
+images stay the same. The arms E_Acos and L_Acos train the A cells with the angle between the
+embeddings in place of the exterior angles (same pairs, NCE, heads and budget): a symmetric
+contrastive objective on the same pairs, to tell whether the pairs or the cones fail. Each A
+cell also reports its pair geometry after the last epoch (``pair_geometry``). The findings are
+in docs/companion_sanity.md.
+
 Run: ``.venv/bin/python benchmarks/companion_sanity.py [--seeds 42 2024 3407] [--epochs 40]
-[--report-epochs 10 20] [--lr 1e-3] [--scramble] [--markdown FILE]``; prints mAP per seed, arm
-and reported epoch, and a table per reported epoch of the means ± sample SD over the seeds (each
-seed draws its own collection and trains the cells with it). The defaults (lr 1e-3, 40 epochs of
-9 updates, a 64/16 head) give the cells room to learn; ``--lr 5e-5 --epochs 100`` gives them
-the demo's number of updates at the factorial's learning rate.
+[--report-epochs 10 20] [--lr 1e-3] [--scramble] [--crop-clutter 1] [--markdown FILE]``; prints
+mAP per seed, arm and reported epoch, and a table per reported epoch of the means ± sample SD
+over the seeds (each seed draws its own collection and trains the cells with it). The defaults
+(lr 1e-3, 40 epochs of 9 updates, a 64/16 head) give the cells room to learn; ``--lr 5e-5
+--epochs 450 --batch-size 128 --hidden-dim 256 --embedding-dim 32`` is the demo's recipe and
+number of updates (900).
 """
 
 from __future__ import annotations
