@@ -263,3 +263,26 @@ def test_a_companion_record_reports_the_norms_of_its_validation_embeddings(tmp_p
     validation = np.linalg.norm(embed(model, x[:16]).astype(np.float64), axis=1)
     assert spread["mean"] == pytest.approx(validation.mean(), rel=1e-6)
     assert spread["std"] == pytest.approx(validation.std(), rel=1e-6)
+
+
+@pytest.mark.parametrize("head", ["E", "L"])
+def test_the_crops_pass_leaves_the_running_statistics_to_the_images(head: str) -> None:
+    """Crops go through the head (normalised by their own batch) but do not move its
+    batch-normalisation running statistics: after one batch of loss A they are exactly those of
+    the batch's images alone, the only rows retrieval embeds (with them, in eval mode)."""
+    from hierbench.cells import head_for
+    from hierbench.losses.entailment_objective import companion_objective
+
+    x, labels, crops = _tiny_training_data()
+    spec = companion_spec("cub", head, 42, {**CONFIG, "head": {**CONFIG["head"], "dropout": 0.0}})
+    objective = companion_objective(spec, CONFIG, labels, crops)
+    batch = torch.arange(8)
+    torch.manual_seed(0)
+    trained, reference = head_for(spec, x.shape[1]), head_for(spec, x.shape[1])
+    reference.load_state_dict(trained.state_dict())
+    objective.batch_loss(trained.train(), torch.from_numpy(x[:8]), None, batch)
+    reference.train()(torch.from_numpy(x[:8]))
+    for name, value in reference.projector.norm.state_dict().items():
+        assert torch.equal(trained.projector.norm.state_dict()[name], value), name
+    assert trained.projector.norm.track_running_stats
+    assert int(trained.projector.norm.num_batches_tracked) == 1
