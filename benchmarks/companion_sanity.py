@@ -64,7 +64,7 @@ from hierbench.losses import entailment_fused
 from hierbench.losses.entailment import ACOS_EPS
 from hierbench.losses.entailment_fused import paired_exterior_angles
 from hierbench.losses.entailment_objective import companion_objective, running_statistics_kept
-from hierbench.metrics import evaluate, mean_hierarchy, query_micro
+from hierbench.metrics import evaluate, mean_hierarchy, summarise
 from hierbench.protocol import EUCLIDEAN, HEAD_NAMES, LORENTZ, SUPCON
 from hierbench.relations import LEVELS
 from hierbench.training import train_cell
@@ -199,8 +199,10 @@ def retrieval(
     gallery: np.ndarray,
     geometry: str = HEAD_NAMES[EUCLIDEAN],
     curvature: float | None = None,
+    aggregation: str = "query_micro",
 ) -> dict[str, float]:
-    """Query-micro mAP at each level and the mean hierarchy mAP of held-out embeddings."""
+    """mAP at each level and the mean hierarchy mAP of held-out embeddings, under the named
+    aggregation (query-micro by default)."""
     frame = evaluate(
         query,
         gallery,
@@ -209,7 +211,7 @@ def retrieval(
         geometry=geometry,
         curvature=curvature,
     )
-    summary = query_micro(frame).set_index("level")["map"]
+    summary = summarise(frame, collection.query_labels, aggregation).set_index("level")["map"]
     return {level: float(summary[level]) for level in LEVELS} | {
         "mean_hierarchy": mean_hierarchy(summary.reset_index())
     }
@@ -221,21 +223,30 @@ def arm_scores(
     seed: int,
     config: dict[str, Any],
     report_epochs: tuple[int, ...] = (),
+    *,
+    dataset: str = DATASET,
+    aggregation: str = "query_micro",
 ) -> dict[int, dict[str, float]]:
     """Train one arm on the collection (nothing to train for frozen and oracle) and score its
-    retrieval of the held-out images after each of ``report_epochs`` (default: the last)."""
+    retrieval of the held-out images after each of ``report_epochs`` (default: the last).
+    ``dataset`` names the config's dataset block the cells' specs read."""
     epochs = report_epochs or (int(config["training"]["epochs"]),)
     if arm in ("frozen", "oracle"):
-        basis = collection.signal if arm == "oracle" else np.eye(FEATURE_DIM)
-        scores = retrieval(collection, collection.query @ basis, collection.gallery @ basis)
+        basis = collection.signal if arm == "oracle" else np.eye(collection.train.shape[1])
+        scores = retrieval(
+            collection,
+            collection.query @ basis,
+            collection.gallery @ basis,
+            aggregation=aggregation,
+        )
         return dict.fromkeys(epochs, scores)
     if arm not in (*ARMS, *EMBEDDING_ANGLE_ARMS):
         raise ValueError(f"unknown arm {arm!r}; the arms are {(*ARMS, *EMBEDDING_ANGLE_ARMS)}")
     geometry, loss = arm.split("_")
     if loss == SUPCON:
-        spec, objective = cell_spec(DATASET, geometry, loss, seed, config, tau=SUPCON_TAU), None
+        spec, objective = cell_spec(dataset, geometry, loss, seed, config, tau=SUPCON_TAU), None
     else:
-        spec = companion_spec(DATASET, geometry, seed, config)
+        spec = companion_spec(dataset, geometry, seed, config)
         objective = companion_objective(spec, config, collection.train_labels, collection.crops)
     if max(epochs) > spec.epochs:
         raise ValueError(f"report epochs {epochs} go past the {spec.epochs} epochs trained")
@@ -251,6 +262,7 @@ def arm_scores(
                 embed(model, collection.gallery),
                 HEAD_NAMES[spec.geometry],
                 learned_curvature(model, spec),
+                aggregation,
             )
         if epoch == spec.epochs and objective is not None:  # nothing trains after it
             scores[epoch] |= pair_geometry(model, objective, collection.train)
