@@ -31,7 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from companion_sanity import Collection, arm_scores, geometry_table
+from companion_sanity import Collection, arm_scores, geometry_table, show
 
 from hierbench.config import load_config
 from hierbench.featurestore import role_arrays
@@ -138,10 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(collection.gallery)} gallery images; seeds {args.seeds}; the config's recipe "
         f"({training['epochs']} epochs, batch {training['batch_size']}, lr {training['lr']:g})."
     )
-    table = markdown(frame, heading)
-    print(table)
-    if args.markdown is not None:
-        args.markdown.write_text(table, encoding="utf-8")
+    show(markdown(frame, heading), args.markdown)
     return 0
 
 

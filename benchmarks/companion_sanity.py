@@ -439,11 +439,15 @@ def main(argv: list[str] | None = None) -> int:
         f"; crop share {args.crop_share:g}, crop clutter {args.crop_clutter:g}"
         f"{'; crops scrambled across rows' if args.scramble else ''}."
     )
-    tables = markdown(frame, heading, args.batch_size)
-    print(tables)
-    if args.markdown is not None:
-        args.markdown.write_text(tables, encoding="utf-8")
+    show(markdown(frame, heading, args.batch_size), args.markdown)
     return 0
+
+
+def show(tables: str, path: Path | None) -> None:
+    """Print the Markdown tables, and write them to ``path`` when one is given."""
+    print(tables)
+    if path is not None:
+        path.write_text(tables, encoding="utf-8")
 
 
 if __name__ == "__main__":
