@@ -384,26 +384,6 @@ def run_locally(local: Path, folder: Path, targets: Sequence[str]) -> None:
     log(f"local run {seconds:.1f} s")
 
 
-def dataset_targets(reference: Path, dataset: str) -> list[str]:
-    """Every artifact a finished run made for one dataset (its provenance records and the
-    rendered demo folder's contents aside: that folder is one directory output, built as an
-    input): as targets, they rebuild exactly that dataset's part of the run."""
-    from hierbench.artifacts import PROVENANCE_SUFFIX
-
-    folder = reference / TINY_RUN / dataset
-    files = sorted(p for p in folder.rglob("*") if p.is_file())
-    targets = [
-        p.relative_to(reference).as_posix()
-        for p in files
-        if not p.name.endswith(PROVENANCE_SUFFIX)
-        and p.name != ".snakemake_timestamp"
-        and (folder / "demo") not in p.parents
-    ]
-    if not targets:
-        raise RuntimeError(f"--dataset {dataset}: {folder} holds no artifacts")
-    return targets
-
-
 def check(folder: Path, targets: Sequence[str], reference: Path | None = None) -> int:
     from hierbench.rundiff import compare_runs, software_environments
 
@@ -487,7 +467,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         raise RuntimeError(
                             "--dataset needs --reference (its artifacts are the targets)"
                         )
-                    targets += dataset_targets(args.reference.resolve(), args.dataset)
+                    from hierbench.rundiff import dataset_targets
+
+                    targets += dataset_targets(args.reference.resolve(), TINY_RUN, args.dataset)
                 return check(folder, targets, args.reference)
             command = [a for a in args.argv if a != "--"]
             with running_cluster(folder / "cluster") as cluster:
@@ -495,7 +477,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (Interrupted, KeyboardInterrupt) as stop:
         log(f"interrupted ({stop or 'SIGINT'}); the daemons were stopped")
         return 130
-    except RuntimeError as error:
+    except (RuntimeError, ValueError) as error:
         log(f"error: {error}")
         return 1
 

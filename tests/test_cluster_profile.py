@@ -13,6 +13,8 @@ import pytest
 import yaml
 from conftest import REPO, TINY, TINY_RUN, snakemake
 
+from hierbench.rundiff import dataset_targets
+
 SLURM = REPO / "profiles" / "slurm" / "config.yaml"
 DEFAULT = REPO / "profiles" / "default" / "config.yaml"
 # The rules that do the heavy lifting, each with its own memory and wall time.
@@ -170,12 +172,12 @@ def test_a_datasets_targets_are_its_artifacts_without_their_records(tmp_path: Pa
     ):
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text("x")
-    assert _harness().dataset_targets(tmp_path, "nabirds") == [
+    assert dataset_targets(tmp_path, TINY_RUN, "nabirds") == [
         f"{TINY_RUN}/nabirds/cells/ER-42/model.safetensors",
         f"{TINY_RUN}/nabirds/tables/effects.csv",
     ]
-    with pytest.raises(RuntimeError, match="holds no artifacts"):
-        _harness().dataset_targets(tmp_path, "table")
+    with pytest.raises(ValueError, match="holds no artifacts of dataset 'table'"):
+        dataset_targets(tmp_path, TINY_RUN, "table")
 
 
 def test_the_cluster_check_compares_the_tiny_configs_run_folder():

@@ -51,6 +51,24 @@ def result_hashes(repo: Path, run: str = DEFAULT_RUN) -> dict[str, str]:
     }
 
 
+def dataset_targets(repo: Path, run: str, dataset: str) -> list[str]:
+    """Every artifact a finished run made for one dataset, relative to ``repo`` (provenance
+    records and the rendered demo folder's contents aside: that folder is one directory output):
+    as Snakemake targets, they rebuild exactly that dataset's part of the run."""
+    folder = repo / run / dataset
+    targets = [
+        p.relative_to(repo).as_posix()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+        and not p.name.endswith(PROVENANCE_SUFFIX)
+        and p.name != ".snakemake_timestamp"
+        and (folder / "demo") not in p.parents
+    ]
+    if not targets:
+        raise ValueError(f"{folder} holds no artifacts of dataset {dataset!r}")
+    return targets
+
+
 def mentions_lock(record_path: Path) -> bool:
     """A provenance record whose inputs include a Final lock (its input hash carries the time)."""
     record = json.loads(record_path.read_text())
