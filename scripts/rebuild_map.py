@@ -5,6 +5,8 @@
                                              # the README's table
     python scripts/rebuild_map.py --built DIR   # measure on a complete tiny run in DIR (a copy
                                                 # of this repository), restoring every edit
+    python scripts/rebuild_map.py --workers 1   # one dry run at a time (default 2, each in its
+                                                # own copy of the complete run)
 
 It copies the repository (sources only), runs the tiny config to completion there, then makes
 each edit of :mod:`hierbench.rebuild` in that copy and records what ``snakemake --dag`` would
@@ -27,6 +29,7 @@ from typing import Any
 import yaml
 
 from hierbench.rebuild import (
+    Workspace,
     dag_jobs,
     job_counts,
     measure,
@@ -72,23 +75,36 @@ def overlay_writer(repo: Path):
     return write
 
 
-def _measure(repo: Path) -> dict[str, Any]:
-    """The rebuild map of a complete tiny run in ``repo``."""
-    try:
-        return measure(
-            repo / "src/hierbench", repo / "rules", scheduler(repo), overlay_writer(repo)
-        )
-    finally:
-        (repo / OVERLAY).unlink(missing_ok=True)
+def _measure(repo: Path, workers: int) -> dict[str, Any]:
+    """The rebuild map of a complete tiny run in ``repo``, its dry runs spread over ``repo``
+    and ``workers - 1`` temporary copies of it."""
+    with tempfile.TemporaryDirectory(prefix="rebuild-map-copies-") as folder:
+        repos = [repo] + [
+            Path(shutil.copytree(repo, Path(folder) / f"copy-{n}", symlinks=True))
+            for n in range(1, workers)
+        ]
+        workspaces = [
+            Workspace(copy / "src/hierbench", scheduler(copy), overlay_writer(copy))
+            for copy in repos
+        ]
+        try:
+            return measure(repo / "rules", workspaces)
+        finally:
+            (repo / OVERLAY).unlink(missing_ok=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="write the table and the README")
     parser.add_argument("--built", type=Path, help="a complete tiny run to measure on")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="dry runs at once, each in its own copy (default 2)"
+    )
     args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
     if args.built:
-        rebuild = _measure(args.built.resolve())
+        rebuild = _measure(args.built.resolve(), args.workers)
     else:
         with tempfile.TemporaryDirectory(prefix="rebuild-map-") as folder:
             repo = Path(folder) / "repo"
@@ -96,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             built = _snakemake(repo, list(TINY))
             if built.returncode != 0:
                 raise SystemExit(f"the tiny run failed:\n{built.stderr[-4000:]}")
-            rebuild = _measure(repo)
+            rebuild = _measure(repo, args.workers)
     table = render_markdown(rebuild)
     if args.write:
         EXPECTED.write_text(json.dumps(rebuild, indent=1, sort_keys=True) + "\n", encoding="utf-8")

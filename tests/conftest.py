@@ -77,6 +77,8 @@ def repo_copy(tmp_path: Path) -> Path:
 TINY = ("--configfile", "configs/tiny.yaml")
 # The tiny config's run folder and its logs (configs/tiny.yaml, key run).
 TINY_RUN = run_folder(load_yaml(REPO / "configs/tiny.yaml"))
+# The tiny config's training seeds (every per-seed cell is trained once per seed).
+TINY_SEEDS: tuple[int, ...] = tuple(load_yaml(REPO / "configs/tiny.yaml")["training"]["seeds"])
 TINY_LOGS = logs_folder(TINY_RUN)
 # Where to keep a copy of the tiny run's results/ (unset: nowhere).
 KEEP_TINY_RUN = "HIERBENCH_KEEP_TINY_RUN"

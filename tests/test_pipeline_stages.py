@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from bird_artifacts import bird_artifact_hashes
-from conftest import TINY, TINY_LOGS, TINY_RUN, snakemake
+from conftest import TINY, TINY_LOGS, TINY_RUN, TINY_SEEDS, snakemake
 from test_splits import assert_outer_splits_disjoint
 
 from hierbench.artifacts import provenance_path, read_parquet_metadata, read_provenance
@@ -22,9 +22,9 @@ from hierbench.splits import split_identity
 from hierbench.stages.evaluation import evaluate_cell_on_sealed_test
 
 DATASETS = ("cub", "nabirds")
-CELLS = [f"{g}{o}-{s}" for g in "EH" for o in "RS" for s in (42, 2024, 3407)]
+CELLS = [f"{g}{o}-{s}" for g in "EH" for o in "RS" for s in TINY_SEEDS]
 # configs/tiny.yaml runs the companion cells on both datasets.
-COMPANION = [f"{g}A-{s}" for g in "EL" for s in (42, 2024, 3407)]
+COMPANION = [f"{g}A-{s}" for g in "EL" for s in TINY_SEEDS]
 # configs/tiny.yaml runs the controls and the baselines on CUB only.
 CONTROLS = {
     "cub": [
@@ -35,9 +35,9 @@ CONTROLS = {
             ("semantic", ("leaf", "leaf_parent", "full", "shuffle"), "ES"),
         )
         for variant in variants
-        for s in (42, 2024, 3407)
+        for s in TINY_SEEDS
     ]
-    + [f"hier/hier-{s}" for s in (42, 2024, 3407)],
+    + [f"hier/hier-{s}" for s in TINY_SEEDS],
     "nabirds": [],
 }
 PCA = {"cub": [f"{TINY_RUN}/cub/baselines/pca/projection.safetensors"], "nabirds": []}

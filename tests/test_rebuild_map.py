@@ -9,24 +9,28 @@ import re
 import shutil
 import subprocess
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, TINY, _run_snakemake, scheduled_rules
+from conftest import REPO, TINY, TINY_SEEDS, _run_snakemake, scheduled_rules
 
 from hierbench import codehash
-from hierbench.codehash import code_hash, known_modules
+from hierbench.codehash import code_hash, known_modules, module_path
 from hierbench.rebuild import (
     CONFIG_PROBES,
     PROBE_LINE,
     RULE_HEADER,
     RebuildMapError,
+    Workspace,
     affected_rules,
     code_declarations,
     dag_labels,
     declared_modules,
     measure,
+    module_groups,
+    module_path_root,
     overlay,
     probe_edit,
     readme_section,
@@ -127,6 +131,60 @@ def test_final_training_evaluation_and_figures_depend_only_on_what_they_run():
     assert "final_lock" not in affected_rules("metrics.engine", declared)
 
 
+def _fake_workspace(package_dir: Path, busy: set[Path], overlaps: list[Path]) -> Workspace:
+    """A workspace whose dry run reports which of its files carries the probe line (or the
+    overlay), and notes any probe that starts while another runs in it."""
+    overlay_seen: list[dict] = []
+
+    def scheduled(extra: Sequence[str]) -> dict[str, int]:
+        if package_dir in busy:
+            overlaps.append(package_dir)
+        busy.add(package_dir)
+        try:
+            if extra:
+                return {f"overlay {json.dumps(overlay_seen[-1], sort_keys=True)}": 1}
+            edited = [
+                path.relative_to(package_dir).as_posix()
+                for path in sorted(package_dir.rglob("*.py"))
+                if path.read_text(encoding="utf-8").endswith(PROBE_LINE)
+            ]
+            return dict.fromkeys(edited, 1)
+        finally:
+            busy.discard(package_dir)
+
+    def write_overlay(tree: dict) -> list[str]:
+        overlay_seen.append(tree)
+        return ["--configfile", "probe.yaml"]
+
+    return Workspace(package_dir, scheduled, write_overlay)
+
+
+def test_probes_spread_over_workspaces_give_the_map_of_one(package_copy: Path, tmp_path: Path):
+    second = Path(shutil.copytree(package_copy, tmp_path / "second" / "hierbench"))
+    busy: set[Path] = set()
+    overlaps: list[Path] = []
+    alone = measure(REPO / "rules", [_fake_workspace(package_copy, busy, overlaps)])
+    spread = measure(
+        REPO / "rules",
+        [_fake_workspace(path, busy, overlaps) for path in (package_copy, second)],
+    )
+    assert spread == alone and overlaps == []
+    for members in module_groups(declared_modules(REPO / "rules")).values():
+        edited = module_path(members[0]).relative_to(module_path_root()).as_posix()
+        assert all(alone["modules"][member] == {edited: 1} for member in members), members
+    assert alone["config"]["training.lr"] == {'overlay {"training": {"lr": 6e-05}}': 1}
+    assert not any(
+        path.read_text(encoding="utf-8").endswith(PROBE_LINE)
+        for folder in (package_copy, second)
+        for path in folder.rglob("*.py")
+    )
+
+
+def test_measure_needs_a_workspace():
+    with pytest.raises(RebuildMapError, match="at least one workspace"):
+        measure(REPO / "rules", [])
+
+
 def test_overlay_sets_one_dotted_key():
     assert overlay("datasets.cub.splits.validation_fraction", 0.3) == {
         "datasets": {"cub": {"splits": {"validation_fraction": 0.3}}}
@@ -156,15 +214,16 @@ def _overlay_writer(repo: Path):
     return write
 
 
-def test_the_rebuild_map_matches_the_committed_table(built_repo: Path):
-    """Every module group and config probe, dry-run; python scripts/rebuild_map.py --write
-    rewrites the table (and the README) after a deliberate change."""
-    measured = measure(
-        built_repo / "src/hierbench",
-        built_repo / "rules",
-        _scheduler(built_repo),
-        _overlay_writer(built_repo),
-    )
+def test_the_rebuild_map_matches_the_committed_table(built_repo: Path, tmp_path: Path):
+    """Every module group and config probe, dry-run two at a time (each in its own copy of the
+    complete run); python scripts/rebuild_map.py --write rewrites the table (and the README)
+    after a deliberate change."""
+    second = Path(shutil.copytree(built_repo, tmp_path / "second", symlinks=True))
+    workspaces = [
+        Workspace(repo / "src/hierbench", _scheduler(repo), _overlay_writer(repo))
+        for repo in (built_repo, second)
+    ]
+    measured = measure(built_repo / "rules", workspaces)
     measured = json.loads(json.dumps(measured))
     assert measured == _committed()
 
@@ -215,7 +274,8 @@ def test_a_one_character_change_to_the_metric_engine_reruns_no_regression_cell(
     labels = [label for label, runs in dag_labels(result.stdout) if runs]
     rules = Counter(label.split("\\n", 1)[0] for label in labels)
     assert rules["tune"] == 8 and rules["tuning_selection"] == 2
-    assert rules["evaluate_cell"] == 24 and rules["select_semantic_duration"] == 4
+    assert rules["evaluate_cell"] == 2 * 4 * len(TINY_SEEDS)  # two datasets, four cells per seed
+    assert rules["select_semantic_duration"] == 4
     cells = [label for label in labels if label.startswith("train_cell\\n")]
     assert cells and all("loss: S" in label for label in cells), cells
-    assert len(cells) == 12  # the S cells of both datasets, three seeds, two geometries
+    assert len(cells) == 2 * 2 * len(TINY_SEEDS)  # the S cells: two datasets, two geometries

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import yaml
-from conftest import TINY, TINY_RUN, scheduled_rules, snakemake
+from conftest import TINY, TINY_RUN, TINY_SEEDS, scheduled_rules, snakemake
 
 HIERBENCH = str(Path(sys.executable).with_name("hierbench"))
 OTHER_RUN = "runs/tiny-other"
@@ -53,7 +53,7 @@ def test_compare_names_the_changed_training_key_as_the_first_difference(
     cells = [
         f"{TINY_RUN}/{dataset}/cells/ER-{seed}/model.safetensors"
         for dataset in ("cub", "nabirds")
-        for seed in (42, 2024, 3407)
+        for seed in TINY_SEEDS
     ]
     snakemake(second, *cells, *changed)
     result = _hierbench(built_repo, "compare", TINY_RUN, str(second / TINY_RUN), "--json")

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import queue
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -120,30 +124,73 @@ def overlay(key: str, value: Any) -> dict[str, Any]:
     return tree
 
 
-def measure(
-    package_dir: Path,
-    rules_dir: Path,
-    scheduled: Scheduler,
-    write_overlay: Callable[[dict[str, Any]], Sequence[str]],
-) -> RebuildMap:
+@dataclass(frozen=True)
+class Workspace:
+    """A copy of a complete run that probes may edit: its ``src/hierbench``, a dry run's job
+    counts per rule for extra Snakemake arguments, and a writer that stores a config overlay
+    and returns the arguments that add it."""
+
+    package_dir: Path
+    scheduled: Scheduler
+    write_overlay: Callable[[dict[str, Any]], Sequence[str]]
+
+
+def measure(rules_dir: Path, workspaces: Sequence[Workspace]) -> RebuildMap:
     """Dry-run every module group and config probe against a complete run.
 
-    ``package_dir`` is the run's ``src/hierbench``; ``scheduled(extra_args)`` returns a dry
-    run's job counts per rule; ``write_overlay(tree)`` stores a config overlay and returns the
-    Snakemake arguments that add it. A clean tree must schedule nothing.
+    Probes run in parallel, one at a time in each workspace (each a separate copy of the same
+    complete run, so that one probe's edit never meets another's). A clean tree must schedule
+    nothing in any of them.
     """
-    if dict(scheduled(())):
-        raise RebuildMapError("the run is not complete: a dry run schedules jobs before any edit")
-    modules: dict[str, dict[str, int]] = {}
-    for members in module_groups(declared_modules(rules_dir)).values():
+    if not workspaces:
+        raise RebuildMapError("measure needs at least one workspace")
+    for workspace in workspaces:
+        if dict(workspace.scheduled(())):
+            raise RebuildMapError(
+                f"the run in {workspace.package_dir.parents[1]} is not complete: a dry run "
+                "schedules jobs before any edit"
+            )
+    groups = list(module_groups(declared_modules(rules_dir)).values())
+
+    def module_probe(members: list[str], workspace: Workspace) -> dict[str, int]:
         relative = module_path(members[0]).relative_to(module_path_root())
-        with probe_edit(package_dir / relative):
-            rules = dict(sorted(scheduled(()).items()))
-        modules.update({member: rules for member in members})
-    config = {}
-    for key, value in CONFIG_PROBES:
-        config[key] = dict(sorted(scheduled(write_overlay(overlay(key, value))).items()))
+        with probe_edit(workspace.package_dir / relative):
+            return dict(sorted(workspace.scheduled(()).items()))
+
+    def config_probe(key: str, value: Any, workspace: Workspace) -> dict[str, int]:
+        extra = workspace.write_overlay(overlay(key, value))
+        return dict(sorted(workspace.scheduled(extra).items()))
+
+    probes = [partial(module_probe, members) for members in groups]
+    probes += [partial(config_probe, key, value) for key, value in CONFIG_PROBES]
+    results = _in_workspaces(probes, workspaces)
+    module_results, config_results = results[: len(groups)], results[len(groups) :]
+    modules = {
+        member: rules
+        for members, rules in zip(groups, module_results, strict=True)
+        for member in members
+    }
+    config = {key: rules for (key, _), rules in zip(CONFIG_PROBES, config_results, strict=True)}
     return {"modules": modules, "config": config}
+
+
+def _in_workspaces(
+    probes: Sequence[Callable[[Workspace], dict[str, int]]], workspaces: Sequence[Workspace]
+) -> list[dict[str, int]]:
+    """Each probe's result, in order, each run in whichever workspace is free."""
+    free: queue.SimpleQueue[Workspace] = queue.SimpleQueue()
+    for workspace in workspaces:
+        free.put(workspace)
+
+    def run(probe: Callable[[Workspace], dict[str, int]]) -> dict[str, int]:
+        workspace = free.get()
+        try:
+            return probe(workspace)
+        finally:
+            free.put(workspace)
+
+    with ThreadPoolExecutor(max_workers=len(workspaces)) as pool:
+        return list(pool.map(run, probes))
 
 
 def module_path_root() -> Path:
