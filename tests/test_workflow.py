@@ -8,28 +8,29 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import TINY, TINY_LOGS, TINY_RUN, dag_jobs, scheduled_rules, snakemake
+from conftest import TINY, TINY_LOGS, TINY_RUN, TINY_SEEDS, dag_jobs, scheduled_rules, snakemake
 
 from hierbench.artifacts import PROVENANCE_SUFFIX
 from hierbench.hashing import sha256_path
 from hierbench.jobstats import NO_RECORD, NO_STAGE, job_costs, rule_stages
 
 # configs/tiny.yaml runs every control on CUB only: the curvature control at 2 points, its base
-# point and its matched E_R, and the semantic control's 4 arms, each x 3 seeds; the baselines
-# (PCA, 3 HIER-style cells); the outer splits (3 splits x 4 cells at seed 42).
+# point and its matched E_R, and the semantic control's 4 arms, each x the training seeds; the
+# baselines (PCA, a HIER-style cell per seed); the outer splits (3 splits x 4 cells at seed 42).
+SEEDS = len(TINY_SEEDS)
 OUTER_SCORING = {"score_outer_split": 3, "outer_tables": 1}
 CUB_CONTROL = {
-    "train_curvature_cell": 12,
-    "evaluate_curvature_cell": 12,
+    "train_curvature_cell": 4 * SEEDS,
+    "evaluate_curvature_cell": 4 * SEEDS,
     "curvature_tables": 1,
     "select_semantic_duration": 4,
-    "train_semantic_cell": 12,
-    "evaluate_semantic_cell": 12,
+    "train_semantic_cell": 4 * SEEDS,
+    "evaluate_semantic_cell": 4 * SEEDS,
     "semantic_tables": 1,
     "fit_pca": 1,
-    "train_hier_cell": 3,
+    "train_hier_cell": SEEDS,
     "evaluate_pca": 1,
-    "evaluate_hier_cell": 3,
+    "evaluate_hier_cell": SEEDS,
     "baselines_tables": 1,
     "train_outer_cell": 12,
     **OUTER_SCORING,
@@ -46,14 +47,14 @@ CUB_AFTER_TAXONOMY = {
     "features_sealed_test": 1,
     "tune": 4,
     "tuning_selection": 1,
-    "train_cell": 12,
+    "train_cell": 4 * SEEDS,
     "fairness_audit": 1,
     "final_lock": 1,
-    "evaluate_cell": 12,
+    "evaluate_cell": 4 * SEEDS,
     "evaluate_frozen": 1,
-    "train_companion_cell": 6,
-    "evaluate_companion_cell": 6,
-    "evaluate_companion_angle": 6,
+    "train_companion_cell": 2 * SEEDS,
+    "evaluate_companion_cell": 2 * SEEDS,
+    "evaluate_companion_angle": 2 * SEEDS,
     "companion_angle_tables": 1,
     "effect_tables": 1,
     "figures": 1,
