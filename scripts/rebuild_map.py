@@ -44,6 +44,8 @@ EXPECTED = REPO / "tests/data/rebuild_map.json"
 README = REPO / "README.md"
 TINY = ("--configfile", "configs/tiny.yaml")
 OVERLAY = "configs/rebuild-probe.yaml"
+# What a workspace copy of a complete run leaves out: no dry run reads history or environments.
+UNUSED = shutil.ignore_patterns(".git", ".venv")
 
 
 def _snakemake(repo: Path, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
@@ -80,7 +82,7 @@ def _measure(repo: Path, workers: int) -> dict[str, Any]:
     and ``workers - 1`` temporary copies of it."""
     with tempfile.TemporaryDirectory(prefix="rebuild-map-copies-") as folder:
         repos = [repo] + [
-            Path(shutil.copytree(repo, Path(folder) / f"copy-{n}", symlinks=True))
+            Path(shutil.copytree(repo, Path(folder) / f"copy-{n}", symlinks=True, ignore=UNUSED))
             for n in range(1, workers)
         ]
         workspaces = [
