@@ -35,11 +35,11 @@ test-fast: $(STAMP)
 	pytest -m "not slow"
 
 # The tiny config on a one-node SLURM cluster started on this machine (profiles/slurm), compared
-# byte for byte with a local run, then audited (scripts/cluster.py; needs root and Debian's
+# byte for byte with a local run, then audited (tools/cluster.py; needs root and Debian's
 # slurm-wlm and munge, installed with apt-get when missing, else it skips). Prove the plumbing
 # on one file first: make test-cluster CLUSTER_ARGS="--target runs/tiny/cub/splits/dev.parquet"
 test-cluster: $(STAMP)
-	python scripts/cluster.py check $(CLUSTER_ARGS)
+	python tools/cluster.py check $(CLUSTER_ARGS)
 
 # Every benchmark, each figure a ratio to a reference measured in the same run: writes
 # benchmarks/results.parquet and docs/benchmarks.md, exits 1 when a goal is missed.

@@ -6,7 +6,7 @@ from snakemake.utils import min_version, validate
 
 from hierbench.config import check_inputs_exist, enabled_datasets, load_yaml, validate_config
 from hierbench.controls.curvature import POINT_PATTERN
-from hierbench.dataset_kinds import name_constraint
+from hierbench.data.kinds import name_constraint
 from hierbench.devices import check_device_before_scheduling
 from hierbench.protocol import COMPANION_CELLS, GEOMETRIES, LOSSES, alternatives
 

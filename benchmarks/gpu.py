@@ -31,14 +31,14 @@ import timm
 import torch
 from benchrows import Row, row, skipped_row
 
-from hierbench.cells import embed
-from hierbench.cellspec import cell_spec
+from hierbench.cells.checkpoints import embed
+from hierbench.cells.spec import cell_spec
 from hierbench.config import load_config, training_config
 from hierbench.devices import use_deterministic_torch
-from hierbench.features import _forward
+from hierbench.features.extraction import _forward
 from hierbench.metrics.engine import evaluate
 from hierbench.protocol import GEOMETRY_NAMES
-from hierbench.training import train_cell
+from hierbench.training.trainer import train_cell
 
 REPO = Path(__file__).resolve().parents[1]
 FEATURE_GOAL = 0.8

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from benchrows import COLUMNS, Row, error_row
 
-from hierbench.artifacts import atomic_path
+from hierbench.provenance.artifacts import atomic_path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

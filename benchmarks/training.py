@@ -27,11 +27,11 @@ import numpy as np
 import torch
 from benchrows import Row, row
 
-from hierbench.cellspec import CellSpec
+from hierbench.cells.spec import CellSpec
 from hierbench.devices import use_deterministic_torch
 from hierbench.geometry import Projector
 from hierbench.losses.entailment_objective import companion_objective
-from hierbench.training import train_cell
+from hierbench.training.trainer import train_cell
 
 N, DIM, BATCH, HIDDEN, OUT = 5994, 768, 128, 256, 32
 SEEDS = (42, 2024, 3407)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from benchrows import Row, row
 
-from hierbench.rundiff import copy_repository
+from hierbench.runtools.rundiff import copy_repository
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))

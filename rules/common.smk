@@ -1,14 +1,14 @@
 # Path wiring and wildcard constraints only; every decision is a tested library function.
 
 from hierbench.baselines import baselines_enabled, pca_dimensions
-from hierbench.cellspec import own_epoch_budgets
-from hierbench.codehash import code_hash
-from hierbench.companion import companion_cells, companion_enabled, pair_sources
+from hierbench.cells.spec import own_epoch_budgets
+from hierbench.provenance.codehash import code_hash
+from hierbench.cells.companion import companion_cells, companion_enabled, pair_sources
 from hierbench.config import enabled_datasets, locked_config, training_config
 from hierbench.controls.curvature import control_epochs, control_variants, point_geometry
 from hierbench.controls.outer import outer_cells, outer_splits
 from hierbench.controls.semantic import semantic_arms
-from hierbench.dataset_kinds import (
+from hierbench.data.kinds import (
     TABLE_LAYOUT_FOLDER,
     dataset_kind,
     datasets_of_kind,
@@ -19,7 +19,7 @@ from hierbench.dataset_kinds import (
     registered_aggregation,
 )
 from hierbench.devices import gpus_per_job
-from hierbench.hashing import source_fingerprint
+from hierbench.provenance.hashing import source_fingerprint
 from hierbench.runs import logs_folder, run_folder
 from hierbench.protocol import (
     ANGLE_RANKING,
@@ -54,7 +54,7 @@ from hierbench.protocol import (
     TABLE_FORMATS,
     cell_name,
 )
-from hierbench.seal import SealPaths
+from hierbench.provenance.seal import SealPaths
 from hierbench.taxonomy import checklist_fingerprint
 
 DATASETS = enabled_datasets(config)

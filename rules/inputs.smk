@@ -10,7 +10,7 @@ rule stage_input:
     log:
         log_for(f"{RESULTS}/{{dataset}}/inputs/{{name}}.txt"),
     params:
-        code=code("inputs", script="stage_input"),
+        code=code("data.inputs", script="stage_input"),
         source=lambda wildcards: source_identity(shipped_input(wildcards)),
     conda:
         "../environment.yml"

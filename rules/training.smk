@@ -263,7 +263,7 @@ rule fairness_audit:
     benchmark:
         benchmark_for(f"{RESULTS}/{{dataset}}/audit/fairness.parquet")
     params:
-        code=code("stages.audit", script="fairness_audit"),
+        code=code("stages.fairness_audit", script="fairness_audit"),
         config=lambda wildcards: cell_config(wildcards.dataset),
         own_epochs=lambda wildcards: own_epoch_budgets(config, wildcards.dataset),
     conda:

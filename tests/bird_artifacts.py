@@ -1,7 +1,7 @@
 """SHA256s of the bird datasets' data-level artifacts of a tiny run (taxonomy, inputs, the
 rendered demo folder, image table, splits): what making datasets configurable must not change.
 
-``tests/data/tiny_bird_artifacts.json`` holds them as the tiny run made them before datasets
+``tests/fixtures/tiny_bird_artifacts.json`` holds them as the tiny run made them before datasets
 became config entries; ``test_pipeline_stages`` compares a fresh tiny run against it.
 """
 

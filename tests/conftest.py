@@ -19,9 +19,9 @@ import pandas as pd
 import pytest
 
 from hierbench.config import load_yaml
-from hierbench.rebuild import dag_jobs, job_counts
-from hierbench.rundiff import COPY_IGNORED
 from hierbench.runs import logs_folder, run_folder
+from hierbench.runtools.rebuild import dag_jobs, job_counts
+from hierbench.runtools.rundiff import COPY_IGNORED
 from hierbench.taxonomy import (
     load_alias_file,
     load_default_checklist,
@@ -91,7 +91,7 @@ def _built_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(REPO, target, ignore=COPY_IGNORE)
     snakemake(target, *TINY)
     keep = os.environ.get(KEEP_TINY_RUN)
-    if keep:  # .ci/run compares the SLURM check's run with this one (scripts/cluster.py)
+    if keep:  # .ci/run compares the SLURM check's run with this one (tools/cluster.py)
         shutil.copytree(target / TINY_RUN, Path(keep) / TINY_RUN, symlinks=True)
     return target
 

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from table_collections import IMAGES
+from table_collections import table_dataset_folder as _dataset
 
 from hierbench.cli import main
-from hierbench.codehash import code_hash, module_closure, module_hash
+from hierbench.provenance.codehash import code_hash, module_closure, module_hash
 
 SCHEMA = str(REPO / "schemas/config.schema.yaml")
 
@@ -39,9 +41,9 @@ def test_config_inputs_flag_reports_missing_data(capsys, monkeypatch):
 
 
 def test_code_hash_matches_the_library(capsys):
-    assert main(["code-hash", "inputs"]) == 0
+    assert main(["code-hash", "data.inputs"]) == 0
     first_line = capsys.readouterr().out.splitlines()[0]
-    assert first_line == code_hash(["inputs"])
+    assert first_line == code_hash(["data.inputs"])
 
 
 def test_taxonomy_cub_runs_from_a_folder_outside_the_repository(tmp_path: Path):
@@ -149,8 +151,6 @@ def _table_config(tmp_path: Path, root: Path) -> Path:
 
 
 def test_check_dataset_prints_counts_per_level_and_writes_nothing(tmp_path: Path, capsys):
-    from test_table_dataset import _dataset
-
     root = _dataset(tmp_path / "beetles")
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     config = _table_config(tmp_path, root)
@@ -165,8 +165,6 @@ def test_check_dataset_prints_counts_per_level_and_writes_nothing(tmp_path: Path
 
 
 def test_check_dataset_names_the_file_and_line_of_a_flaw(tmp_path: Path, capsys):
-    from test_table_dataset import IMAGES, _dataset
-
     root = _dataset(tmp_path / "beetles", images=IMAGES + "a/9.jpg,robin,test,0,0,1,1\n")
     config = _table_config(tmp_path, root)
     assert main(["check-dataset", str(config), "beetles", "--schema", SCHEMA]) == 2
@@ -192,15 +190,15 @@ def test_check_dataset_on_an_example_not_yet_rendered_says_how_to_render_it(
 
 
 def test_code_hash_lists_each_covered_module_with_its_normalised_hash(capsys):
-    assert main(["code-hash", "inputs"]) == 0
+    assert main(["code-hash", "data.inputs"]) == 0
     lines = capsys.readouterr().out.splitlines()
     listed = dict(reversed(line.split()) for line in lines[2:])
-    assert set(listed) == set(module_closure(("inputs",)))
-    assert listed["inputs"] == module_hash("inputs")
+    assert set(listed) == set(module_closure(("data.inputs",)))
+    assert listed["data.inputs"] == module_hash("data.inputs")
 
 
 def test_code_hash_form_prints_what_is_hashed(capsys):
-    assert main(["code-hash", "--form", "hashing"]) == 0
+    assert main(["code-hash", "--form", "provenance.hashing"]) == 0
     form = capsys.readouterr().out.strip()
     assert form.startswith("Module(body=[") and "sha256" in form
     assert '"""' not in form

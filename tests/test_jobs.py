@@ -10,11 +10,11 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
-from hierbench.artifacts import provenance_path
-from hierbench.hashing import sha256_file
-from hierbench.integrity import TamperedArtifactError
 from hierbench.jobs import job_context, limit_threads, send_stderr_to_log, start_job
-from hierbench.provenance import JobContext
+from hierbench.provenance.artifacts import provenance_path
+from hierbench.provenance.hashing import sha256_file
+from hierbench.provenance.integrity import TamperedArtifactError
+from hierbench.provenance.records import JobContext
 
 CODE = "0123456789abcdef" * 4
 

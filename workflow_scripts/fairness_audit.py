@@ -1,7 +1,7 @@
 """Audit the final cells of a dataset; fail naming the cells and what differs."""
 
 from hierbench.jobs import start_job
-from hierbench.stages.audit import audit_cells
+from hierbench.stages.fairness_audit import audit_cells
 
 job = start_job(snakemake)
 audit_cells(

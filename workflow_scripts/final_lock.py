@@ -1,7 +1,7 @@
 """Write a dataset's Final lock: the hashes of everything evaluation may depend on."""
 
 from hierbench.jobs import start_job
-from hierbench.seal import SealPaths
+from hierbench.provenance.seal import SealPaths
 from hierbench.stages.lock import write_final_lock
 
 job = start_job(snakemake)

@@ -1,6 +1,6 @@
 """Check a shipped metadata file and stage it into results/ with provenance."""
 
-from hierbench.inputs import stage_id_name_file
+from hierbench.data.inputs import stage_id_name_file
 from hierbench.jobs import start_job
 
 job = start_job(snakemake)

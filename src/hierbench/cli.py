@@ -12,27 +12,28 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from hierbench import __version__, jobstats
-from hierbench.artifacts import write_parquet
-from hierbench.codehash import (
-    code_hash,
-    module_closure,
-    module_hash,
-    module_path,
-    normalised_form,
-)
-from hierbench.compare import NotARunError, compare_runs_report, render_markdown
+from hierbench import __version__
 from hierbench.config import ConfigError, check_inputs_exist, load_config
-from hierbench.dataset_kinds import TABLE_KIND, dataset_kind, level_names, table_folder
+from hierbench.data.kinds import TABLE_KIND, dataset_kind, level_names, table_folder
+from hierbench.data.table_reader import level_counts, read_table_dataset
 from hierbench.effects import EffectsError, plan_effects, read_per_seed
-from hierbench.manifest import MANIFEST_NAME, manifest_table, report_json, report_lines, verify
-from hierbench.provenance import JobContext
+from hierbench.provenance import codehash, seal
+from hierbench.provenance.artifacts import write_parquet
+from hierbench.provenance.codehash import code_hash
+from hierbench.provenance.records import JobContext
+from hierbench.provenance.verify import (
+    MANIFEST_NAME,
+    manifest_table,
+    report_json,
+    report_lines,
+    verify,
+)
 from hierbench.runs import DEFAULT_RUN, logs_folder
-from hierbench.seal import SealPaths, archive_seal, list_reseals, reseal_lines, sealed_test_was_read
+from hierbench.runtools import jobstats
+from hierbench.runtools.compare import NotARunError, compare_runs_report, render_markdown
 from hierbench.shipped import shipped_file
 from hierbench.stages.tables import write_plan
 from hierbench.stages.taxonomy import build_cub_taxonomy, build_nabirds_taxonomy
-from hierbench.table_dataset import level_counts, read_table_dataset
 from hierbench.taxonomy import DEFAULT_FUZZY_MARGIN, DEFAULT_FUZZY_THRESHOLD, TaxonomyError
 
 # Shipped files the options default to (found from any working folder, see hierbench.shipped).
@@ -102,13 +103,13 @@ def _code_hash(args: argparse.Namespace) -> int:
     with the hash of its normalised form (``--form`` prints that form instead)."""
     if args.form:
         for name in args.modules:
-            print(normalised_form(module_path(name).read_text(encoding="utf-8")))
+            print(codehash.normalised_form(codehash.module_path(name).read_text(encoding="utf-8")))
         return 0
     print(code_hash(args.modules))
-    closure = module_closure(tuple(sorted(set(args.modules))))
+    closure = codehash.module_closure(tuple(sorted(set(args.modules))))
     print(f"covers {len(closure)} modules (hash of each without comments, docstrings, layout):")
     for name in closure:
-        print(f"  {module_hash(name)}  {name}")
+        print(f"  {codehash.module_hash(name)}  {name}")
     return 0
 
 
@@ -189,14 +190,14 @@ def _audit(args: argparse.Namespace) -> int:
     if not args.results.is_dir():
         raise FileNotFoundError(f"results folder {args.results} does not exist")
     findings = verify(args.results, args.base)
-    reseals = list_reseals(args.results)
+    reseals = seal.list_reseals(args.results)
     if args.json:
         print(report_json(findings, reseals))
     else:
-        print("\n".join(reseal_lines(reseals) + report_lines(findings)))
+        print("\n".join(seal.reseal_lines(reseals) + report_lines(findings)))
     table = manifest_table(findings)
     if not table.empty:
-        job = JobContext(rule="cli:audit", code=code_hash(["manifest"]))
+        job = JobContext(rule="cli:audit", code=code_hash(["provenance.verify"]))
         write_parquet(table, args.results / MANIFEST_NAME, job, sort_by=["path"])
     return 1 if any(not f.passed for f in findings) else 0
 
@@ -266,11 +267,11 @@ def _add_jobs(commands: argparse._SubParsersAction) -> None:
 def _unseal(args: argparse.Namespace) -> int:
     """Archive a dataset's lock, evaluations and access log, so a changed lock can be written."""
     logs = args.logs if args.logs is not None else Path(logs_folder(args.results.as_posix()))
-    paths = SealPaths.of(args.dataset, args.results, logs)
-    if not paths.lock.is_file() and not sealed_test_was_read(paths):
+    paths = seal.SealPaths.of(args.dataset, args.results, logs)
+    if not paths.lock.is_file() and not seal.sealed_test_was_read(paths):
         print(f"{args.dataset}: no Final lock and no sealed read; nothing to unseal")
         return 0
-    folder = archive_seal(paths, args.reason, [f"unsealed by hand: {args.reason}"])
+    folder = seal.archive_seal(paths, args.reason, [f"unsealed by hand: {args.reason}"])
     print(f"{args.dataset}: the seal is archived in {folder}; run snakemake to write a new lock")
     return 0
 

@@ -13,7 +13,7 @@ import jsonschema
 import yaml
 from jsonschema.exceptions import ValidationError
 
-from hierbench.dataset_kinds import dataset_kind
+from hierbench.data.kinds import dataset_kind
 from hierbench.protocol import PACKAGE_WEIGHTS_PREFIX
 from hierbench.shipped import shipped_file
 

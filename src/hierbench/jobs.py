@@ -2,7 +2,7 @@
 
 Workflow scripts call :func:`start_job` first thing; it sends stderr and Python logging to the
 rule's ``log:`` file, verifies every recorded input against its record
-(:mod:`hierbench.integrity`) and returns the :class:`JobContext` every artifact writer needs. The
+(:mod:`hierbench.provenance.integrity`) and returns the :class:`JobContext` every artifact writer needs. The
 ``snakemake`` object is only read here, by attribute, so the library never imports Snakemake.
 """
 
@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hierbench.integrity import verify_recorded_inputs
-from hierbench.provenance import JobContext
+from hierbench.provenance.integrity import verify_recorded_inputs
+from hierbench.provenance.records import JobContext
 
 CODE_PARAM = "code"
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

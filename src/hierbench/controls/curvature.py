@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hierbench.controls.common import paired_contrast, seeds_mean_sd
+from hierbench.effects.variants import paired_contrast, seeds_mean_sd
 from hierbench.protocol import EUCLIDEAN, MEAN_HIERARCHY, POINCARE, REGRESSION, cell_name
 
 MATCHED_EUCLIDEAN = "euclidean"  # the variant (and cell folder) of the control's own E_R

@@ -14,10 +14,10 @@ from typing import Any
 
 import pandas as pd
 
-from hierbench.controls.common import paired_summary
 from hierbench.effects import per_seed_from_evaluations
 from hierbench.effects.render import mean_sd
 from hierbench.effects.schema import arm_labels
+from hierbench.effects.variants import paired_summary
 from hierbench.protocol import ARM_ORDER, GEOMETRIES, LOSSES, MEAN_HIERARCHY, cell_name
 
 # Paired gains per split, as (minuend, subtrahend) arms: each loss effect at a matched geometry,

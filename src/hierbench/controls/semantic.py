@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hierbench.cellspec import CellSpec, cell_spec
+from hierbench.cells.spec import CellSpec, cell_spec
 from hierbench.protocol import EUCLIDEAN, SUPCON
 
 ARM_NAMES = {

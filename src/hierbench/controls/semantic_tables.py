@@ -10,8 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from hierbench.controls.common import paired_contrast, seeds_mean_sd
 from hierbench.controls.semantic import ARM_NAMES
+from hierbench.effects.variants import paired_contrast, seeds_mean_sd
 from hierbench.protocol import MEAN_HIERARCHY
 
 # The paired seed differences the paper reports (its Table 2's text), as (minuend,

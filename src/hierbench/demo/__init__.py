@@ -5,7 +5,7 @@ dataset and writes the release's files. Equal arguments give byte-identical fold
 """
 
 from hierbench.demo.birds import BirdLook, class_look
-from hierbench.demo.layouts import (
+from hierbench.demo.folders import (
     check_taxonomy,
     nabirds_image_id,
     select_demo_classes,

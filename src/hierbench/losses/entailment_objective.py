@@ -1,5 +1,5 @@
 """The angle-entailment objective (A) as a cell trains it: pairs from boxes, cross-image partners
-and the taxonomy (``hierbench.entailment_pairs``), scored by the angle-entailment loss in its
+and the taxonomy (``hierbench.losses.entailment_pairs``), scored by the angle-entailment loss in its
 fused form (``fused_angle_entailment_loss``) with the head's geometry (Euclidean cones for E, the
 Lorentz model at the head's learned curvature for L).
 
@@ -33,12 +33,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from hierbench.cellspec import SPHERE_SYMMETRY, CellSpec
-from hierbench.companion import CompanionError, PairSources, pair_sources
-from hierbench.entailment_pairs import batch_pairs, cross_image_partners
+from hierbench.cells.companion import CompanionError, PairSources, pair_sources
+from hierbench.cells.spec import SPHERE_SYMMETRY, CellSpec
 from hierbench.geometry.lorentz import expmap0
 from hierbench.losses.entailment import LearnableTemperature
 from hierbench.losses.entailment_fused import fused_angle_entailment_loss
+from hierbench.losses.entailment_pairs import batch_pairs, cross_image_partners
 
 GROUP_INIT_SCALE = 0.1  # group embeddings start near the origin: generic parents
 

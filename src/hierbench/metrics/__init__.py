@@ -62,7 +62,6 @@ counts the positives ranked before K per relation, and the items that are no pos
 """
 
 from hierbench.metrics.aggregate import group_macro, mean_hierarchy, query_micro, summarise
-from hierbench.metrics.distances import GEOMETRIES, pairwise_distances
 from hierbench.metrics.engine import evaluate, recall_columns, worker_count
 from hierbench.metrics.ot import (
     OT_PREFIX,
@@ -78,6 +77,7 @@ from hierbench.metrics.ot import (
     top_tree_counts,
     tree_wasserstein,
 )
+from hierbench.metrics.rank_distances import GEOMETRIES, pairwise_distances
 
 __all__ = [
     "GEOMETRIES",

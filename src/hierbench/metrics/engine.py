@@ -13,16 +13,6 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from hierbench.metrics.distances import (
-    Gallery,
-    Metric,
-    as_embeddings,
-    check_metric,
-    prepare_gallery,
-    sanitised_distances,
-    squared_distances,
-    unique_rows,
-)
 from hierbench.metrics.labels import label_codes
 from hierbench.metrics.ot import check_ot_ks, ot_columns, ot_scores, ot_tree_columns
 from hierbench.metrics.pair_scores import (
@@ -32,6 +22,16 @@ from hierbench.metrics.pair_scores import (
     check_no_distance_settings,
     checked_pair_scores,
     score_rows,
+)
+from hierbench.metrics.rank_distances import (
+    Gallery,
+    Metric,
+    as_embeddings,
+    check_metric,
+    prepare_gallery,
+    sanitised_distances,
+    squared_distances,
+    unique_rows,
 )
 from hierbench.protocol import ALL_LEVELS
 from hierbench.relations import LEVELS

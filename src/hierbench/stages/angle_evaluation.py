@@ -4,7 +4,7 @@ A sensitivity of the ranking (``hierbench.metrics.angles``): the same cell, seal
 and output formats as its distance evaluation (``stages.evaluation``), the gallery ranked by
 ascending ext(q, g) in the head's own geometry instead of by distance; rows carry a ``ranking``
 column. Apart from ``stages.evaluation`` so that the distance evaluations do not depend on the
-angle code; both score through ``hierbench.sealed_scoring``.
+angle code; both score through ``hierbench.metrics.sealed_scoring``.
 """
 
 from __future__ import annotations
@@ -14,13 +14,17 @@ from typing import Any
 
 import pandas as pd
 
-from hierbench.artifacts import write_parquet
-from hierbench.cellspec import CellSpec
+from hierbench.cells.spec import CellSpec
 from hierbench.metrics.angles import head_angle_scores
+from hierbench.metrics.scoring import ranking_settings
+from hierbench.metrics.sealed_scoring import (
+    PER_QUERY_ORDER,
+    SUMMARY_ORDER,
+    score_cell_on_sealed_test,
+)
 from hierbench.protocol import ANGLE_RANKING, COMPANION_LOSS
-from hierbench.provenance import JobContext
-from hierbench.scoring import ranking_settings
-from hierbench.sealed_scoring import PER_QUERY_ORDER, SUMMARY_ORDER, score_cell_on_sealed_test
+from hierbench.provenance.artifacts import write_parquet
+from hierbench.provenance.records import JobContext
 
 
 def evaluate_angles_on_sealed_test(

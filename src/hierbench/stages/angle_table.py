@@ -1,5 +1,5 @@
 """Tables stage, the companion cells' ranking sensitivity: their per-seed mAP ranked by distance
-and by exterior angle, and the ``companion_angle`` table (``hierbench.companion_angle``)."""
+and by exterior angle, and the ``companion_angle`` table (``hierbench.effects.companion_angle``)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from hierbench.artifacts import write_parquet, write_text
-from hierbench.companion_angle import ranking_per_seed, ranking_table
 from hierbench.effects import PER_SEED_KEYS, render_csv, render_latex, render_markdown
+from hierbench.effects.companion_angle import ranking_per_seed, ranking_table
 from hierbench.protocol import ANGLE_RANKING, DISTANCE_RANKING
-from hierbench.provenance import JobContext
+from hierbench.provenance.artifacts import write_parquet, write_text
+from hierbench.provenance.records import JobContext
 
 log = logging.getLogger(__name__)
 

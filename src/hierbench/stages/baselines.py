@@ -10,10 +10,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from hierbench.artifacts import publish, write_json
 from hierbench.baselines.pca import fit_pca, pca_writer
-from hierbench.featurestore import role_data
-from hierbench.provenance import JobContext
+from hierbench.features.store import role_data
+from hierbench.provenance.artifacts import publish, write_json
+from hierbench.provenance.records import JobContext
 
 log = logging.getLogger(__name__)
 

@@ -9,14 +9,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from hierbench.cell_publishing import train_and_publish
-from hierbench.cells import embed
-from hierbench.cellspec import CellSpec
-from hierbench.companion import companion_spec
-from hierbench.featurestore import role_arrays
+from hierbench.cells.checkpoints import embed
+from hierbench.cells.companion import companion_spec
+from hierbench.cells.spec import CellSpec
+from hierbench.features.store import role_arrays
 from hierbench.losses.entailment_objective import companion_objective
 from hierbench.protocol import EUCLIDEAN, LORENTZ
-from hierbench.provenance import JobContext
+from hierbench.provenance.records import JobContext
+from hierbench.training.publishing import train_and_publish
 
 TRAIN_ROLE = ("final", "train")
 # The validation images: the development side's tuning query and gallery (never the sealed test).

@@ -11,10 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from hierbench.artifacts import publish, write_parquet, write_text
-from hierbench.baselines.tables import arm_order as baseline_order
-from hierbench.baselines.tables import baselines_per_seed, baselines_table
-from hierbench.controls.common import per_seed_by_variant
+from hierbench.baselines.context_table import arm_order as baseline_order
+from hierbench.baselines.context_table import baselines_per_seed, baselines_table
 from hierbench.controls.curvature import (
     MATCHED_EUCLIDEAN,
     curvature_contrasts,
@@ -25,9 +23,11 @@ from hierbench.controls.curvature import (
 from hierbench.controls.outer import figure_rows, outer_gains, outer_per_split, outer_table
 from hierbench.controls.semantic_tables import arm_order, semantic_contrasts, semantic_table
 from hierbench.effects import PER_SEED_KEYS, render_csv, render_latex, render_markdown
-from hierbench.figures import baselines_figure, control_figure, figure_writer
+from hierbench.effects.figures import baselines_figure, control_figure, figure_writer
+from hierbench.effects.variants import per_seed_by_variant
 from hierbench.protocol import ARM_ORDER
-from hierbench.provenance import JobContext
+from hierbench.provenance.artifacts import publish, write_parquet, write_text
+from hierbench.provenance.records import JobContext
 
 log = logging.getLogger(__name__)
 

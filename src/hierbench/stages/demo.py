@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from hierbench.artifacts import record_folder
+from hierbench.data.table_reader import read_taxonomy_csv
 from hierbench.demo import write_cub_demo, write_nabirds_demo, write_table_demo
-from hierbench.provenance import JobContext
-from hierbench.table_dataset import read_taxonomy_csv
+from hierbench.provenance.artifacts import record_folder
+from hierbench.provenance.records import JobContext
 
 log = logging.getLogger(__name__)
 

@@ -13,22 +13,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hierbench.artifacts import write_parquet
 from hierbench.baselines.pca import load_pca, project
-from hierbench.cells import learned_curvature
-from hierbench.cellspec import CellSpec
-from hierbench.featurestore import read_labelled_features
-from hierbench.lock import verify_against_lock
-from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES, HEAD_NAMES, PCA
-from hierbench.provenance import JobContext
-from hierbench.scoring import l2_normalised, metric_settings, qg_seeds, score_draws
-from hierbench.sealed_scoring import (
+from hierbench.cells.checkpoints import learned_curvature
+from hierbench.cells.spec import CellSpec
+from hierbench.features.store import read_labelled_features
+from hierbench.metrics.scoring import l2_normalised, metric_settings, qg_seeds, score_draws
+from hierbench.metrics.sealed_scoring import (
     PER_QUERY_ORDER,
     SUMMARY_ORDER,
     SealedScores,
     note_test_access,
     score_cell_on_sealed_test,
 )
+from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES, HEAD_NAMES, PCA
+from hierbench.provenance.artifacts import write_parquet
+from hierbench.provenance.lock import verify_against_lock
+from hierbench.provenance.records import JobContext
 
 log = logging.getLogger(__name__)
 

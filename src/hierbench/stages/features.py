@@ -12,12 +12,12 @@ from typing import Any
 
 import pandas as pd
 
-from hierbench.backbones import create_backbone
 from hierbench.devices import resolve_device
-from hierbench.features import IMAGES_DIR, extract_features, feature_metadata
-from hierbench.featurestore import feature_table, write_feature_parquet
-from hierbench.provenance import JobContext
-from hierbench.splits import role_ids, with_labels
+from hierbench.features.backbones import create_backbone
+from hierbench.features.extraction import IMAGES_DIR, extract_features, feature_metadata
+from hierbench.features.store import feature_table, write_feature_parquet
+from hierbench.provenance.records import JobContext
+from hierbench.splits.construction import role_ids, with_labels
 
 log = logging.getLogger(__name__)
 

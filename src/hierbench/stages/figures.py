@@ -9,12 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from hierbench.artifacts import publish
-from hierbench.cells import embed, load_checkpoint
-from hierbench.cellspec import CellSpec
+from hierbench.cells.checkpoints import embed, load_checkpoint
+from hierbench.cells.spec import CellSpec
 from hierbench.effects import ANY_OT_METRIC, add_arm
-from hierbench.featurestore import read_labelled_features
-from hierbench.figures import (
+from hierbench.effects.figures import (
     effects_figure,
     figure_writer,
     map_by_level_figure,
@@ -22,8 +20,10 @@ from hierbench.figures import (
     ot_by_k_figure,
     prototype_norms,
 )
+from hierbench.features.store import read_labelled_features
 from hierbench.protocol import FIGURES, MEAN_HIERARCHY, POINCARE
-from hierbench.provenance import JobContext
+from hierbench.provenance.artifacts import publish
+from hierbench.provenance.records import JobContext
 
 log = logging.getLogger(__name__)
 

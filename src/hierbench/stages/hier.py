@@ -6,12 +6,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from hierbench.cell_publishing import train_and_publish
-from hierbench.cellspec import CellSpec, cell_spec, own_epoch_budgets
-from hierbench.featurestore import role_data
+from hierbench.cells.spec import CellSpec, cell_spec, own_epoch_budgets
+from hierbench.features.store import role_data
 from hierbench.losses.hier import HierObjective, HierSettings
 from hierbench.protocol import HIER, POINCARE
-from hierbench.provenance import JobContext
+from hierbench.provenance.records import JobContext
+from hierbench.training.publishing import train_and_publish
 
 
 def hier_cell_spec(

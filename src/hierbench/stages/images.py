@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from hierbench.artifacts import write_parquet
-from hierbench.datasets import read_cub, read_nabirds
-from hierbench.provenance import JobContext
-from hierbench.table_dataset import read_table_dataset
+from hierbench.data.layouts import read_cub, read_nabirds
+from hierbench.data.table_reader import read_table_dataset
+from hierbench.provenance.artifacts import write_parquet
+from hierbench.provenance.records import JobContext
 
 log = logging.getLogger(__name__)
 

@@ -9,11 +9,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from hierbench.artifacts import write_json, write_text
-from hierbench.lock import build_lock
-from hierbench.provenance import JobContext
-from hierbench.runs import DEFAULT_RUN
-from hierbench.seal import (
+from hierbench.provenance.artifacts import write_json, write_text
+from hierbench.provenance.lock import build_lock
+from hierbench.provenance.records import JobContext
+from hierbench.provenance.seal import (
     ON_CHANGE_CHOICES,
     SealChangedError,
     SealPaths,
@@ -23,6 +22,7 @@ from hierbench.seal import (
     reseal_history_markdown,
     sealed_test_was_read,
 )
+from hierbench.runs import DEFAULT_RUN
 
 log = logging.getLogger(__name__)
 

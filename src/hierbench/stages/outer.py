@@ -10,15 +10,15 @@ from typing import Any
 
 import pandas as pd
 
-from hierbench.artifacts import write_parquet
-from hierbench.cells import embed, load_checkpoint
-from hierbench.cellspec import CellSpec
+from hierbench.cells.checkpoints import embed, load_checkpoint
+from hierbench.cells.spec import CellSpec
 from hierbench.controls.outer import OuterSplitError
-from hierbench.featurestore import read_labelled_features
+from hierbench.features.store import read_labelled_features
+from hierbench.metrics.scoring import l2_normalised, metric_settings, qg_seeds, score_draws
 from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES
-from hierbench.provenance import JobContext
-from hierbench.scoring import l2_normalised, metric_settings, qg_seeds, score_draws
-from hierbench.splits import role_ids, rows_for_ids
+from hierbench.provenance.artifacts import write_parquet
+from hierbench.provenance.records import JobContext
+from hierbench.splits.construction import role_ids, rows_for_ids
 
 log = logging.getLogger(__name__)
 

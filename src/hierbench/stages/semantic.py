@@ -8,10 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from hierbench.cell_publishing import train_and_publish
 from hierbench.controls.semantic import semantic_arm, semantic_spec, training_labels
-from hierbench.featurestore import role_data
-from hierbench.provenance import JobContext
+from hierbench.features.store import role_data
+from hierbench.provenance.records import JobContext
+from hierbench.training.publishing import train_and_publish
 
 
 def train_semantic_cell(

@@ -8,10 +8,9 @@ from typing import Any
 
 import pandas as pd
 
-from hierbench.artifacts import write_parquet
-from hierbench.provenance import JobContext
-from hierbench.sampling import SplitError
-from hierbench.splits import (
+from hierbench.provenance.artifacts import write_parquet
+from hierbench.provenance.records import JobContext
+from hierbench.splits.construction import (
     QueryGallerySpec,
     cub_split_table,
     nabirds_split_table,
@@ -19,6 +18,7 @@ from hierbench.splits import (
     split_manifest,
     with_labels,
 )
+from hierbench.splits.sampling import SplitError
 
 log = logging.getLogger(__name__)
 

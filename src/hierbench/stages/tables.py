@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from hierbench.artifacts import write_parquet, write_text
 from hierbench.effects import (
     EFFECT_DEFINITIONS,
     PER_SEED_KEYS,
@@ -42,7 +41,8 @@ from hierbench.protocol import (
     TABLE_RECALL,
     sensitivity_aggregation,
 )
-from hierbench.provenance import JobContext
+from hierbench.provenance.artifacts import write_parquet, write_text
+from hierbench.provenance.records import JobContext
 
 log = logging.getLogger(__name__)
 

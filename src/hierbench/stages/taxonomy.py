@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from hierbench.artifacts import write_json, write_parquet, write_text
+from hierbench.data.table_reader import read_table_dataset
 from hierbench.protocol import LEVEL_NAMES
-from hierbench.provenance import JobContext
-from hierbench.table_dataset import read_table_dataset
+from hierbench.provenance.artifacts import write_json, write_parquet, write_text
+from hierbench.provenance.records import JobContext
 from hierbench.taxonomy import (
     DEFAULT_FUZZY_MARGIN,
     DEFAULT_FUZZY_THRESHOLD,

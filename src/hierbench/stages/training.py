@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hierbench.cell_publishing import train_and_publish
-from hierbench.cellspec import cell_spec
+from hierbench.cells.spec import cell_spec
 from hierbench.controls.curvature import cell_label, point_geometry, point_hyperbolic
-from hierbench.featurestore import role_data
+from hierbench.features.store import role_data
 from hierbench.protocol import CURVATURE_CONTROL, REGRESSION, SUPCON
-from hierbench.provenance import JobContext
-from hierbench.tuning import selected_tau
+from hierbench.provenance.records import JobContext
+from hierbench.training.publishing import train_and_publish
+from hierbench.training.tuning import selected_tau
 
 
 def train_final_cell(

@@ -13,9 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hierbench.artifacts import write_json, write_parquet
-from hierbench.cells import embed
-from hierbench.cellspec import CellSpec, cell_spec
+from hierbench.cells.checkpoints import embed
+from hierbench.cells.spec import CellSpec, cell_spec
 from hierbench.controls.semantic import (
     best_epoch,
     semantic_arm,
@@ -23,16 +22,17 @@ from hierbench.controls.semantic import (
     training_labels,
 )
 from hierbench.devices import config_device
-from hierbench.featurestore import role_arrays, role_data
+from hierbench.features.store import role_arrays, role_data
 from hierbench.metrics import evaluate, summarise
 from hierbench.protocol import (
     EUCLIDEAN,
     GEOMETRY_NAMES,
     SUPCON,
 )
-from hierbench.provenance import JobContext
-from hierbench.training import train_cell
-from hierbench.tuning import hierarchy_scores, select_temperatures
+from hierbench.provenance.artifacts import write_json, write_parquet
+from hierbench.provenance.records import JobContext
+from hierbench.training.trainer import train_cell
+from hierbench.training.tuning import hierarchy_scores, select_temperatures
 
 log = logging.getLogger(__name__)
 

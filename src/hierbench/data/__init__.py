@@ -1,0 +1,1 @@
+"""Datasets on disk: the CUB and NABirds layouts, dataset kinds, the table reader, shipped inputs."""

@@ -1,0 +1,322 @@
+"""Reader for a user's own image collection: the ``kind: table`` layout, checked line by line.
+
+A table dataset is a folder ``ROOT`` holding two UTF-8, comma-separated files with a header row
+(a BOM and CRLF endings are tolerated; fully blank lines are skipped; surrounding whitespace of
+each cell is ignored):
+
+- ``images.csv``: one row per image. Required columns ``path`` (the image file relative to
+  ``ROOT``, POSIX, neither absolute nor with a ``..`` part) and ``class``; optional ``split``
+  (exactly ``train`` or ``test``) and the box columns ``x, y, w, h`` (all four or none; pixels,
+  ``x, y >= 0`` and ``w, h > 0``). Any other column is an error, so that a typo cannot silently
+  drop a column.
+- ``taxonomy.csv``: one row per class, columns ``class, middle, high``: the three levels of the
+  study. A class sits in one middle group and a middle group in one high group; at least two
+  middle and two high groups are needed. A class without images is allowed.
+
+:func:`read_table_dataset` returns a :class:`TableDataset`: the per-image table in the columns of
+:data:`hierbench.data.layouts.COLUMNS` (``image_id`` is the ``path`` as written, rows sorted by
+:func:`hierbench.data.layouts.image_sort_key`), and the taxonomy table with integer level codes.
+Class ids are 1..n in the order of the sorted class names, so they do not depend on row order.
+Every inconsistency raises :class:`TableDatasetError` naming the file and, where there is one,
+the 1-based line (line 1 is the header), as ``ROOT/images.csv:7: ...``. The reader writes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+import pandas as pd
+
+from hierbench.data.layouts import COLUMNS, _files_under, image_sort_key
+from hierbench.data.table_csv import Row, Table, TableDatasetError, read_csv
+from hierbench.protocol import LEVELS
+from hierbench.taxonomy.levels import add_level_codes
+
+logger = logging.getLogger(__name__)
+
+IMAGES_FILE = "images.csv"
+TAXONOMY_FILE = "taxonomy.csv"
+IMAGE_COLUMNS = ("path", "class")
+SPLIT_COLUMN = "split"
+BOX_COLUMNS = ("x", "y", "w", "h")
+TAXONOMY_COLUMNS = ("class", "middle", "high")
+SPLITS = ("train", "test")
+MIN_GROUPS = 2
+BBOX_COLUMNS = ("bbox_x", "bbox_y", "bbox_w", "bbox_h")
+IMAGE_DTYPES = {
+    "image_id": str,
+    "path": str,
+    "class_id": "int64",
+    "class_name": str,
+    "is_train": bool,
+    **dict.fromkeys(BBOX_COLUMNS, "float64"),
+}
+NO_BOX = (math.nan, math.nan, math.nan, math.nan)
+
+
+@dataclass(frozen=True, eq=False)
+class TableDataset:
+    """A checked table dataset: the per-image table, the taxonomy, and which options it used.
+
+    ``images`` has exactly :data:`hierbench.data.layouts.COLUMNS` with :func:`read_cub`'s dtypes;
+    ``taxonomy`` has ``class_id, class_name, leaf, middle, high`` and the three level codes.
+    """
+
+    images: pd.DataFrame
+    taxonomy: pd.DataFrame
+    has_split: bool
+    has_boxes: bool
+
+
+@dataclass(frozen=True)
+class _Class:
+    """One ``taxonomy.csv`` row."""
+
+    line: int
+    name: str
+    middle: str
+    high: str
+
+
+@dataclass(frozen=True)
+class _Image:
+    """One checked ``images.csv`` row."""
+
+    line: int
+    path: str
+    class_name: str
+    is_train: bool
+    box: tuple[float, float, float, float]
+
+
+def read_table_dataset(root: str | os.PathLike[str]) -> TableDataset:
+    """Read and check a ``kind: table`` folder (see module docstring); raise on any flaw."""
+    root = Path(root)
+    _require_layout(root)
+    classes = _read_taxonomy(root / TAXONOMY_FILE)
+    table = read_csv(root / IMAGES_FILE, IMAGE_COLUMNS, (SPLIT_COLUMN, *BOX_COLUMNS))
+    has_split, has_boxes = _image_options(root / IMAGES_FILE, table)
+    images = _parse_images(root / IMAGES_FILE, table.rows, classes, root / TAXONOMY_FILE)
+    _check_on_disk(root, images)
+    class_ids = _class_ids(classes)
+    dataset = TableDataset(
+        images=_images_frame(images, class_ids),
+        taxonomy=_taxonomy_frame(classes, class_ids),
+        has_split=has_split,
+        has_boxes=has_boxes,
+    )
+    logger.info("read %d images in %d classes from %s", len(images), len(classes), root)
+    return dataset
+
+
+def read_taxonomy_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The taxonomy table of a ``taxonomy.csv`` alone (checked as in a dataset folder), e.g. the
+    example collection the demo renders."""
+    classes = _read_taxonomy(Path(path))
+    return _taxonomy_frame(classes, _class_ids(classes))
+
+
+def _class_ids(classes: dict[str, _Class]) -> dict[str, int]:
+    """Class ids 1..n in the order of the sorted class names (independent of row order)."""
+    return {name: index for index, name in enumerate(sorted(classes), start=1)}
+
+
+def level_counts(dataset: TableDataset) -> dict[str, int]:
+    """Images and taxonomy groups per level (and train/test images when the split is given).
+
+    ``classes``, ``middle`` and ``high`` count the taxonomy's groups, images or not.
+    """
+    images, taxonomy = dataset.images, dataset.taxonomy
+    counts = {
+        "images": len(images),
+        "classes": int(taxonomy["leaf"].nunique()),
+        "middle": int(taxonomy["middle"].nunique()),
+        "high": int(taxonomy["high"].nunique()),
+    }
+    if dataset.has_split:
+        counts["train_images"] = int(images["is_train"].sum())
+        counts["test_images"] = len(images) - counts["train_images"]
+    return counts
+
+
+def _require_layout(root: Path) -> None:
+    """The folder and both CSV files must exist; the error names what is missing."""
+    if not root.is_dir():
+        raise TableDatasetError(f"dataset folder {root} does not exist")
+    for name in (IMAGES_FILE, TAXONOMY_FILE):
+        if not (root / name).is_file():
+            raise TableDatasetError(f"missing file {root / name} in dataset folder {root}")
+
+
+def _read_taxonomy(path: Path) -> dict[str, _Class]:
+    """The taxonomy's classes by name, a proper three-level tree with enough groups."""
+    table = read_csv(path, TAXONOMY_COLUMNS, ())
+    classes: dict[str, _Class] = {}
+    for row in table.rows:
+        entry = _Class(row.line, row.cells["class"], row.cells["middle"], row.cells["high"])
+        if entry.name in classes:
+            raise _duplicate_class(path, classes[entry.name], entry)
+        classes[entry.name] = entry
+    if not classes:
+        raise TableDatasetError(f"{path}: file lists no classes")
+    _check_middles(path, classes)
+    _check_group_counts(path, classes)
+    return classes
+
+
+def _duplicate_class(path: Path, first: _Class, again: _Class) -> TableDatasetError:
+    """The error for a class on two lines, naming both middles when they differ."""
+    if first.middle != again.middle:
+        return TableDatasetError(
+            f"{path}:{again.line}: class {again.name!r} sits in middle {first.middle!r} "
+            f"(line {first.line}) and middle {again.middle!r} (line {again.line})"
+        )
+    return TableDatasetError(
+        f"{path}:{again.line}: class {again.name!r} is listed twice "
+        f"(lines {first.line} and {again.line})"
+    )
+
+
+def _check_middles(path: Path, classes: dict[str, _Class]) -> None:
+    """Each middle group must sit in exactly one high group."""
+    first: dict[str, _Class] = {}
+    for entry in sorted(classes.values(), key=lambda c: c.line):
+        earlier = first.setdefault(entry.middle, entry)
+        if earlier.high != entry.high:
+            raise TableDatasetError(
+                f"{path}:{entry.line}: middle {entry.middle!r} sits in high {earlier.high!r} "
+                f"(line {earlier.line}) and high {entry.high!r} (line {entry.line})"
+            )
+
+
+def _check_group_counts(path: Path, classes: dict[str, _Class]) -> None:
+    """Levels with a single group carry no hierarchy to study."""
+    for level in LEVELS[1:]:
+        groups = sorted({getattr(entry, level) for entry in classes.values()})
+        if len(groups) < MIN_GROUPS:
+            raise TableDatasetError(
+                f"{path}: {len(groups)} {level} group(s) {groups}; a three-level study needs "
+                f"at least {MIN_GROUPS} {level} groups"
+            )
+
+
+def _image_options(path: Path, table: Table) -> tuple[bool, bool]:
+    """Whether images.csv gives the split and the boxes; box columns come all four or none."""
+    boxes = [column for column in BOX_COLUMNS if column in table.columns]
+    if boxes and len(boxes) != len(BOX_COLUMNS):
+        lacking = [column for column in BOX_COLUMNS if column not in boxes]
+        raise TableDatasetError(
+            f"{path}:{table.header_line}: box columns come all four or none: has "
+            f"{', '.join(boxes)} but lacks {', '.join(lacking)}"
+        )
+    return SPLIT_COLUMN in table.columns, bool(boxes)
+
+
+def _parse_images(
+    path: Path, rows: list[Row], classes: dict[str, _Class], taxonomy_path: Path
+) -> list[_Image]:
+    """Check every image row in line order: path form, unique path, class, split and box."""
+    seen: dict[str, int] = {}
+    images: list[_Image] = []
+    for row in rows:
+        relpath = row.cells["path"]
+        _check_relative(path, row.line, relpath)
+        if relpath in seen:
+            raise TableDatasetError(
+                f"{path}:{row.line}: duplicate path {relpath!r} "
+                f"(lines {seen[relpath]} and {row.line})"
+            )
+        seen[relpath] = row.line
+        name = row.cells["class"]
+        if name not in classes:
+            raise TableDatasetError(
+                f"{path}:{row.line}: unknown class {name!r}, not listed in {taxonomy_path}"
+            )
+        is_train = _is_train(path, row)
+        images.append(_Image(row.line, relpath, name, is_train, _box(path, row)))
+    if not images:
+        raise TableDatasetError(f"{path}: file lists no images")
+    return images
+
+
+def _check_relative(path: Path, line: int, relpath: str) -> None:
+    """An image path is a normalised relative POSIX path that stays under ROOT."""
+    pure = PurePosixPath(relpath)
+    if pure.is_absolute() or PureWindowsPath(relpath).drive:
+        why = "is absolute; give it relative to the folder"
+    elif ".." in pure.parts:
+        why = "has a '..' part; it must stay in the folder"
+    elif "\\" in relpath or str(pure) != relpath:
+        why = "is not a plain POSIX path (use '/' between names; no '.', '//' or trailing '/')"
+    else:
+        return
+    raise TableDatasetError(f"{path}:{line}: image path {relpath!r} {why}")
+
+
+def _is_train(path: Path, row: Row) -> bool:
+    """The row's split: ``train`` or ``test`` exactly; False when there is no split column."""
+    split = row.cells.get(SPLIT_COLUMN)
+    if split is None:
+        return False
+    if split not in SPLITS:
+        raise TableDatasetError(f"{path}:{row.line}: split {split!r} is neither 'train' nor 'test'")
+    return split == "train"
+
+
+def _box(path: Path, row: Row) -> tuple[float, float, float, float]:
+    """The row's box; NaN in all four when images.csv has no box columns."""
+    if BOX_COLUMNS[0] not in row.cells:
+        return NO_BOX
+    x, y, w, h = (_box_value(path, row.line, column, row.cells[column]) for column in BOX_COLUMNS)
+    return (x, y, w, h)
+
+
+def _box_value(path: Path, line: int, column: str, cell: str) -> float:
+    """One box value: a finite float, > 0 for the size ``w, h``, >= 0 for the corner ``x, y``."""
+    try:
+        value = float(cell)
+    except ValueError:
+        why = "is not a number"
+    else:
+        if not math.isfinite(value):
+            why = "is not finite"
+        elif column in ("w", "h") and value <= 0:
+            why = "must be > 0"
+        elif value < 0:
+            why = "must be >= 0"
+        else:
+            return value
+    raise TableDatasetError(f"{path}:{line}: box value {column}={cell!r} {why}")
+
+
+def _check_on_disk(root: Path, images: list[_Image]) -> None:
+    """Every listed image must be a file under ROOT (one walk, no stat per image)."""
+    present = _files_under(root)
+    absent = [image for image in images if image.path not in present]
+    if absent:
+        first = absent[0]
+        raise TableDatasetError(
+            f"{root / IMAGES_FILE}:{first.line}: image {first.path!r} is listed but absent "
+            f"from {root} ({len(absent)} listed image(s) absent)"
+        )
+
+
+def _images_frame(images: list[_Image], class_ids: dict[str, int]) -> pd.DataFrame:
+    """The per-image table in :data:`COLUMNS` with read_cub's dtypes, sorted by image id."""
+    order = sorted(images, key=lambda image: image_sort_key(image.path))
+    rows = [
+        (i.path, i.path, class_ids[i.class_name], i.class_name, i.is_train, *i.box) for i in order
+    ]
+    return pd.DataFrame(rows, columns=COLUMNS).astype(IMAGE_DTYPES)
+
+
+def _taxonomy_frame(classes: dict[str, _Class], class_ids: dict[str, int]) -> pd.DataFrame:
+    """The taxonomy table sorted by class id, with leaf/middle/high codes."""
+    names = sorted(classes, key=class_ids.__getitem__)
+    rows = [(class_ids[n], n, n, classes[n].middle, classes[n].high) for n in names]
+    frame = pd.DataFrame(rows, columns=["class_id", "class_name", *LEVELS])
+    return add_level_codes(frame.astype({"class_id": "int64"}))

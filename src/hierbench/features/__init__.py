@@ -1,0 +1,1 @@
+"""Frozen features: timm backbones, batched extraction and the feature store."""

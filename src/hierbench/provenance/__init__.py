@@ -1,0 +1,1 @@
+"""Provenance: artifacts and their records, hashes, verified reads, the Final lock and seal."""

@@ -1,0 +1,326 @@
+"""The rebuild map: which rules a dry run reruns after an edit to each library module or to a
+config key of each stage, measured on a complete run and published as a table.
+
+Each rule declares the library modules it runs (``code("stages.x")`` in ``rules/*.smk``); an
+edit to module M changes the code hash of exactly the rules whose import closure holds M, and
+Snakemake reruns those and everything downstream. Modules that reach the same set of rules
+rerun the same jobs, so one dry run per such group measures every module of it.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import queue
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from hierbench.provenance import codehash
+from hierbench.provenance.codehash import known_modules, module_closure, module_path
+
+RULE_HEADER = re.compile(r"^rule (\w+):", re.MULTILINE)
+CODE_CALL = re.compile(r"\bcode\([^)]*\)")
+# An edit that changes behaviour in every module and breaks none: one more global name.
+PROBE_LINE = "\n_REBUILD_PROBE = 1\n"
+README_START = "<!-- rebuild-map:start (python tools/rebuild_map.py --write) -->"
+README_END = "<!-- rebuild-map:end -->"
+
+# Config keys probed, one or more per stage, each with the value the edit sets (tiny config).
+CONFIG_PROBES: tuple[tuple[str, Any], ...] = (
+    ("datasets.cub.taxonomy.fuzzy_margin", 6),
+    ("datasets.cub.splits.validation_fraction", 0.3),
+    ("backbone.image_size", 72),
+    ("tuning.epochs", 3),
+    ("training.lr", 6.0e-5),
+    ("datasets.cub.controls.baselines.hier.margin", 0.2),
+    ("datasets.cub.controls.semantic.tau", 0.2),
+    ("companion.temperature", 0.1),
+    ("evaluation.ot_ks", [5, 10]),
+)
+
+RebuildMap = dict[str, dict[str, dict[str, int]]]
+Scheduler = Callable[[Sequence[str]], Mapping[str, int]]
+
+
+class RebuildMapError(ValueError):
+    """A rule file or a config probe the rebuild map cannot read."""
+
+
+def code_declarations(rules_dir: Path) -> dict[str, tuple[tuple[str, ...], str | None]]:
+    """Every rule of ``rules_dir/*.smk`` with a ``code(...)`` declaration: its module names
+    and its ``script=`` name."""
+    declared: dict[str, tuple[tuple[str, ...], str | None]] = {}
+    for path in sorted(rules_dir.glob("*.smk")):
+        text = path.read_text(encoding="utf-8")
+        headers = list(RULE_HEADER.finditer(text))
+        for header, following in zip(headers, [*headers[1:], None], strict=False):
+            body = text[header.end() : following.start() if following else len(text)]
+            calls = CODE_CALL.findall(body)
+            if len(calls) > 1:
+                raise RebuildMapError(f"{path}: rule {header[1]} declares code() twice")
+            if calls:
+                declared[header[1]] = _code_arguments(calls[0], f"{path}: rule {header[1]}")
+    return declared
+
+
+def _code_arguments(call: str, where: str) -> tuple[tuple[str, ...], str | None]:
+    """The string modules and the ``script`` keyword of one ``code(...)`` call's text."""
+    node = ast.parse(call, mode="eval").body
+    if not isinstance(node, ast.Call) or not all(
+        isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+        for arg in [*node.args, *(keyword.value for keyword in node.keywords)]
+    ):
+        raise RebuildMapError(f"{where}: code() takes string literals only, got {call}")
+    script = {keyword.arg: keyword.value.value for keyword in node.keywords}.get("script")
+    return tuple(arg.value for arg in node.args), script
+
+
+def declared_modules(rules_dir: Path) -> dict[str, tuple[str, ...]]:
+    """Every rule of ``rules_dir/*.smk`` with a ``code(...)`` declaration: its module names."""
+    return {rule: modules for rule, (modules, _) in code_declarations(rules_dir).items()}
+
+
+def affected_rules(module: str, declared: Mapping[str, Sequence[str]]) -> frozenset[str]:
+    """The rules whose code hash covers ``module`` (it is in their import closure)."""
+    return frozenset(
+        rule
+        for rule, modules in declared.items()
+        if module in module_closure(tuple(sorted(set(modules))))
+    )
+
+
+def module_groups(declared: Mapping[str, Sequence[str]]) -> dict[frozenset[str], list[str]]:
+    """Library modules grouped by the set of rules an edit to them reaches, sorted."""
+    groups: dict[frozenset[str], list[str]] = {}
+    for module in known_modules():
+        groups.setdefault(affected_rules(module, declared), []).append(module)
+    return dict(sorted(groups.items(), key=lambda item: item[1][0]))
+
+
+@contextlib.contextmanager
+def probe_edit(path: Path) -> Iterator[None]:
+    """Append :data:`PROBE_LINE` to a source file, restoring its bytes afterwards."""
+    original = path.read_bytes()
+    path.write_bytes(original + PROBE_LINE.encode())
+    try:
+        yield
+    finally:
+        path.write_bytes(original)
+
+
+def overlay(key: str, value: Any) -> dict[str, Any]:
+    """A config overlay setting one dotted key (Snakemake deep-merges ``--configfile``s)."""
+    tree: dict[str, Any] = {}
+    node = tree
+    *parents, leaf = key.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = value
+    return tree
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A copy of a complete run that probes may edit: its ``src/hierbench``, a dry run's job
+    counts per rule for extra Snakemake arguments, and a writer that stores a config overlay
+    and returns the arguments that add it."""
+
+    package_dir: Path
+    scheduled: Scheduler
+    write_overlay: Callable[[dict[str, Any]], Sequence[str]]
+
+
+def measure(rules_dir: Path, workspaces: Sequence[Workspace]) -> RebuildMap:
+    """Dry-run every module group and config probe against a complete run.
+
+    Probes run in parallel, one at a time in each workspace (each a separate copy of the same
+    complete run, so that one probe's edit never meets another's). A clean tree must schedule
+    nothing in any of them.
+    """
+    if not workspaces:
+        raise RebuildMapError("measure needs at least one workspace")
+    for workspace in workspaces:
+        if dict(workspace.scheduled(())):
+            raise RebuildMapError(
+                f"the run in {workspace.package_dir.parents[1]} is not complete: a dry run "
+                "schedules jobs before any edit"
+            )
+    groups = list(module_groups(declared_modules(rules_dir)).values())
+
+    def module_probe(members: list[str], workspace: Workspace) -> dict[str, int]:
+        relative = module_path(members[0]).relative_to(module_path_root())
+        with probe_edit(workspace.package_dir / relative):
+            return dict(sorted(workspace.scheduled(()).items()))
+
+    def config_probe(key: str, value: Any, workspace: Workspace) -> dict[str, int]:
+        extra = workspace.write_overlay(overlay(key, value))
+        return dict(sorted(workspace.scheduled(extra).items()))
+
+    probes = [partial(module_probe, members) for members in groups]
+    probes += [partial(config_probe, key, value) for key, value in CONFIG_PROBES]
+    results = _in_workspaces(probes, workspaces)
+    module_results, config_results = results[: len(groups)], results[len(groups) :]
+    modules = {
+        member: rules
+        for members, rules in zip(groups, module_results, strict=True)
+        for member in members
+    }
+    config = {key: rules for (key, _), rules in zip(CONFIG_PROBES, config_results, strict=True)}
+    return {"modules": modules, "config": config}
+
+
+def _in_workspaces(
+    probes: Sequence[Callable[[Workspace], dict[str, int]]], workspaces: Sequence[Workspace]
+) -> list[dict[str, int]]:
+    """Each probe's result, in order, each run in whichever workspace is free."""
+    free: queue.SimpleQueue[Workspace] = queue.SimpleQueue()
+    for workspace in workspaces:
+        free.put(workspace)
+
+    def run(probe: Callable[[Workspace], dict[str, int]]) -> dict[str, int]:
+        workspace = free.get()
+        try:
+            return probe(workspace)
+        finally:
+            free.put(workspace)
+
+    with ThreadPoolExecutor(max_workers=len(workspaces)) as pool:
+        return list(pool.map(run, probes))
+
+
+def module_path_root() -> Path:
+    """The folder :func:`module_path` resolves module names in (the running hierbench)."""
+    return codehash.PACKAGE_DIR
+
+
+# Families of rules shown as one entry when every member reruns (prefix or suffix, label).
+FAMILIES: tuple[tuple[str, str], ...] = (
+    ("taxonomy_", "taxonomy_*"),
+    ("demo_", "demo_*"),
+    ("features_", "features_*"),
+    ("train_", "train_*"),
+    ("evaluate_", "evaluate_*"),
+    ("_tables", "*_tables"),
+)
+
+
+def _family(rule: str) -> str | None:
+    """The label of the family ``rule`` belongs to, if any."""
+    for part, label in FAMILIES:
+        if rule.startswith(part) or rule.endswith(part):
+            return label
+    return None
+
+
+def rule_list(rules: Mapping[str, int], universe: frozenset[str] = frozenset()) -> str:
+    """``rule ×count`` for each rule that reruns, or "nothing"; a family whose every member
+    in ``universe`` reruns is one ``family ×total`` entry."""
+    shown = {rule: count for rule, count in rules.items() if rule != "all"}
+    if not shown:
+        return "nothing"
+    for _, label in FAMILIES:
+        members = {rule for rule in universe if _family(rule) == label}
+        if len(members) > 1 and members <= shown.keys():
+            total = sum(shown.pop(rule) for rule in members)
+            shown[label] = total
+    return ", ".join(f"{rule} ×{count}" for rule, count in sorted(shown.items()))
+
+
+def _jobs(rules: Mapping[str, int]) -> int:
+    """The number of jobs a dry run reruns (the ``all`` target aside)."""
+    return sum(count for rule, count in rules.items() if rule != "all")
+
+
+def render_markdown(rebuild: RebuildMap) -> str:
+    """Two tables: module groups (cheapest first) and config keys, with the rules they rerun
+    and the number of jobs."""
+    universe = frozenset(rule for rules in rebuild["modules"].values() for rule in rules)
+    by_rules: dict[str, list[str]] = {}
+    totals: dict[str, int] = {}
+    for module, rules in rebuild["modules"].items():
+        text = rule_list(rules, universe)
+        by_rules.setdefault(text, []).append(module)
+        totals[text] = _jobs(rules)
+    lines = [
+        "| Edit this module | Jobs | These rules rerun (jobs on the tiny config) |",
+        "|---|---:|---|",
+    ]
+    for text in sorted(by_rules, key=lambda key: (totals[key], by_rules[key][0])):
+        names = ", ".join(f"`{module}`" for module in sorted(by_rules[text]))
+        lines.append(f"| {names} | {totals[text]} | {text} |")
+    lines += ["", "| Edit this config key | Jobs | These rules rerun |", "|---|---:|---|"]
+    for key, rules in sorted(rebuild["config"].items()):
+        lines.append(f"| `{key}` | {_jobs(rules)} | {rule_list(rules, universe)} |")
+    return "\n".join(lines) + "\n"
+
+
+def readme_section(readme: str) -> str:
+    """The text between the rebuild map's markers in the README."""
+    if README_START not in readme or README_END not in readme:
+        raise RebuildMapError(f"the README has no {README_START!r} ... {README_END!r} section")
+    return readme.split(README_START, 1)[1].split(README_END, 1)[0].strip("\n") + "\n"
+
+
+def with_readme_section(readme: str, table: str) -> str:
+    """The README with the rebuild map's section replaced by ``table``."""
+    before = readme.split(README_START, 1)[0]
+    after = readme.split(README_END, 1)[1]
+    return f"{before}{README_START}\n{table}{README_END}{after}"
+
+
+# `snakemake --dag` (DOT): one node per job of the DAG, up-to-date jobs drawn dashed.
+DOT_HEADER = (
+    "digraph snakemake_dag {",
+    "graph[bgcolor=white, margin=0];",
+    re.compile(r"node\[shape=box, style=rounded, fontname=sans, +fontsize=10, penwidth=2\];"),
+    "edge[penwidth=2, color=grey];",
+)
+DOT_NODE = re.compile(
+    r'(?P<id>\d+)\[label = "(?P<label>[^"]*)", color = "[0-9. ]+", '
+    r'style="(?P<style>rounded|rounded,dashed)"\];'
+)
+DOT_EDGE = re.compile(r"\d+ -> \d+")
+DOT_TO_RUN = "rounded"
+
+
+def dag_jobs(dot: str) -> list[tuple[str, bool]]:
+    """``(rule, will run)`` for every job node of ``snakemake --dag`` output; strict."""
+    return [(label.split("\\n", 1)[0], runs) for label, runs in dag_labels(dot)]
+
+
+def dag_labels(dot: str) -> list[tuple[str, bool]]:
+    """``(label, will run)`` for every job node of ``snakemake --dag`` output; strict.
+
+    A node's label is its rule name, then its wildcards, separated by a literal ``\\n``;
+    Snakemake styles jobs that need no run ``rounded,dashed``. Any line that is not the fixed
+    header, a node, an edge or the closing brace is an error, so a format change cannot
+    silently drop jobs.
+    """
+    lines = [line.strip() for line in dot.strip().splitlines()]
+    if len(lines) < len(DOT_HEADER) + 1 or lines[-1] != "}":
+        raise ValueError(f"not a Snakemake DAG in DOT:\n{dot}")
+    for line, expected in zip(lines, DOT_HEADER, strict=False):
+        if not (expected.fullmatch(line) if isinstance(expected, re.Pattern) else line == expected):
+            raise ValueError(f"unexpected DOT header line {line!r} (expected {expected!r})")
+    jobs, ids = [], set()
+    for line in lines[len(DOT_HEADER) : -1]:
+        node = DOT_NODE.fullmatch(line)
+        if node:
+            if node["id"] in ids:
+                raise ValueError(f"job node {node['id']} listed twice")
+            ids.add(node["id"])
+            jobs.append((node["label"], node["style"] == DOT_TO_RUN))
+        elif not DOT_EDGE.fullmatch(line):
+            raise ValueError(f"unexpected DOT line {line!r}")
+    return jobs
+
+
+def job_counts(jobs: Sequence[tuple[str, bool]]) -> Counter[str]:
+    """Rules with the number of their jobs that would run, from ``(rule, runs)`` pairs."""
+    return Counter(rule for rule, runs in jobs if runs)

@@ -1,0 +1,130 @@
+"""Two runs' folders compared byte for byte, less the artifacts that hold a time by design.
+
+Two complete runs of the same configuration give identical bytes for every artifact except
+the Final lock (``lock/final_lock.json``, when training finished) and a cell's
+``train_log.parquet`` (each epoch's wall seconds); their provenance records, and the records
+whose inputs include a Final lock (their input hash carries its time), differ with them. Logs
+and Snakemake benchmark timings live outside the run folder. The determinism test and the cluster
+check (``tools/cluster.py``) both compare runs with :func:`compare_runs`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from hierbench.provenance.artifacts import PROVENANCE_SUFFIX
+from hierbench.provenance.hashing import sha256_file
+from hierbench.runs import DEFAULT_RUN
+
+# What a copy of the repository for a separate run leaves out: history, environments, outputs.
+COPY_IGNORED: tuple[str, ...] = (
+    ".git",
+    ".venv",
+    "results",
+    "runs",
+    "logs",
+    ".snakemake",
+    "__pycache__",
+    "*.egg-info",
+    ".pytest_cache",
+    ".ruff_cache",
+)
+LOCK_FILE = "final_lock.json"
+TRAIN_LOG = "train_log.parquet"
+
+
+def is_timed(path: str) -> bool:
+    """An artifact that records a time: the Final lock, or a cell's training log."""
+    return path.endswith(f"lock/{LOCK_FILE}") or path.endswith(f"/{TRAIN_LOG}")
+
+
+def result_hashes(repo: Path, run: str = DEFAULT_RUN) -> dict[str, str]:
+    """SHA256 of every file under the run folder ``repo/run``, keyed by its path relative to
+    ``repo``."""
+    return {
+        p.relative_to(repo).as_posix(): sha256_file(p)
+        for p in (repo / run).rglob("*")
+        if p.is_file() and p.name != ".snakemake_timestamp"
+    }
+
+
+def dataset_targets(repo: Path, run: str, dataset: str) -> list[str]:
+    """Every artifact a finished run made for one dataset, relative to ``repo`` (provenance
+    records and the rendered demo folder's contents aside: that folder is one directory output):
+    as Snakemake targets, they rebuild exactly that dataset's part of the run."""
+    folder = repo / run / dataset
+    targets = [
+        p.relative_to(repo).as_posix()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+        and not p.name.endswith(PROVENANCE_SUFFIX)
+        and p.name != ".snakemake_timestamp"
+        and (folder / "demo") not in p.parents
+    ]
+    if not targets:
+        raise ValueError(f"{folder} holds no artifacts of dataset {dataset!r}")
+    return targets
+
+
+def mentions_lock(record_path: Path) -> bool:
+    """A provenance record whose inputs include a Final lock (its input hash carries the time)."""
+    record = json.loads(record_path.read_text())
+    return any(path.endswith(LOCK_FILE) for path in record["inputs"])
+
+
+def timing_exempt(repo: Path, paths: list[str]) -> set[str]:
+    """The paths (relative to ``repo``) that may differ between runs only by a recorded time."""
+    exempt = {p for p in paths if is_timed(p.removesuffix(PROVENANCE_SUFFIX))}
+    exempt |= {p for p in paths if p.endswith(PROVENANCE_SUFFIX) and mentions_lock(repo / p)}
+    return exempt
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    """Files of a run folder present in one run only, and files whose bytes differ."""
+
+    only_first: list[str]
+    only_second: list[str]
+    differing: list[str]
+    exempt: list[str]
+    compared: int
+
+    @property
+    def identical(self) -> bool:
+        return not (self.only_first or self.only_second or self.differing)
+
+
+def compare_runs(first: Path, second: Path, run: str = DEFAULT_RUN) -> RunDiff:
+    """Compare ``first/run`` with ``second/run``, less the timing exceptions."""
+    a, b = result_hashes(first, run), result_hashes(second, run)
+    exempt = timing_exempt(first, sorted(a))
+    common = sorted(a.keys() & b.keys())
+    return RunDiff(
+        only_first=sorted(a.keys() - b.keys()),
+        only_second=sorted(b.keys() - a.keys()),
+        differing=[p for p in common if p not in exempt and a[p] != b[p]],
+        exempt=sorted(exempt),
+        compared=len(common),
+    )
+
+
+def software_environments(repo: Path, run: str = DEFAULT_RUN) -> list[dict]:
+    """The distinct software blocks (interpreter, platform, every installed distribution) of
+    the provenance records under ``repo/run``, less torch's per-job device and threads: one
+    entry when every job ran in the same environment."""
+    distinct: list[dict] = []
+    for record_path in sorted((repo / run).rglob(f"*{PROVENANCE_SUFFIX}")):
+        software = json.loads(record_path.read_text())["software"]
+        static = {key: value for key, value in software.items() if key != "torch_runtime"}
+        if static not in distinct:
+            distinct.append(static)
+    return distinct
+
+
+def copy_repository(source: Path, target: Path) -> Path:
+    """A copy of the repository's sources (no outputs, environments or history) for a run."""
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(*COPY_IGNORED))
+    return target

@@ -1,0 +1,1 @@
+"""Splits: who trains, who tunes, who is sealed test; stratified sampling."""

@@ -1,0 +1,342 @@
+"""Split construction: who trains, who tunes, who is sealed test, and query/gallery draws.
+
+A split set is one long table with a row per (split, role, image): for example
+(``final``, ``train``), (``tuning``, ``query``), (``qg-42``, ``gallery``), (``outer-1``, ``test``).
+Rows whose role belongs to the sealed test set carry ``sealed = True`` and are written only
+into sealed artifacts. Every (split, role) is identified by the SHA256 of its canonical id
+list (``hierbench.splits.sampling.split_identity``). Sampling is stratified (``hierbench.splits.sampling``).
+Each outer split's test side has its own query/gallery draws (``outer-1-qg-42``), in the
+sealed draws' proportions and seeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from hierbench.relations import LABEL_COLUMNS, valid_query_counts
+from hierbench.splits.sampling import (  # noqa: F401  (re-exported: the splits' public API)
+    FRACTION_TOLERANCE,
+    SplitError,
+    allocate,
+    canonical_id_text,
+    resolve_count,
+    split_identity,
+    stratified_pick,
+)
+
+SPLIT_COLUMNS = ("split", "role", "seed", "sealed", "image_id")
+
+
+# --------------------------------------------------------------------------- split sets
+
+
+@dataclass(frozen=True)
+class QueryGallerySpec:
+    """How many queries and gallery images each test perturbation draws, and their seeds."""
+
+    seeds: Sequence[int]
+    queries: int | float
+    gallery: int | float
+
+
+def _rows(
+    split: str, role: str, seed: int | None, sealed: bool, ids: Iterable[str]
+) -> pd.DataFrame:
+    """Rows of one (split, role) in the long split table."""
+    ids = sorted(str(i) for i in ids)
+    return pd.DataFrame(
+        {
+            "split": split,
+            "role": role,
+            "seed": pd.array([seed] * len(ids), dtype="Int64"),
+            "sealed": sealed,
+            "image_id": ids,
+        }
+    )
+
+
+def sealed_query_gallery_rows(test: pd.DataFrame, spec: QueryGallerySpec) -> list[pd.DataFrame]:
+    """One sealed query/gallery draw of the test images per seed, stratified by leaf."""
+    return query_gallery_draws(test, spec, "qg", sealed=True)
+
+
+def query_gallery_draws(
+    test: pd.DataFrame, spec: QueryGallerySpec, prefix: str, *, sealed: bool
+) -> list[pd.DataFrame]:
+    """One query/gallery draw of ``test`` per seed (split ``<prefix>-<seed>``), stratified by leaf.
+
+    Queries are shared out over leaf classes leaving at least one image of each class for
+    the gallery where the class has two or more; the gallery is drawn from the rest.
+    """
+    n_test = len(test)
+    queries = resolve_count(spec.queries, n_test, "query_gallery.queries")
+    gallery = resolve_count(spec.gallery, n_test, "query_gallery.gallery")
+    if queries + gallery > n_test:
+        raise SplitError(
+            f"query_gallery: {queries} queries + {gallery} gallery = {queries + gallery} "
+            f"exceeds the {n_test} test images"
+        )
+    rows = []
+    for seed in spec.seeds:
+        rng = np.random.default_rng(seed)
+        keep = 1 if queries <= n_test - test["leaf_code"].nunique() else 0
+        query_index = stratified_pick(test, "leaf_code", queries, rng, keep=keep)
+        rest = test.drop(query_index)
+        gallery_index = stratified_pick(rest, "leaf_code", gallery, rng)
+        split = f"{prefix}-{seed}"
+        rows.append(_rows(split, "query", seed, sealed, test.loc[query_index, "image_id"]))
+        rows.append(_rows(split, "gallery", seed, sealed, rest.loc[gallery_index, "image_id"]))
+    return rows
+
+
+def proportional_draws(spec: QueryGallerySpec, n_sealed: int, n_test: int) -> QueryGallerySpec:
+    """The sealed draws' shares of the sealed test, as counts of another test side of ``n_test``
+    images (the outer splits' draws take what the sealed draws take, in proportion)."""
+    shares = [
+        value / n_sealed if isinstance(value, int) else value
+        for value in (spec.queries, spec.gallery)
+    ]
+    queries = max(1, round(shares[0] * n_test))
+    gallery = min(max(1, round(shares[1] * n_test)), n_test - queries)
+    return QueryGallerySpec(spec.seeds, queries, gallery)
+
+
+def query_gallery_from(
+    frame: pd.DataFrame, split: str, query_fraction: float, seed: int
+) -> list[pd.DataFrame]:
+    """A dev-side query/gallery division of ``frame`` (tuning validation), stratified by leaf."""
+    rng = np.random.default_rng(seed)
+    total = resolve_count(query_fraction, len(frame), f"{split}.query")
+    keep = 1 if total <= len(frame) - frame["leaf_code"].nunique() else 0
+    query_index = stratified_pick(frame, "leaf_code", total, rng, keep=keep)
+    gallery_ids = frame.drop(query_index)["image_id"]
+    return [
+        _rows(split, "query", seed, False, frame.loc[query_index, "image_id"]),
+        _rows(split, "gallery", seed, False, gallery_ids),
+    ]
+
+
+def group_disjoint_outer(
+    dev: pd.DataFrame,
+    group: str,
+    count: int,
+    seed: int,
+    test_fraction: float,
+    draws: Callable[[int], QueryGallerySpec],
+) -> list[pd.DataFrame]:
+    """``count`` outer splits of the development images, disjoint in ``group`` (e.g. genus),
+    each test side with its query/gallery draws (``draws(n_test)``, splits ``outer-k-qg-<seed>``).
+
+    Drawn inside the development data so that the sealed test set stays sealed.
+    """
+    groups = np.array(sorted(dev[group].unique()))
+    n_test = resolve_count(test_fraction, len(groups), f"outer.test_fraction of {group} groups")
+    if n_test >= len(groups):
+        raise SplitError(f"outer split: {n_test} test groups leave no {group} group to train on")
+    rows = []
+    for k in range(count):
+        rng = np.random.default_rng(seed + k)
+        held_out = set(groups[rng.permutation(len(groups))[:n_test]])
+        is_test = dev[group].isin(held_out)
+        name = f"outer-{k + 1}"
+        rows.append(_rows(name, "train", seed + k, False, dev.loc[~is_test, "image_id"]))
+        rows.append(_rows(name, "test", seed + k, False, dev.loc[is_test, "image_id"]))
+        test = dev[is_test]
+        rows.extend(query_gallery_draws(test, draws(len(test)), f"{name}-qg", sealed=False))
+    return rows
+
+
+def _assemble(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate split rows in canonical order and check no image has two roles in a split."""
+    table = pd.concat(parts, ignore_index=True).sort_values(["split", "role", "image_id"])
+    duplicated = table.duplicated(["split", "image_id"])
+    if duplicated.any():
+        first = table[duplicated].iloc[0]
+        raise SplitError(f"image {first.image_id} has two roles in split {first.split}")
+    return table.reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------- datasets
+
+
+def with_labels(images: pd.DataFrame, taxonomy: pd.DataFrame) -> pd.DataFrame:
+    """Attach leaf/middle/high codes to every image; an unknown class is an error naming it."""
+    labels = taxonomy[["class_id", *LABEL_COLUMNS]]
+    merged = images.merge(labels, on="class_id", how="left", validate="many_to_one")
+    missing = merged.loc[merged["leaf_code"].isna(), "class_id"].unique()
+    if len(missing):
+        raise SplitError(f"images of class id(s) {sorted(missing)[:10]} have no taxonomy row")
+    return merged.astype({column: "int64" for column in LABEL_COLUMNS})
+
+
+def cub_split_table(
+    images: pd.DataFrame,
+    *,
+    seed: int,
+    validation_fraction: float,
+    validation_query_fraction: float,
+    query_gallery: QueryGallerySpec,
+    outer_count: int,
+    outer_seed: int,
+    outer_test_fraction: float,
+) -> pd.DataFrame:
+    """CUB: official train/test, a tuning validation split inside train, test perturbations.
+
+    ``images`` has image_id, is_train and the label codes. Tuning trains on the official train
+    images minus a class-stratified validation share, which it divides into query and gallery.
+    """
+    train, test = images[images["is_train"]], images[~images["is_train"]]
+    if train.empty or test.empty:
+        raise SplitError(
+            f"CUB needs official train and test images (got {len(train)} / {len(test)})"
+        )
+    rng = np.random.default_rng(seed)
+    n_val = resolve_count(validation_fraction, len(train), "splits.validation_fraction")
+    val_index = stratified_pick(train, "leaf_code", n_val, rng, keep=1)
+    validation = train.loc[val_index]
+    parts = [
+        _rows("final", "train", None, False, train["image_id"]),
+        _rows("final", "test", None, True, test["image_id"]),
+        _rows("tuning", "train", seed, False, train.drop(val_index)["image_id"]),
+        *query_gallery_from(validation, "tuning", validation_query_fraction, seed),
+        *sealed_query_gallery_rows(test, query_gallery),
+        *group_disjoint_outer(
+            train,
+            "middle_code",
+            outer_count,
+            outer_seed,
+            outer_test_fraction,
+            lambda n: proportional_draws(query_gallery, len(test), n),
+        ),
+    ]
+    return _assemble(parts)
+
+
+def parent_counts(spec: dict[str, int | float], n_parents: int) -> dict[str, int]:
+    """Parents per split (train/validation/test) from counts or fractions, checked."""
+    values = [spec[name] for name in ("train", "validation", "test")]
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        if sum(values) != n_parents:
+            raise SplitError(
+                f"splits.parents: train {values[0]} + validation {values[1]} + test {values[2]} "
+                f"= {sum(values)}, but the image pool has {n_parents} parents"
+            )
+        return dict(zip(("train", "validation", "test"), values, strict=True))
+    if any(isinstance(v, int) for v in values) or abs(sum(values) - 1) > FRACTION_TOLERANCE:
+        raise SplitError(
+            f"splits.parents: give three counts or three fractions summing to 1, got {values}"
+        )
+    sizes = pd.Series(values, index=["train", "validation", "test"])
+    counts = allocate(sizes, n_parents, np.random.default_rng(0)).to_dict()
+    if min(counts.values()) < 1:
+        raise SplitError(f"splits.parents: {n_parents} parents cannot be split as {values}")
+    return {name: int(count) for name, count in counts.items()}
+
+
+def sample_pool(images: pd.DataFrame, size: int | None, seed: int) -> pd.DataFrame:
+    """The protocol's image pool: every image, or a seeded sample stratified by leaf."""
+    if size is None:
+        return images
+    if size > len(images):
+        raise SplitError(f"image_pool.size {size} exceeds the {len(images)} images available")
+    return images.loc[stratified_pick(images, "leaf_code", size, np.random.default_rng(seed))]
+
+
+def nabirds_split_table(
+    images: pd.DataFrame,
+    *,
+    seed: int,
+    parents: dict[str, int | float],
+    validation_query_fraction: float,
+    query_gallery: QueryGallerySpec,
+    outer_count: int,
+    outer_seed: int,
+    outer_test_fraction: float,
+) -> pd.DataFrame:
+    """NABirds Parent-disjoint: whole parents to train / validation / test (official flags unused).
+
+    The development data is train + validation; tuning trains on the train parents and scores
+    on the validation parents' images divided into query and gallery.
+    """
+    names = np.array(sorted(images["middle_code"].unique()))
+    counts = parent_counts(parents, len(names))
+    order = names[np.random.default_rng(seed).permutation(len(names))]
+    cut = np.cumsum([counts["train"], counts["validation"]])
+    role_of = {code: "train" for code in order[: cut[0]]}
+    role_of |= {code: "validation" for code in order[cut[0] : cut[1]]}
+    role_of |= {code: "test" for code in order[cut[1] :]}
+    role = images["middle_code"].map(role_of)
+    train, validation, test = (images[role == name] for name in ("train", "validation", "test"))
+    dev = images[role != "test"]
+    parts = [
+        _rows("final", "train", seed, False, dev["image_id"]),
+        _rows("final", "test", seed, True, test["image_id"]),
+        _rows("tuning", "train", seed, False, train["image_id"]),
+        *query_gallery_from(validation, "tuning", validation_query_fraction, seed),
+        *sealed_query_gallery_rows(test, query_gallery),
+        *group_disjoint_outer(
+            dev,
+            "middle_code",
+            outer_count,
+            outer_seed,
+            outer_test_fraction,
+            lambda n: proportional_draws(query_gallery, len(test), n),
+        ),
+    ]
+    return _assemble(parts)
+
+
+# ----------------------------------------------------------------------------- manifest
+
+
+def split_manifest(table: pd.DataFrame, images: pd.DataFrame) -> pd.DataFrame:
+    """One row per (split, role): seed, count, SHA256, group counts, valid queries per level."""
+    labels = images.set_index("image_id")[list(LABEL_COLUMNS)]
+    rows = []
+    for (split, role), members in table.groupby(["split", "role"], sort=True):
+        codes = labels.loc[members["image_id"]]
+        row = {
+            "split": split,
+            "role": role,
+            "seed": members["seed"].iloc[0],
+            "sealed": bool(members["sealed"].iloc[0]),
+            "count": len(members),
+            "sha256": split_identity(members["image_id"]),
+            **{f"n_{c.removesuffix('_code')}": int(codes[c].nunique()) for c in LABEL_COLUMNS},
+        }
+        if role == "query":
+            gallery_ids = table.loc[
+                (table["split"] == split) & (table["role"] == "gallery"), "image_id"
+            ]
+            valid = valid_query_counts(codes.to_numpy(), labels.loc[gallery_ids].to_numpy())
+            row |= {f"valid_{level}": count for level, count in valid.items()}
+        rows.append(row)
+    manifest = pd.DataFrame(rows)
+    for level in ("leaf", "middle", "high"):
+        column = f"valid_{level}"
+        manifest[column] = pd.array(
+            manifest.get(column, pd.Series([None] * len(manifest))), dtype="Int64"
+        )
+    return manifest
+
+
+def role_ids(table: pd.DataFrame, split: str, role: str) -> list[str]:
+    """Sorted image ids of one (split, role); an absent role is an error listing those present."""
+    ids = table.loc[(table["split"] == split) & (table["role"] == role), "image_id"]
+    if ids.empty:
+        present = sorted(set(zip(table["split"], table["role"], strict=True)))
+        raise SplitError(f"split {split!r} has no role {role!r}; present: {present}")
+    return sorted(ids.astype(str))
+
+
+def rows_for_ids(image_ids: pd.Series, wanted: list[str], what: str) -> np.ndarray:
+    """Positions of ``wanted`` ids in ``image_ids``; ids not present are an error naming them."""
+    positions = pd.Index(image_ids.astype(str)).get_indexer(wanted)
+    missing = [wanted[i] for i in np.flatnonzero(positions < 0)]
+    if missing:
+        raise SplitError(f"{what}: {len(missing)} image id(s) have no row, first {missing[:3]}")
+    return positions

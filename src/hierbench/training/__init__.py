@@ -1,0 +1,1 @@
+"""Training: the trainer, publishing a cell, temperature tuning and the fairness audit."""

@@ -1,0 +1,91 @@
+"""Train one cell and publish what every training job writes: checkpoint, log and record.
+
+Shared by the training stages (factorial, controls, baselines, companion), which differ only
+in how they build the cell's spec, data and objective.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from hierbench.cells.checkpoints import (
+    VERIFICATION_ROWS,
+    checkpoint_writer,
+    embed,
+    load_checkpoint,
+    verification_digest,
+)
+from hierbench.cells.spec import CellSpec
+from hierbench.devices import config_device
+from hierbench.provenance.artifacts import publish, write_json, write_parquet
+from hierbench.provenance.records import JobContext
+from hierbench.training.trainer import train_cell
+
+log = logging.getLogger(__name__)
+
+
+def _verify_reload(model: Any, path: Path, spec: CellSpec, features: np.ndarray) -> dict[str, Any]:
+    """Reload the checkpoint into a fresh head; its outputs must equal the trained model's."""
+    batch = features[:VERIFICATION_ROWS]
+    trained = embed(model, batch)
+    reloaded = embed(load_checkpoint(path, spec, features.shape[1]), batch)
+    return {
+        "verification_rows": len(batch),
+        "verification_sha256": verification_digest(trained),
+        "reload_max_abs_diff": float(np.max(np.abs(trained - reloaded))) if len(batch) else 0.0,
+    }
+
+
+def train_and_publish(
+    dataset: str,
+    spec: CellSpec,
+    x: np.ndarray,
+    y: np.ndarray,
+    outputs: dict[str, str | Path],
+    job: JobContext,
+    *,
+    label: str | None,
+    config: dict[str, Any],
+    objective: torch.nn.Module | None = None,
+    extra: dict[str, Any] | None = None,
+    describe: Callable[[torch.nn.Module], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Train a cell on the config's device and publish its checkpoint, training log and record
+    (``extra`` adds record keys: a baseline's objective settings; ``describe(model)`` adds keys
+    measured on the trained head: a companion cell's embedding norms)."""
+    device = config_device(config)
+    result = train_cell(x, y, spec, objective=objective, device=device)
+    model_path = publish(outputs["model"], checkpoint_writer(result.model, spec), job)
+    record = {
+        "dataset": dataset,
+        "cell": label or spec.cell,
+        "spec": spec.as_dict(),
+        "train_examples": len(x),
+        "feature_dim": int(x.shape[1]),
+        "parameters": result.parameters,
+        "initial_weight_hash": result.initial_weight_hash,
+        "batch_order_hashes": result.batch_order_hashes,
+        **({"initial_extra_hashes": extras} if (extras := result.initial_extra_hashes) else {}),
+        "updates": result.updates,
+        "updates_per_epoch": result.updates // spec.epochs,
+        "device": device.type,
+        **_verify_reload(result.model, model_path, spec, x),
+        **(extra or {}),
+        **(describe(result.model) if describe is not None else {}),
+    }
+    write_parquet(result.log, outputs["log"], job, sort_by=["epoch"], metadata={"cell": spec.cell})
+    write_json(record, outputs["record"], job)
+    log.info(
+        "%s %s: %d updates, reload diff %s",
+        dataset,
+        spec.cell,
+        result.updates,
+        record["reload_max_abs_diff"],
+    )
+    return record

@@ -1,0 +1,257 @@
+"""The trainer of one factorial cell: seeding, batch order, the update loop.
+
+Within a training seed every cell starts from identical weights and sees identical batches:
+the global RNG is reset to the seed immediately before the head is built (the geometry adds no
+parameters and draws no random numbers), and the example order of each epoch is the
+permutation a ``RandomSampler`` with a generator seeded by the training seed would draw,
+cut into ``batch_size`` batches with the last incomplete batch dropped. Both are hashed, so
+the fairness audit can prove it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from hierbench.cells.checkpoints import head_for
+from hierbench.cells.spec import CellSpec
+from hierbench.devices import use_deterministic_torch
+from hierbench.geometry import sanitise_and_clip
+from hierbench.losses import OBJECTIVES
+
+log = logging.getLogger(__name__)
+
+LOG_COLUMNS = ("epoch", "updates", "loss", "loss_c", "loss_m", "loss_h", "grad_norm", "seconds")
+
+
+class NonFiniteLossError(RuntimeError):
+    """A loss became NaN or infinite; the message names dataset, cell, seed, epoch and step."""
+
+
+@dataclass
+class TrainResult:
+    """A trained head and the facts the fairness audit checks."""
+
+    model: torch.nn.Module
+    initial_weight_hash: str
+    batch_order_hashes: list[str]
+    updates: int
+    parameters: int
+    log: pd.DataFrame
+    initial_extra_hashes: dict[str, str] = field(default_factory=dict)
+
+
+PROJECTOR_PREFIX = "projector."
+
+
+def state_hash(model: torch.nn.Module, prefix: str = "") -> str:
+    """SHA256 over the names, dtypes, shapes and bytes of every tensor in a state dict (those
+    whose name starts with ``prefix``)."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        if not name.startswith(prefix):
+            continue
+        array = tensor.detach().cpu().contiguous().numpy()
+        digest.update(f"{name}|{array.dtype}|{array.shape}|".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def extra_initial_hashes(
+    model: torch.nn.Module, objective: torch.nn.Module | None
+) -> dict[str, str]:
+    """Hashes of every parameter beyond the shared projector as initialised (a learnable
+    curvature, an objective's embeddings and temperature), for the fairness audit."""
+    extras = {
+        f"head.{name}": state_hash_of(tensor)
+        for name, tensor in model.named_parameters()
+        if not name.startswith(PROJECTOR_PREFIX)
+    }
+    if objective is not None:
+        extras |= {f"objective.{n}": state_hash_of(t) for n, t in objective.named_parameters()}
+    return extras
+
+
+def head_param_groups(model: torch.nn.Module) -> list[dict[str, Any]]:
+    """The projector's parameters with the cell's weight decay; any other head parameter (a
+    learnable curvature) without weight decay, which would pull it towards 1 (meru does the
+    same)."""
+    named = list(model.named_parameters())
+    groups = [{"params": [p for n, p in named if n.startswith(PROJECTOR_PREFIX)]}]
+    others = [p for n, p in named if not n.startswith(PROJECTOR_PREFIX)]
+    return groups + ([{"params": others, "weight_decay": 0.0}] if others else [])
+
+
+def state_hash_of(tensor: torch.Tensor) -> str:
+    """SHA256 of one tensor's dtype, shape and bytes."""
+    array = tensor.detach().cpu().contiguous().numpy()
+    digest = hashlib.sha256(f"{array.dtype}|{array.shape}|".encode())
+    digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def batch_order(n: int, batch_size: int, generator: torch.Generator) -> torch.Tensor:
+    """One epoch's batches: a seeded permutation cut into full batches (drop_last)."""
+    if n < batch_size:
+        raise ValueError(f"{n} training examples cannot fill one batch of {batch_size}")
+    permutation = torch.randperm(n, generator=generator)
+    return permutation[: (n // batch_size) * batch_size].view(-1, batch_size)
+
+
+def build_cell_model(spec: CellSpec, in_dim: int) -> torch.nn.Module:
+    """Reset the RNG to the training seed, then build the head: identical weights per seed."""
+    torch.manual_seed(spec.seed)
+    return head_for(spec, in_dim)
+
+
+def batch_loss(
+    model: torch.nn.Module,
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    spec: CellSpec,
+    objective: torch.nn.Module | None = None,
+    batch: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, float | None]]:
+    """The cell's objective on one batch, with per-level values for the log; a trainable
+    ``objective`` (with parameters of its own) computes it from the head, the batch's features,
+    labels and training-row indices instead."""
+    if objective is not None:
+        return objective.batch_loss(model, features, labels, batch)
+    embeddings = model(features)
+    distances = sanitise_and_clip(model.distance(embeddings, embeddings), spec.distance_clip)
+    return OBJECTIVES[spec.loss](distances, labels, spec)
+
+
+def _update(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    spec: CellSpec,
+    objective: torch.nn.Module | None,
+    batch: torch.Tensor,
+) -> dict[str, float | None]:
+    """One optimiser update; returns loss, gradient norm and per-level losses as floats.
+
+    A non-finite loss or gradient norm is returned, not applied: the caller stops the job.
+    Distance sanitising can hide a NaN in the loss; a NaN gradient cannot hide. The norm is the
+    head's (clipped at ``spec.grad_clip``); a trainable objective's parameters are not clipped.
+    """
+    loss, levels = batch_loss(model, features, labels, spec, objective, batch)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip, foreach=True)
+    values = {"loss": loss.item(), "grad_norm": norm.item()}
+    if math.isfinite(values["loss"]) and math.isfinite(values["grad_norm"]):
+        optimizer.step()
+    return values | levels
+
+
+def train_cell(
+    features: np.ndarray,
+    labels: np.ndarray,
+    spec: CellSpec,
+    *,
+    on_epoch: Callable[[int, torch.nn.Module], dict[str, float]] | None = None,
+    objective: torch.nn.Module | None = None,
+    device: torch.device | None = None,
+) -> TrainResult:
+    """Train one cell for exactly ``spec.epochs`` epochs and return the endpoint model (on the
+    CPU, in eval mode).
+
+    ``on_epoch(epoch, model)`` may return diagnostics (validation metrics) for the log; they
+    never influence training. ``objective`` replaces the spec's loss by a module with
+    parameters of its own (``batch_loss(model, features, labels, batch)``,
+    ``param_groups(weight_decay)``), optimised by the same AdamW beside the head; the head is
+    built and seeded as always.
+
+    ``device`` (the CPU by default) runs the updates there. The initial weights and the batch
+    order come from CPU generators on every device, so the fairness audit's hashes do not
+    depend on it; dropout draws from the device's own generator, seeded alike.
+    """
+    spec.check()
+    device = torch.device("cpu") if device is None else device
+    use_deterministic_torch(device)
+    x = torch.as_tensor(features, dtype=torch.float32).to(device)
+    y = torch.as_tensor(labels, dtype=torch.long).to(device)
+    model = build_cell_model(spec, x.shape[1])
+    initial = state_hash(model, PROJECTOR_PREFIX)  # the weights every cell of a seed shares
+    extras = extra_initial_hashes(model, objective)
+    model.to(device)
+    if objective is not None:
+        objective.to(device)
+    groups = head_param_groups(model)
+    groups += objective.param_groups(spec.weight_decay) if objective is not None else []
+    optimizer = torch.optim.AdamW(groups, lr=spec.lr, weight_decay=spec.weight_decay, fused=True)
+    generator = torch.Generator().manual_seed(spec.seed)
+    rows, order_hashes, updates = [], [], 0
+    for epoch in range(1, spec.epochs + 1):
+        start = time.perf_counter()
+        batches = batch_order(len(x), spec.batch_size, generator)
+        order_hashes.append(hashlib.sha256(batches.numpy().astype("<i8").tobytes()).hexdigest())
+        model.train()
+        totals: dict[str, list[float]] = {}
+        for step, batch in enumerate(batches.to(device), start=1):
+            values = _update(
+                model,
+                optimizer,
+                x.index_select(0, batch),
+                y.index_select(0, batch),
+                spec,
+                objective,
+                batch,
+            )
+            if not all(math.isfinite(values[key]) for key in ("loss", "grad_norm")):
+                raise NonFiniteLossError(
+                    f"non-finite loss {values['loss']} (gradient norm {values['grad_norm']}) "
+                    f"in {spec.dataset} cell {spec.cell} (seed {spec.seed}) at epoch {epoch}, "
+                    f"step {step}"
+                )
+            updates += 1
+            for key, value in values.items():
+                if value is not None:
+                    totals.setdefault(key, []).append(value)
+        row = {"epoch": epoch, "updates": updates, "seconds": time.perf_counter() - start}
+        row |= {key: float(np.mean(values)) for key, values in totals.items()}
+        if on_epoch is not None:
+            row |= on_epoch(epoch, model)
+        rows.append(row)
+        log.info("%s %s epoch %d: %s", spec.dataset, spec.cell, epoch, _brief(row))
+    model.cpu().eval()
+    return TrainResult(
+        model=model,
+        initial_weight_hash=initial,
+        batch_order_hashes=order_hashes,
+        updates=updates,
+        parameters=sum(
+            p.numel()
+            for name, p in model.named_parameters()
+            if p.requires_grad and name.startswith(PROJECTOR_PREFIX)
+        ),
+        log=_log_frame(rows),
+        initial_extra_hashes=extras,
+    )
+
+
+def _brief(row: dict[str, Any]) -> str:
+    """Compact text of a log row."""
+    return ", ".join(f"{k} {v:.4g}" for k, v in row.items() if k not in ("epoch",))
+
+
+def _log_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The per-epoch training log with a fixed set of columns (NaN where a level was inactive)."""
+    frame = pd.DataFrame(rows)
+    for column in LOG_COLUMNS:
+        if column not in frame:
+            frame[column] = np.nan
+    extra = sorted(c for c in frame.columns if c not in LOG_COLUMNS)
+    return frame[list(LOG_COLUMNS) + extra]

@@ -1,0 +1,74 @@
+"""Two runs compared: identical bytes except the artifacts that hold a time, and their records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hierbench.runtools.rundiff import compare_runs, is_timed, software_environments
+
+
+def _write(repo: Path, relative: str, text: str) -> None:
+    path = repo / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def _run(repo: Path, lock_time: str, eval_bytes: str = "scores") -> Path:
+    _write(repo, "results/cub/lock/final_lock.json", lock_time)
+    _write(repo, "results/cub/lock/final_lock.json.prov.json", json.dumps({"inputs": []}))
+    _write(repo, "results/cub/cells/ER-42/train_log.parquet", lock_time)
+    _write(repo, "results/cub/eval/ER-42.parquet", eval_bytes)
+    record = {"inputs": ["results/cub/lock/final_lock.json"], "input_hash": lock_time}
+    _write(repo, "results/cub/eval/ER-42.parquet.prov.json", json.dumps(record))
+    _write(repo, "results/cub/.snakemake_timestamp", lock_time)
+    return repo
+
+
+def test_only_the_timed_artifacts_and_their_records_may_differ(tmp_path: Path):
+    diff = compare_runs(_run(tmp_path / "a", "t1"), _run(tmp_path / "b", "t2"))
+    assert diff.identical
+    assert diff.compared == 5
+    assert diff.exempt == [
+        "results/cub/cells/ER-42/train_log.parquet",
+        "results/cub/eval/ER-42.parquet.prov.json",
+        "results/cub/lock/final_lock.json",
+        "results/cub/lock/final_lock.json.prov.json",
+    ]
+
+
+def test_a_changed_artifact_and_a_missing_one_are_named(tmp_path: Path):
+    first = _run(tmp_path / "a", "t1")
+    second = _run(tmp_path / "b", "t1", eval_bytes="other scores")
+    _write(first, "results/cub/extra.json", "{}")
+    diff = compare_runs(first, second)
+    assert not diff.identical
+    assert diff.differing == ["results/cub/eval/ER-42.parquet"]
+    assert diff.only_first == ["results/cub/extra.json"]
+    assert diff.only_second == []
+
+
+def test_timed_paths():
+    assert is_timed("results/nabirds/lock/final_lock.json")
+    assert is_timed("results/cub/cells/outer/outer-1/HS-42/train_log.parquet")
+    assert not is_timed("results/cub/lock/reseal_history.md")
+
+
+def _record(repo: Path, relative: str, packages: dict[str, str], threads: int) -> None:
+    software = {"python": "3.11.9", "environment": packages}
+    software["torch_runtime"] = {"device": "cpu", "threads": threads}
+    _write(repo, relative, json.dumps({"inputs": [], "software": software}))
+
+
+def test_one_environment_when_only_torch_threads_differ(tmp_path: Path):
+    _record(tmp_path, "results/a.parquet.prov.json", {"torch": "2.14.1"}, threads=1)
+    _record(tmp_path, "results/b/c.parquet.prov.json", {"torch": "2.14.1"}, threads=8)
+    assert software_environments(tmp_path) == [
+        {"python": "3.11.9", "environment": {"torch": "2.14.1"}}
+    ]
+
+
+def test_a_job_with_other_packages_is_a_second_environment(tmp_path: Path):
+    _record(tmp_path, "results/a.parquet.prov.json", {"torch": "2.14.1"}, threads=1)
+    _record(tmp_path, "results/b.parquet.prov.json", {"torch": "2.13.0"}, threads=1)
+    assert len(software_environments(tmp_path)) == 2

@@ -1,0 +1,40 @@
+"""A small table dataset folder (the ``kind: table`` layout) that tests write and read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hierbench.data.table_reader import IMAGES_FILE, TAXONOMY_FILE
+
+TAXONOMY = """class,middle,high
+wren,wrens,songbirds
+robin,thrushes,songbirds
+blackbird,thrushes,songbirds
+gull,gulls,seabirds
+tern,terns,seabirds
+"""
+# Lengths differ so that image_sort_key (shortlex) differs from the file's order.
+IMAGES = """path,class,split,x,y,w,h
+gull/1.jpg,gull,test,1,2,3,4
+a/10.jpg,robin,train,0,0,5.5,6
+z.jpg,wren,train,2.5,0,1,1
+a/9.jpg,blackbird,test,0,3,2,2
+"""
+PLAIN_IMAGES = "path,class\ngull/1.jpg,gull\na/10.jpg,robin\n"
+FILES = ("gull/1.jpg", "a/10.jpg", "z.jpg", "a/9.jpg")
+
+
+def table_dataset_folder(
+    root: Path,
+    images: str = IMAGES,
+    taxonomy: str = TAXONOMY,
+    files: tuple[str, ...] = FILES,
+) -> Path:
+    """Write a table dataset folder: the two CSV files and tiny stand-in image files."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / IMAGES_FILE).write_text(images, encoding="utf-8")
+    (root / TAXONOMY_FILE).write_text(taxonomy, encoding="utf-8")
+    for relpath in files:
+        (root / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (root / relpath).write_bytes(b"x")
+    return root

@@ -1,0 +1,404 @@
+"""Features, training, the Final lock and sealed evaluation in a complete tiny run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from bird_artifacts import bird_artifact_hashes
+from conftest import TINY, TINY_LOGS, TINY_RUN, TINY_SEEDS, snakemake
+from test_splits import assert_outer_splits_disjoint
+
+from hierbench.effects.companion_angle import ranking_per_seed
+from hierbench.features.store import read_feature_matrix
+from hierbench.provenance.artifacts import provenance_path, read_parquet_metadata, read_provenance
+from hierbench.provenance.hashing import sha256_file
+from hierbench.provenance.lock import LockError
+from hierbench.provenance.records import JobContext
+from hierbench.splits.construction import split_identity
+from hierbench.stages.evaluation import evaluate_cell_on_sealed_test
+
+DATASETS = ("cub", "nabirds")
+CELLS = [f"{g}{o}-{s}" for g in "EH" for o in "RS" for s in TINY_SEEDS]
+# configs/tiny.yaml runs the companion cells on both datasets.
+COMPANION = [f"{g}A-{s}" for g in "EL" for s in TINY_SEEDS]
+# configs/tiny.yaml runs the controls and the baselines on CUB only.
+CONTROLS = {
+    "cub": [
+        f"{control}/{variant}/{cell}-{s}"
+        for control, variants, cell in (
+            ("curvature", ("c1e-06_r0.4", "c1_r0.4", "c2_r0.4"), "HR"),
+            ("curvature", ("euclidean",), "ER"),
+            ("semantic", ("leaf", "leaf_parent", "full", "shuffle"), "ES"),
+        )
+        for variant in variants
+        for s in TINY_SEEDS
+    ]
+    + [f"hier/hier-{s}" for s in TINY_SEEDS],
+    "nabirds": [],
+}
+PCA = {"cub": [f"{TINY_RUN}/cub/baselines/pca/projection.safetensors"], "nabirds": []}
+
+
+def test_sealed_features_hold_exactly_the_test_images(built_repo: Path):
+    for dataset in DATASETS:
+        base = built_repo / f"{TINY_RUN}/{dataset}"
+        dev, dev_matrix = read_feature_matrix(base / "features/dev.parquet")
+        test, test_matrix = read_feature_matrix(base / "features/sealed/test.parquet")
+        sealed = pd.read_parquet(base / "splits/sealed/test.parquet")
+        test_ids = set(sealed.loc[sealed["split"] == "final", "image_id"])
+        assert set(test["image_id"]) == test_ids
+        assert not set(dev["image_id"]) & test_ids
+        assert set(dev["image_id"]) == set(pd.read_parquet(base / "splits/dev.parquet")["image_id"])
+        assert dev_matrix.dtype == np.float32 and dev_matrix.shape[1] == 1280
+        assert test_matrix.shape == (len(test_ids), 1280)
+        metadata = read_parquet_metadata(base / "features/dev.parquet")
+        assert metadata["feature_dim"] == 1280 and metadata["image_size"] == 64
+        assert len(metadata["weights_sha256"]) == 64
+
+
+def test_every_cell_trained_with_a_record_and_the_audit_passed(built_repo: Path):
+    for dataset in DATASETS:
+        base = built_repo / f"{TINY_RUN}/{dataset}"
+        train = pd.read_parquet(base / "splits/dev.parquet")
+        n_train = ((train["split"] == "final") & (train["role"] == "train")).sum()
+        for cell in CELLS:
+            record = json.loads((base / f"cells/{cell}/record.json").read_text())
+            assert record["train_examples"] == n_train
+            assert record["updates"] == 2 * (n_train // 16)
+            assert record["reload_max_abs_diff"] == 0.0
+            assert read_provenance(base / f"cells/{cell}/model.safetensors")["rule"] == "train_cell"
+        audit = pd.read_parquet(base / "audit/fairness.parquet")
+        assert audit["passed"].all() and len(audit) >= 30
+        selection = pd.read_parquet(base / "tuning/selection.parquet")
+        assert selection.groupby("geometry")["selected"].sum().to_dict() == {"E": 1, "H": 1}
+
+
+def test_every_arm_is_scored_on_the_same_locked_draws(built_repo: Path):
+    for dataset in DATASETS:
+        base = built_repo / f"{TINY_RUN}/{dataset}"
+        sealed = pd.read_parquet(base / "splits/sealed/test.parquet")
+        draws = {
+            seed: split_identity(
+                sealed.loc[
+                    (sealed["split"] == f"qg-{seed}") & (sealed["role"] == "query"), "image_id"
+                ]
+            )
+            for seed in (42, 2024, 3407)
+        }
+        for arm in [*CELLS, "frozen", *(f"angle/{cell}" for cell in COMPANION)]:
+            per_query = pd.read_parquet(base / f"eval/{arm}.parquet")
+            for seed, identity in draws.items():
+                ids = per_query.loc[per_query["qg_seed"] == seed, "image_id"].unique()
+                assert split_identity(ids) == identity, (dataset, arm, seed)
+            assert {
+                "dataset",
+                "geometry",
+                "loss",
+                "seed",
+                "qg_seed",
+                "query",
+                "level",
+                "valid",
+                "ap",
+                "r@1",
+                "r@20",
+                "ot@5",
+                "ot@20",
+                "ot_tree@5",
+                "ot_tree@20",
+                "ot_tree@tree",
+            } <= set(per_query.columns)
+            # OT@K: one row of level "all" per query and draw, every query scored
+            scored = per_query[per_query["level"] == "all"]
+            assert len(scored) == per_query["query"].groupby(per_query["qg_seed"]).nunique().sum()
+            assert scored["valid"].all() and scored["ot@20"].between(0, 3).all()
+            # ot_tree: scored where the query's tree holds a gallery item, NaN elsewhere
+            tree = scored["ot_tree@tree"]
+            assert tree.notna().any() and tree.dropna().between(0, 3).all()
+        lock = json.loads((base / "lock/final_lock.json").read_text())
+        assert set(lock["artifacts"]["checkpoints"]) == {
+            f"{TINY_RUN}/{dataset}/cells/{c}/model.safetensors"
+            for c in CELLS + CONTROLS[dataset] + COMPANION
+        } | set(PCA[dataset])
+
+
+def test_test_data_reads_are_logged_after_the_lock(built_repo: Path):
+    lines = (built_repo / f"{TINY_LOGS}/cub/lock/test_access.log").read_text().splitlines()
+    # Each companion cell is read twice: ranked by distance and by angle.
+    expected = len(CELLS) + 1 + len(CONTROLS["cub"]) + len(PCA["cub"]) + 2 * len(COMPANION)
+    assert len(lines) == expected
+    angle_reads = sum(line.endswith("angle (evaluate_companion_angle)") for line in lines)
+    assert angle_reads == len(COMPANION)
+    lock = json.loads((built_repo / f"{TINY_RUN}/cub/lock/final_lock.json").read_text())
+    assert min(line.split()[0] for line in lines) >= lock["training_finished_at"]
+
+
+def _evaluate(repo: Path, lock: Path, tmp_path: Path) -> None:
+    base = repo / f"{TINY_RUN}/cub"
+    config = {
+        "evaluation": {"recall_ks": [1, 5], "query_chunk": 64},
+        "training": {"distance_clip_test": 1e6},
+        "datasets": {"cub": {"splits": {"query_gallery": {"seeds": [42]}}}},
+    }
+    evaluate_cell_on_sealed_test(
+        "cub",
+        base / "cells/HS-42/record.json",
+        base / "cells/HS-42/model.safetensors",
+        lock,
+        base / "features/sealed/test.parquet",
+        base / "splits/sealed/test.parquet",
+        config,
+        {"per_query": tmp_path / "q.parquet", "summary": tmp_path / "s.parquet"},
+        JobContext(rule="unit"),
+        access_log=tmp_path / "access.log",
+    )
+
+
+def test_evaluation_without_a_lock_refuses_and_reads_nothing(built_repo: Path, tmp_path: Path):
+    with pytest.raises(LockError, match="no Final lock"):
+        _evaluate(built_repo, tmp_path / "missing_lock.json", tmp_path)
+    assert not (tmp_path / "access.log").exists() and not (tmp_path / "q.parquet").exists()
+
+
+def test_evaluation_refuses_a_checkpoint_changed_after_the_lock(
+    built_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkey = built_repo / f"{TINY_RUN}/cub/cells/HS-42/model.safetensors"
+    data = bytearray(monkey.read_bytes())
+    data[-1] ^= 0xFF
+    monkey.write_bytes(bytes(data))
+    # The record made to match, so the job's verified read passes and the lock itself refuses.
+    record_path = provenance_path(monkey)
+    record = json.loads(record_path.read_text())
+    record_path.write_text(json.dumps(record | {"sha256": sha256_file(monkey)}))
+    monkeypatch.chdir(built_repo)
+    with pytest.raises(LockError, match=r"HS-42/model\.safetensors changed after the Final lock"):
+        _evaluate(Path("."), Path(f"{TINY_RUN}/cub/lock/final_lock.json"), tmp_path)
+    result = snakemake(
+        built_repo,
+        f"{TINY_RUN}/cub/eval/HS-42.parquet",
+        "-f",
+        "--allowed-rules",
+        "evaluate_cell",
+        *TINY,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "changed after the Final lock" in result.stdout
+
+
+def test_tables_and_figures_of_the_study(built_repo: Path):
+    for dataset in DATASETS:
+        base = built_repo / f"{TINY_RUN}/{dataset}"
+        summary = (base / "tables/summary.md").read_text()
+        for arm in ("frozen", "E_R", "H_R", "E_S", "H_S", "E_A", "L_A"):
+            assert f"| {dataset} | {arm} |" in summary
+        assert "## OT@K per arm" in summary and "## Simple effects on OT@K" in summary
+        assert (
+            (base / "tables/table_ot.md")
+            .read_text()
+            .startswith(
+                "| dataset | arm | ot@5 | ot@10 | ot@20 | ot_tree@5 | ot_tree@10 | ot_tree@20 "
+                "| ot_tree@tree |"
+            )
+        )
+        effects = pd.read_parquet(base / "tables/effects_summary.parquet")
+        assert effects["effect"].drop_duplicates().tolist() == [
+            *("geom_R", "geom_S", "loss_E", "loss_H", "int"),  # the factorial's simple effects
+            *("loss_AS_E", "loss_AS_hyp", "geom_A"),  # the companion cells' contrasts (tiny: on)
+        ]
+        # Tiny NABirds has no test supergroup with two parents: no valid high-level query.
+        complete = effects[effects["level"].isin(["leaf", "middle"]) | (dataset == "cub")]
+        assert (complete["n"] == len(TINY_SEEDS)).all()
+        # The main tables use the dataset's registered aggregation, the other is the sensitivity.
+        registered = {"cub": "query-micro", "nabirds": "group-macro"}[dataset]
+        other = {"cub": "group-macro", "nabirds": "query-micro"}[dataset]
+        assert summary.startswith(f"# {dataset}: results ({registered}, mean ± SD")
+        assert f"The {other} sensitivity tables are in `sensitivity/`." in summary
+        assert (base / "tables/sensitivity/arms_summary.md").is_file()
+        for name in ("effects", "map_by_level", "hyperbolic_norms", "ot_by_k"):
+            assert (base / f"figures/{name}.png").stat().st_size > 1000
+            assert (base / f"figures/{name}.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_cli_reaggregates_the_pipeline_per_seed_table(built_repo: Path, tmp_path: Path):
+    from hierbench.cli import main
+
+    per_seed = built_repo / f"{TINY_RUN}/cub/tables/per_seed.parquet"
+    csv = tmp_path / "per_seed.csv"
+    pd.read_parquet(per_seed).to_csv(csv, index=False)
+    assert main(["effects", "--per-seed", str(csv), "--out", str(tmp_path / "out")]) == 0
+    mine = pd.read_parquet(tmp_path / "out/effects_summary.parquet")
+    pipeline = pd.read_parquet(built_repo / f"{TINY_RUN}/cub/tables/effects_summary.parquet")
+    pd.testing.assert_frame_equal(mine, pipeline)
+
+
+def test_html_report_is_built_with_tables_and_figures(built_repo: Path):
+    snakemake(built_repo, "--report", "report.html", *TINY)
+    html = (built_repo / "report.html").read_text(encoding="utf-8", errors="replace")
+    assert len(html) > 100_000
+    figures = ("effects.png", "map_by_level.png", "hyperbolic_norms.png", "ot_by_k.png")
+    for name in ("summary.md", *figures):
+        assert name in html
+
+
+def test_the_baselines_and_outer_splits_ran_on_their_artifacts(built_repo: Path):
+    base = built_repo / f"{TINY_RUN}/cub"
+    labels = pd.read_parquet(
+        base / "features/dev.parquet", columns=["image_id", "leaf_code", "middle_code", "high_code"]
+    )
+    assert_outer_splits_disjoint(pd.read_parquet(base / "splits/dev.parquet"), labels, 3)
+    pca = json.loads((base / "baselines/pca/record.json").read_text())
+    dev = pd.read_parquet(base / "splits/dev.parquet")
+    final_train = ((dev["split"] == "final") & (dev["role"] == "train")).sum()
+    assert pca["fit_examples"] == final_train and pca["dimensions"] == 8
+    table = pd.read_parquet(base / "tables/baselines.parquet")
+    assert table["arm"].tolist()[:3] == ["Frozen features", "PCA-8", "HIER-style"]
+    audit = pd.read_parquet(base / "audit/fairness.parquet")
+    assert audit["scope"].astype(str).str.contains("hier-42").any()
+    for split in ("outer-1", "outer-2", "outer-3"):
+        record = json.loads((base / f"cells/outer/{split}/HS-42/record.json").read_text())
+        n_train = ((dev["split"] == split) & (dev["role"] == "train")).sum()
+        assert record["train_split"] == split and record["train_examples"] == n_train
+        scores = pd.read_parquet(base / f"outer/{split}/scores.parquet")
+        assert set(scores["arm"]) == {"frozen", "E_R", "H_R", "E_S", "H_S"}
+    outer = pd.read_parquet(base / "outer/outer.parquet")
+    assert outer["arm"].tolist() == ["frozen", "E_R", "H_R", "E_S", "H_S"]
+    assert outer[["outer-1", "outer-2", "outer-3"]].notna().all().all()
+    gains = pd.read_parquet(base / "outer/outer_gains.parquet")
+    assert (gains["splits"] == 3).all()
+
+
+def test_the_controls_report_the_papers_contrasts_within_their_own_cells(built_repo: Path):
+    base = built_repo / f"{TINY_RUN}/cub"
+    # The curvature control trains its base point and matched E_R itself, for its own budget
+    # (configs/tiny.yaml: 1 epoch against the factorial's 2), audited against that budget.
+    for variant, cell in (("c2_r0.4", "HR"), ("euclidean", "ER")):
+        record = json.loads((base / f"cells/curvature/{variant}/{cell}-42/record.json").read_text())
+        assert record["control"] == "curvature" and record["spec"]["epochs"] == 1
+        assert (
+            record["batch_order_hashes"]
+            == json.loads((base / f"cells/{cell}-42/record.json").read_text())[
+                "batch_order_hashes"
+            ][:1]
+        )
+    audit = pd.read_parquet(base / "audit/fairness.parquet")
+    counts = audit[audit["check"] == "update_count"].set_index("scope")
+    assert counts.loc["curvature cells, own budget", "passed"]
+    contrasts = pd.read_parquet(base / "tables/controls/curvature_contrasts.parquet")
+    assert contrasts["contrast"].tolist() == [
+        "Base − Near-flat",
+        "Near-flat − Matched Euclidean",
+        "c1_r0.4 − Base",
+    ]
+    seeds = len(TINY_SEEDS)  # a sign per seed, space-separated
+    assert (contrasts["seeds"] == seeds).all()
+    assert contrasts["signs"].str.count(" ").eq(seeds - 1).all()
+    semantic = pd.read_parquet(base / "tables/controls/semantic_contrasts.parquet")
+    assert list(zip(semantic["contrast"], semantic["level"], strict=True)) == [
+        ("Full − Shuffle", "middle"),
+        ("Full − Shuffle", "high"),
+        ("Full − Shuffle", "mean_hierarchy"),
+        ("Leaf+Parent − Leaf-only", "mean_hierarchy"),
+        ("Full − Leaf+Parent", "mean_hierarchy"),
+        ("Full − Leaf+Parent", "middle"),
+    ]
+
+
+def test_the_companion_cells_trained_audited_and_scored(built_repo: Path):
+    for dataset in DATASETS:
+        base = built_repo / f"{TINY_RUN}/{dataset}"
+        dev = pd.read_parquet(base / "splits/dev.parquet")
+        n_train = ((dev["split"] == "final") & (dev["role"] == "train")).sum()
+        factorial = json.loads((base / "cells/ER-42/record.json").read_text())
+        for cell in COMPANION:
+            record = json.loads((base / f"cells/{cell}/record.json").read_text())
+            assert record["train_examples"] == n_train and record["updates"] == factorial["updates"]
+            assert (
+                record["initial_weight_hash"]
+                == json.loads(
+                    (base / f"cells/ER-{record['spec']['seed']}/record.json").read_text()
+                )["initial_weight_hash"]
+            )
+            assert "objective.temperature.log_inverse" in record["initial_extra_hashes"]
+            norms = record["validation_norms"]  # the tuning query + gallery images, and crops
+            assert norms["images"]["mean"] > 0 and norms["crops"]["mean"] > 0
+            if cell.startswith("EA-"):  # unnormalised: its embeddings do not share one norm
+                assert record["spec"]["normalise"] is False and norms["images"]["std"] > 0
+        assert "normalise" not in factorial["spec"]  # the factorial's records keep their bytes
+        lorentz = json.loads((base / "cells/LA-42/record.json").read_text())
+        assert "head.log_curvature" in lorentz["initial_extra_hashes"]
+        audit = pd.read_parquet(base / "audit/fairness.parquet")
+        extras = audit[audit["check"] == "extra_initial_weights"]
+        assert extras["passed"].all() and extras["detail"].str.contains("LA-42").any()
+        summary = pd.read_parquet(base / "eval/LA-42_summary.parquet")
+        assert set(summary["arm"]) == {"L_A"} and summary["map"].notna().any()
+        per_seed = pd.read_parquet(base / "tables/per_seed.parquet")
+        chosen = per_seed[(per_seed["level"] == "mean_hierarchy") & (per_seed["metric"] == "map")]
+        value = chosen.assign(arm=chosen["geometry"] + "_" + chosen["loss"]).pivot(
+            index="seed", columns="arm", values="value"
+        )
+        effects = pd.read_parquet(base / "tables/effects_by_seed.parquet")
+        effects = effects[(effects["level"] == "mean_hierarchy") & (effects["metric"] == "map")]
+        contrast = effects.pivot(index="seed", columns="effect", values="value")
+        for effect, (first, second) in {
+            "loss_AS_E": ("E_A", "E_S"),
+            "loss_AS_hyp": ("L_A", "H_S"),
+            "geom_A": ("L_A", "E_A"),
+        }.items():
+            expected = (value[first] - value[second]).loc[contrast.index].to_numpy()
+            # Tiny NABirds has no valid high-level query: its mean hierarchy is NaN throughout.
+            assert np.isfinite(expected).all() == (dataset == "cub")
+            assert contrast[effect].to_numpy() == pytest.approx(expected, nan_ok=True)
+        effects_table = (base / "tables/table_effects_map.md").read_text(encoding="utf-8")
+        arms_table = (base / "tables/table_arms_map.md").read_text(encoding="utf-8")
+        assert "| geom_A |" in effects_table and "| L_A |" in arms_table
+        crops, _ = read_feature_matrix(base / "features/dev_crops.parquet")
+        assert set(crops["image_id"]) == set(dev["image_id"])
+
+
+def test_the_companion_cells_ranked_by_angle_and_their_table(built_repo: Path):
+    for dataset, aggregation in (("cub", "query_micro"), ("nabirds", "group_macro")):
+        base = built_repo / f"{TINY_RUN}/{dataset}"
+        distance, angle = [], []
+        for cell in COMPANION:
+            by_distance = pd.read_parquet(base / f"eval/{cell}_summary.parquet")
+            by_angle = pd.read_parquet(base / f"eval/angle/{cell}_summary.parquet")
+            assert by_angle.columns.tolist() == [*by_distance.columns, "ranking"]
+            assert set(by_angle["ranking"]) == {"angle"}
+            assert read_provenance(base / f"eval/angle/{cell}.parquet")["rule"] == (
+                "evaluate_companion_angle"
+            )
+            distance.append(by_distance.assign(ranking="distance"))
+            angle.append(by_angle)
+        summaries = pd.concat([*distance, *angle], ignore_index=True)
+        per_seed = pd.read_parquet(base / "tables/companion_angle_per_seed.parquet")
+        expected = ranking_per_seed(summaries, aggregation)
+        keys = ["ranking", "dataset", "geometry", "loss", "seed", "level", "metric"]
+        expected = expected[[*keys, "value"]].sort_values(keys).reset_index(drop=True)
+        pd.testing.assert_frame_equal(per_seed, expected)
+        table = pd.read_parquet(base / "tables/companion_angle.parquet")
+        assert table[["arm", "ranking"]].to_numpy().tolist() == [
+            [arm, ranking]
+            for arm in ("E_A", "L_A")
+            for ranking in ("distance", "angle", "angle − distance")
+        ]
+        # Tiny NABirds has no valid high-level query: no seed has a mean hierarchy to pair.
+        seeds = len(TINY_SEEDS)
+        paired = seeds if dataset == "cub" else 0
+        assert table["seeds"].tolist() == [seeds, seeds, paired] * 2
+        header = "| arm | ranking | leaf | middle | high | mean_hierarchy | positive seeds |"
+        assert (base / "tables/companion_angle.md").read_text(encoding="utf-8").startswith(header)
+
+
+def test_the_bird_datasets_data_artifacts_are_those_made_before_datasets_were_configurable(
+    built_repo: Path,
+):
+    """Taxonomy, inputs, demo folder, image table and splits of CUB and NABirds: the same
+    bytes as the tiny run made before datasets became config entries with a kind."""
+    golden = json.loads((Path(__file__).parents[1] / "fixtures/tiny_bird_artifacts.json").read_text())
+    assert bird_artifact_hashes(built_repo) == golden

@@ -1,0 +1,92 @@
+"""A collection of your own (kind: table) through the whole study: configs/table-example.yaml
+renders an example collection in the table layout and runs every stage on it; a flawed
+images.csv stops the run at the reader, naming file and line, with nothing written."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import COPY_IGNORE, REPO, snakemake
+
+from hierbench.cli import main
+from hierbench.config import load_yaml
+from hierbench.provenance.artifacts import read_parquet_metadata
+from hierbench.runs import logs_folder, run_folder
+
+pytestmark = pytest.mark.slow
+
+EXAMPLE = ("--configfile", "configs/table-example.yaml")
+NAME = "birds_of_prey_and_co"
+TABLE_RUN = run_folder(load_yaml(REPO / "configs/table-example.yaml"))
+TABLE_LOGS = logs_folder(TABLE_RUN)
+
+
+@pytest.fixture(scope="module")
+def table_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repository copy after a complete run of configs/table-example.yaml."""
+    target = tmp_path_factory.mktemp("table") / "repo"
+    shutil.copytree(REPO, target, ignore=COPY_IGNORE)
+    snakemake(target, *EXAMPLE)
+    return target
+
+
+def test_the_example_collection_runs_the_whole_study(table_run: Path):
+    base = table_run / TABLE_RUN / NAME
+    taxonomy = pd.read_parquet(base / "taxonomy/taxonomy.parquet")
+    assert taxonomy[["leaf", "middle", "high"]].nunique().tolist() == [36, 12, 6]
+    levels = read_parquet_metadata(base / "taxonomy/taxonomy.parquet")["levels"]
+    assert levels == {"leaf": "species", "middle": "genus", "high": "family"}
+    arms = pd.read_parquet(base / "tables/arms_summary.parquet")
+    trained = set(arms["geometry"] + "_" + arms["loss"])
+    assert trained >= {"E_R", "H_R", "E_S", "H_S", "E_A", "L_A"}
+    effects = pd.read_parquet(base / "tables/effects_summary.parquet")
+    assert {"geom_R", "loss_E", "int", "geom_A"} <= set(effects["effect"])
+    main_effects = effects[(effects["level"] == "mean_hierarchy") & (effects["metric"] == "map")]
+    assert main_effects["mean"].notna().all()  # every level has valid queries
+    assert (base / "tables/baselines.md").is_file() and (base / "outer/outer.md").is_file()
+    assert (base / "figures/effects.png").stat().st_size > 1000
+
+
+def test_the_official_protocol_follows_the_split_column_and_outer_splits_hold_out_genera(
+    table_run: Path,
+):
+    base = table_run / TABLE_RUN / NAME
+    images = pd.read_parquet(base / "data/images.parquet").set_index("image_id")
+    sealed = pd.read_parquet(base / "splits/sealed/test.parquet")
+    test = set(sealed.loc[sealed["split"] == "final", "image_id"])
+    assert test == set(images.index[~images["is_train"]])
+    taxonomy = pd.read_parquet(base / "taxonomy/taxonomy.parquet").set_index("class_id")
+    genus = images["class_id"].map(taxonomy["middle"])
+    dev = pd.read_parquet(base / "splits/dev.parquet")
+    for split, rows in dev[dev["split"].str.fullmatch(r"outer-\d+")].groupby("split"):
+        train = set(genus[rows.loc[rows["role"] == "train", "image_id"]])
+        held_out = set(genus[rows.loc[rows["role"] != "train", "image_id"]])
+        assert held_out and not train & held_out, split
+
+
+def test_the_audit_passes_and_check_dataset_reads_the_rendered_collection(
+    table_run: Path, capsys, monkeypatch
+):
+    monkeypatch.chdir(table_run)
+    assert main(["audit", TABLE_RUN]) == 0
+    assert main(["check-dataset", "configs/table-example.yaml", NAME]) == 0
+    assert "genus (middle)                 12" in capsys.readouterr().out
+
+
+def test_a_flawed_images_csv_stops_the_run_naming_file_and_line(table_run: Path, tmp_path):
+    folder = tmp_path / "mine"
+    shutil.copytree(table_run / TABLE_RUN / NAME / "demo/collection", folder)
+    lines = (folder / "images.csv").read_text().splitlines()
+    lines[3] = lines[3].replace(lines[3].split(",")[1], "Strix unknownensis")
+    (folder / "images.csv").write_text("\n".join(lines) + "\n")
+    config = (table_run / "configs/table-example.yaml").read_text()
+    config = config.replace("source: demo ", f"source: folder\n    root: {folder}\n    # ")
+    (table_run / "configs/mine.yaml").write_text(config.replace(NAME, "mine"))
+    result = snakemake(table_run, "--configfile", "configs/mine.yaml", check=False)
+    assert result.returncode != 0
+    log = "\n".join(p.read_text() for p in (table_run / f"{TABLE_LOGS}/mine").rglob("*.log"))
+    assert f"{folder / 'images.csv'}:4: " in log and "Strix unknownensis" in log
+    assert not list((table_run / f"{TABLE_RUN}/mine").rglob("*.parquet"))
