@@ -1,12 +1,18 @@
-# Path wiring and wildcard constraints only; every decision is a tested library function.
+# Path wiring only: where each rule's files live (the patterns are hierbench.paths'), which
+# config keys each rule reads as params, and code(). Every decision is a tested library function.
 
 from hierbench.baselines import baselines_enabled, pca_dimensions
+from hierbench.cells.companion import companion_enabled, pair_sources
 from hierbench.cells.spec import own_epoch_budgets
-from hierbench.provenance.codehash import code_hash
-from hierbench.cells.companion import companion_cells, companion_enabled, pair_sources
-from hierbench.config import enabled_datasets, locked_config, training_config
-from hierbench.controls.curvature import control_epochs, control_variants, point_geometry
-from hierbench.controls.outer import outer_cells, outer_splits
+from hierbench.config import (
+    enabled_datasets,
+    evaluation_config,
+    locked_config,
+    split_config,
+    training_config,
+)
+from hierbench.controls.curvature import control_epochs, control_variants
+from hierbench.controls.outer import outer_splits
 from hierbench.controls.semantic import semantic_arms
 from hierbench.data.kinds import (
     TABLE_LAYOUT_FOLDER,
@@ -19,91 +25,131 @@ from hierbench.data.kinds import (
     registered_aggregation,
 )
 from hierbench.devices import gpus_per_job
-from hierbench.provenance.hashing import source_fingerprint
-from hierbench.runs import logs_folder, run_folder
+from hierbench.paths import (
+    AUDITED_KINDS,
+    CELL_FILES,
+    CELLS,
+    CROP_FEATURES,
+    DEMO_FOLDER,
+    DEV_FEATURES,
+    DEV_MANIFEST,
+    DEV_SPLITS,
+    FAIRNESS_AUDIT,
+    FIGURES,
+    FINAL_LOCK,
+    IMAGE_TABLE,
+    INPUT_FILE,
+    LOCKED_KINDS,
+    MATCH_REPORT,
+    OUTER_SCORES,
+    PCA_FILES,
+    RESEAL_HISTORY,
+    SEEDLESS_ARMS,
+    SEALED_FEATURES,
+    SEALED_MANIFEST,
+    SEALED_SPLITS,
+    SEMANTIC_DURATION,
+    SHUFFLE_REPORT,
+    SHUFFLED_TAXONOMY,
+    TABLES,
+    TAXONOMY,
+    TUNING_SCORE,
+    TUNING_SELECTION,
+    RunPaths,
+)
 from hierbench.protocol import (
     ANGLE_RANKING,
     ARMS_SUMMARY,
-    COMPANION_ANGLE_TABLE,
-    BASELINES,
-    HIER,
-    OUTER_CONTROL,
-    OUTER_TABLES,
-    PCA,
     CURVATURE_CONTROL,
     CURVATURE_TABLES,
-    EUCLIDEAN,
+    EFFECTS_BY_SEED,
+    FIGURES as FIGURE_NAMES,
+    FROZEN,
+    GEOMETRIES,
+    LAYOUT_FOLDERS,
+    PACKAGE_WEIGHTS_PREFIX,
+    PCA,
+    POINCARE,
+    REGRESSION,
     SEMANTIC_CONTROL,
     SEMANTIC_TABLES,
     SENSITIVITY_FOLDER,
-    SUPCON,
-    EFFECT_TABLES,
-    EFFECTS_BY_SEED,
-    FIGURE_FORMATS,
-    FIGURES,
-    GEOMETRIES,
-    LAYOUT_FOLDERS,
-    LOSSES,
-    PACKAGE_WEIGHTS_PREFIX,
-    PAPER_TABLE_FORMATS,
-    PAPER_TABLES,
-    PER_SEED_TABLE,
-    POINCARE,
-    REGRESSION,
     SUMMARY_PAGE,
-    TABLE_FORMATS,
-    cell_name,
 )
+from hierbench.provenance.codehash import code_hash
+from hierbench.provenance.hashing import source_fingerprint
 from hierbench.provenance.seal import SealPaths
+from hierbench.runs import logs_folder, run_folder
 from hierbench.taxonomy import checklist_fingerprint
 
 DATASETS = enabled_datasets(config)
 RESULTS = run_folder(config)  # this config's run: every artifact and lock under it
 LOGS = logs_folder(RESULTS)
 GPUS_PER_JOB = gpus_per_job(config)  # the features and training jobs' GPU request
+PATHS = RunPaths(RESULTS, config)
+run_path = PATHS.at  # a hierbench.paths pattern under this run's folder
+ENVIRONMENT = "../environment.yml"
+CELL = {kind: PATHS.cell_outputs(kind) for kind in CELLS}  # each kind's three files
+DEV_DATA = {"features": run_path(DEV_FEATURES), "splits": run_path(DEV_SPLITS)}
+PCA_MODEL = {key: run_path(path) for key, path in PCA_FILES.items()}
+EVALUATION = {kind: PATHS.evaluation_outputs(kind) for kind in [*CELLS, *SEEDLESS_ARMS]}
 
 
 def code(*modules, script):
-    """Behaviour hash of the library modules a rule runs and of its workflow script (named as
-    in its script: directive); as a params value, edits rerun it, comments do not."""
-    return code_hash(modules, [f"{workflow.basedir}/workflow_scripts/{script}.py"])
+    """A rule's code, as its params: ``code``, the behaviour hash of the library modules it
+    declares and of its workflow script (edits rerun it, comments do not), and ``script``, the
+    name of that script, which SCRIPT (every script directive) reads."""
+    path = f"{workflow.basedir}/workflow_scripts/{script}.py"
+    return {"code": code_hash(modules, [path]), "script": script}
 
 
-def log_for(output_path):
-    """The log file of an output: the same path under the run's logs folder, plus .log."""
-    return output_path.replace(f"{RESULTS}/", f"{LOGS}/", 1) + ".log"
+SCRIPT = "../workflow_scripts/{params.script}.py"
+
+
+def _first_path(outputs):
+    """The first path of an output spec: a path, a list of paths or a dict of either."""
+    while not isinstance(outputs, str):
+        outputs = next(iter(outputs.values())) if isinstance(outputs, dict) else outputs[0]
+    return outputs
+
+
+def log_for(outputs):
+    """The log file of a rule: its first output's path under the run's logs folder, plus .log."""
+    return _first_path(outputs).replace(f"{RESULTS}/", f"{LOGS}/", 1) + ".log"
+
+
+def benchmark_for(outputs):
+    """The Snakemake benchmark file of a rule, beside its log."""
+    return _first_path(outputs).replace(f"{RESULTS}/", f"{LOGS}/", 1) + ".benchmark.tsv"
+
+
+def final_outputs():
+    """The final targets for the enabled datasets."""
+    targets = []
+    for dataset in DATASETS:
+        targets.append(run_path(f"{TABLES}/{SUMMARY_PAGE}", dataset=dataset))
+        targets += [path for name in FIGURE_NAMES for path in PATHS.figure_files(name, dataset)]
+        if dataset_kind(config, dataset) == "nabirds":
+            targets.append(run_path(SHUFFLED_TAXONOMY, dataset=dataset))
+        if control_variants(config, dataset):
+            targets += flat(PATHS.control_outputs(CURVATURE_CONTROL, CURVATURE_TABLES, dataset))
+        if semantic_arms(config, dataset):
+            targets += flat(PATHS.control_outputs(SEMANTIC_CONTROL, SEMANTIC_TABLES, dataset))
+        if baselines_enabled(config, dataset):
+            targets += flat(PATHS.baselines_outputs(dataset))
+        if outer_splits(config, dataset):
+            targets += flat(PATHS.outer_outputs(dataset))
+        if companion_enabled(config):
+            targets += flat(PATHS.companion_angle_outputs(dataset))
+    return targets
+
+
+# ---- config keys and source inputs, as params values (a change reruns the rule)
 
 
 def shipped_input(wildcards):
     """The shipped metadata file a dataset's config names under the key `name`."""
     return config["datasets"][wildcards.dataset][wildcards.name]
-
-
-def final_outputs():
-    """The final targets for the enabled datasets."""
-    targets = [f"{RESULTS}/{dataset}/tables/{SUMMARY_PAGE}" for dataset in DATASETS]
-    targets += [
-        path for dataset in DATASETS for name in FIGURES for path in figure_outputs(dataset, name)
-    ]
-    targets += [
-        f"{RESULTS}/{dataset}/taxonomy/shuffled.parquet"
-        for dataset in datasets_of_kind(config, "nabirds", DATASETS)
-    ]
-    targets += [
-        path for dataset in DATASETS if control_variants(config, dataset) for path in curvature_outputs(dataset)
-    ]
-    targets += [
-        path for dataset in DATASETS if semantic_arms(config, dataset) for path in semantic_outputs(dataset)
-    ]
-    targets += [path for dataset in DATASETS for path in baseline_outputs(dataset)]
-    targets += [path for dataset in DATASETS for path in outer_outputs(dataset)]
-    targets += [path for dataset in DATASETS for path in companion_angle_outputs(dataset)]
-    return targets
-
-
-def benchmark_for(output_path):
-    """The Snakemake benchmark file of an output, beside its log."""
-    return output_path.replace(f"{RESULTS}/", f"{LOGS}/", 1) + ".benchmark.tsv"
 
 
 def kind_constraint(kind):
@@ -122,160 +168,18 @@ def cub_checklist_input(wildcards):
     return [] if spec == "default" else [spec]
 
 
-def demo_folder(dataset):
-    """Where the demo of a dataset is rendered (its layout's folder name, by kind)."""
-    return f"{RESULTS}/{dataset}/demo/{layout_folder(config, dataset)}"
-
-
 def dataset_root(wildcards):
     """The dataset folder a run reads: the rendered demo, or the real folder from the config."""
     block = config["datasets"][wildcards.dataset]
-    return demo_folder(wildcards.dataset) if block["source"] == "demo" else block["root"]
-
-
-def split_config(dataset):
-    """The config keys the split stage reads for a dataset (its params, hence its rerun trigger)."""
-    block = config["datasets"][dataset]
-    return {key: block[key] for key in ("splits", "image_pool") if key in block}
+    if block["source"] != "demo":
+        return block["root"]
+    return run_path(DEMO_FOLDER, dataset=wildcards.dataset, layout=layout_folder(config, wildcards.dataset))
 
 
 def backbone_weights_input(wildcards):
     """The backbone weights file as an input (package-shipped weights are not a path)."""
     weights = config["backbone"]["weights"]
     return [] if weights.startswith(PACKAGE_WEIGHTS_PREFIX) else [weights]
-
-
-def tau_label(tau):
-    """A temperature as it appears in paths: 0.07, 0.1, 1."""
-    return f"{tau:g}"
-
-
-def model_config(dataset):
-    """The config keys that define training, tuning and scoring for a dataset (a params value)."""
-    return training_config(config, dataset)
-
-
-def cell_config(dataset, controls=()):
-    """The config keys a final cell reads (no tuning or validation-scoring keys; a params value)."""
-    return training_config(config, dataset, controls=controls, scoring=False)
-
-
-def tuning_scores(wildcards):
-    """Every tuning run's score file of a dataset."""
-    return [
-        f"{RESULTS}/{wildcards.dataset}/tuning/{geometry}/tau-{tau_label(tau)}/score.json"
-        for geometry in GEOMETRIES
-        for tau in config["tuning"]["taus"]
-    ]
-
-
-def selection_input(wildcards):
-    """The tuning selection, needed by an S cell unless its temperature is pinned."""
-    pinned = config["datasets"][wildcards.dataset]["tau"][wildcards.geometry]
-    if wildcards.loss == REGRESSION or pinned is not None:
-        return []
-    return [f"{RESULTS}/{wildcards.dataset}/tuning/selection.parquet"]
-
-
-def cell_outputs(dataset, name):
-    """One output file of every final cell of a dataset."""
-    return [
-        f"{RESULTS}/{dataset}/cells/{cell_name(geometry, loss, seed)}/{name}"
-        for geometry in GEOMETRIES
-        for loss in LOSSES
-        for seed in config["training"]["seeds"]
-    ]
-
-
-def eval_config(dataset):
-    """The config keys the sealed evaluation reads for a dataset (a params value)."""
-    block = config["datasets"][dataset]
-    return {
-        "evaluation": config["evaluation"],
-        "training": {"distance_clip_test": config["training"]["distance_clip_test"]},
-        "datasets": {dataset: {"splits": {"query_gallery": block["splits"]["query_gallery"]}}},
-    }
-
-
-def access_log(dataset):
-    """The append-only log of every read of a dataset's sealed test data."""
-    return SealPaths.of(dataset, RESULTS, LOGS).access_log.as_posix()
-
-
-def sealed_inputs(dataset):
-    """The sealed artifacts of a dataset, as the lock and the evaluation name them."""
-    return {
-        "sealed_features": f"{RESULTS}/{dataset}/features/sealed/test.parquet",
-        "sealed_splits": f"{RESULTS}/{dataset}/splits/sealed/test.parquet",
-    }
-
-
-def lock_inputs(wildcards):
-    """Everything the Final lock of a dataset records (and waits for)."""
-    dataset = wildcards.dataset
-    return {
-        "checkpoints": cell_outputs(dataset, "model.safetensors")
-        + curvature_cells(dataset, "model.safetensors")
-        + semantic_cells(dataset, "model.safetensors")
-        + hier_cells(dataset, "model.safetensors")
-        + companion_files(dataset, "model.safetensors")
-        + pca_outputs(dataset, "projection.safetensors"),
-        "records": cell_outputs(dataset, "record.json")
-        + curvature_cells(dataset, "record.json")
-        + semantic_cells(dataset, "record.json")
-        + hier_cells(dataset, "record.json")
-        + companion_files(dataset, "record.json")
-        + pca_outputs(dataset, "record.json"),
-        "audits": [f"{RESULTS}/{dataset}/audit/fairness.parquet"],
-        "taxonomy": [f"{RESULTS}/{dataset}/taxonomy/taxonomy.parquet"],
-        "features": [f"{RESULTS}/{dataset}/features/dev.parquet"],
-        "splits": [
-            f"{RESULTS}/{dataset}/splits/dev.parquet",
-            f"{RESULTS}/{dataset}/splits/manifest.parquet",
-            f"{RESULTS}/{dataset}/splits/sealed/manifest.parquet",
-        ],
-        "sealed": list(sealed_inputs(dataset).values()),
-    }
-
-
-def eval_outputs(dataset):
-    """Every evaluation summary the effect tables read: the factorial cells, the companion
-    cells (when switched on) and the frozen baseline."""
-    cells = [
-        cell_name(geometry, loss, seed)
-        for geometry in GEOMETRIES
-        for loss in LOSSES
-        for seed in config["training"]["seeds"]
-    ] + companion_cells(config)
-    return [f"{RESULTS}/{dataset}/eval/{cell}_summary.parquet" for cell in cells] + [
-        f"{RESULTS}/{dataset}/eval/frozen_summary.parquet"
-    ]
-
-
-def resolved_config(dataset):
-    """The resolved config as it concerns one dataset (what its Final lock hashes)."""
-    return locked_config(config, dataset)
-
-
-def table_outputs(prefix):
-    """Every file the tables stage writes under ``prefix`` (a folder pattern)."""
-    files = [f"{prefix}/{name}.{ext}" for name in EFFECT_TABLES for ext in TABLE_FORMATS]
-    files += [f"{prefix}/{name}.{ext}" for name in PAPER_TABLES for ext in PAPER_TABLE_FORMATS]
-    return files + [f"{prefix}/{PER_SEED_TABLE}.parquet"]
-
-
-def figure_outputs(dataset, name):
-    """The files (PNG, PDF) of one figure of a dataset (a name or the "{dataset}" pattern)."""
-    return [f"{RESULTS}/{dataset}/figures/{name}.{ext}" for ext in FIGURE_FORMATS]
-
-
-def hyperbolic_cells(dataset, name):
-    """One output file of every Poincare cell of a dataset."""
-    return [
-        f"{RESULTS}/{dataset}/cells/{cell_name(POINCARE, loss, seed)}/{name}"
-        for loss in LOSSES
-        for seed in config["training"]["seeds"]
-    ]
 
 
 def source_identity(*paths):
@@ -298,180 +202,9 @@ def real_sources(wildcards):
     return source_identity(root, *backbone_weights_input(wildcards))
 
 
-# ---- the curvature/radius control (H_R at other operating points, matched to the factorial)
-
-
-def curvature_cells(dataset, name):
-    """One output file of every curvature-control cell of a dataset (the matched E_R too)."""
-    return [
-        f"{RESULTS}/{dataset}/cells/{CURVATURE_CONTROL}/{label}/{cell_name(point_geometry(label), REGRESSION, seed)}/{name}"
-        for label in control_variants(config, dataset)
-        for seed in config["training"]["seeds"]
-    ]
-
-
-def curvature_evals(dataset):
-    """Every evaluation summary of a dataset's curvature-control cells."""
-    return [
-        f"{RESULTS}/{dataset}/eval/{CURVATURE_CONTROL}/{label}/{cell_name(point_geometry(label), REGRESSION, seed)}_summary.parquet"
-        for label in control_variants(config, dataset)
-        for seed in config["training"]["seeds"]
-    ]
-
-
-def factorial_summaries(dataset, geometry, loss):
-    """The evaluation summaries of one factorial arm, every seed."""
-    return [
-        f"{RESULTS}/{dataset}/eval/{cell_name(geometry, loss, seed)}_summary.parquet"
-        for seed in config["training"]["seeds"]
-    ]
-
-
-def curvature_outputs(dataset):
-    """Every file the curvature-control tables write for a dataset."""
-    tables = [
-        f"{RESULTS}/{dataset}/tables/controls/{name}.{ext}"
-        for name in CURVATURE_TABLES
-        for ext in TABLE_FORMATS
-    ]
-    per_seed = [f"{RESULTS}/{dataset}/tables/controls/{CURVATURE_CONTROL}_{PER_SEED_TABLE}.parquet"]
-    return tables + per_seed + figure_outputs(dataset, CURVATURE_CONTROL)
-
-
-# ---- the semantic-alignment control (Euclidean SupCon arms, one on the shuffled taxonomy)
-
-
-def semantic_cells(dataset, name):
-    """One output file of every semantic-control cell of a dataset."""
-    return [
-        f"{RESULTS}/{dataset}/cells/{SEMANTIC_CONTROL}/{arm}/{cell_name(EUCLIDEAN, SUPCON, seed)}/{name}"
-        for arm in semantic_arms(config, dataset)
-        for seed in config["training"]["seeds"]
-    ]
-
-
-def semantic_durations(dataset):
-    """Every arm's chosen duration of a dataset."""
-    return [
-        f"{RESULTS}/{dataset}/controls/{SEMANTIC_CONTROL}/{arm}/duration.json"
-        for arm in semantic_arms(config, dataset)
-    ]
-
-
-def semantic_evals(dataset):
-    """Every evaluation summary of a dataset's semantic-control cells."""
-    return [
-        f"{RESULTS}/{dataset}/eval/{SEMANTIC_CONTROL}/{arm}/{cell_name(EUCLIDEAN, SUPCON, seed)}_summary.parquet"
-        for arm in semantic_arms(config, dataset)
-        for seed in config["training"]["seeds"]
-    ]
-
-
-def baselines_config(dataset):
-    """The config keys the HIER-style cells read (a params value)."""
-    return cell_config(dataset, controls=("baselines",))
-
-
-def semantic_config(dataset):
-    """The config keys the semantic control's jobs read (a params value)."""
-    return training_config(config, dataset, controls=("semantic",))
-
-
-def semantic_outputs(dataset):
-    """Every file the semantic-control tables write for a dataset."""
-    tables = [
-        f"{RESULTS}/{dataset}/tables/controls/{name}.{ext}"
-        for name in SEMANTIC_TABLES
-        for ext in TABLE_FORMATS
-    ]
-    per_seed = [f"{RESULTS}/{dataset}/tables/controls/{SEMANTIC_CONTROL}_{PER_SEED_TABLE}.parquet"]
-    return tables + per_seed + figure_outputs(dataset, SEMANTIC_CONTROL)
-
-
-# ---- the context baselines: PCA of the frozen features and a HIER-style model
-
-
-def pca_outputs(dataset, name):
-    """The PCA projection's file ``name`` of a dataset (none when the baselines are off)."""
-    return [f"{RESULTS}/{dataset}/{BASELINES}/{PCA}/{name}"] if baselines_enabled(config, dataset) else []
-
-
-def hier_cells(dataset, name):
-    """One output file of every HIER-style cell of a dataset."""
-    if not baselines_enabled(config, dataset):
-        return []
-    return [
-        f"{RESULTS}/{dataset}/cells/{HIER}/{HIER}-{seed}/{name}" for seed in config["training"]["seeds"]
-    ]
-
-
-def baseline_evals(dataset):
-    """The evaluation summaries the baselines table reads: frozen, PCA, HIER-style, factorial."""
-    return (
-        [f"{RESULTS}/{dataset}/eval/frozen_summary.parquet", f"{RESULTS}/{dataset}/eval/{PCA}_summary.parquet"]
-        + [
-            f"{RESULTS}/{dataset}/eval/{HIER}/{HIER}-{seed}_summary.parquet"
-            for seed in config["training"]["seeds"]
-        ]
-        + [path for g in GEOMETRIES for loss in LOSSES for path in factorial_summaries(dataset, g, loss)]
-    )
-
-
-def baseline_outputs(dataset):
-    """Every file the baselines table writes for a dataset (none when the baselines are off)."""
-    if not baselines_enabled(config, dataset):
-        return []
-    tables = [f"{RESULTS}/{dataset}/tables/{BASELINES}.{ext}" for ext in TABLE_FORMATS]
-    per_seed = [f"{RESULTS}/{dataset}/tables/{BASELINES}_{PER_SEED_TABLE}.parquet"]
-    return tables + per_seed + figure_outputs(dataset, BASELINES)
-
-
-# ---- the outer hierarchy-disjoint splits (development data: no lock, no seal)
-
-
-def outer_cell_files(dataset, split, name):
-    """One output file of every cell an outer split trains."""
-    return [f"{RESULTS}/{dataset}/cells/{OUTER_CONTROL}/{split}/{cell}/{name}" for cell in outer_cells(config, dataset)]
-
-
-def outer_scores(dataset):
-    """Every outer split's scores of a dataset."""
-    return [f"{RESULTS}/{dataset}/{OUTER_CONTROL}/{split}/scores.parquet" for split in outer_splits(config, dataset)]
-
-
-def outer_outputs(dataset):
-    """Every file the outer-splits tables write for a dataset (none when they are off)."""
-    if not outer_splits(config, dataset):
-        return []
-    tables = [f"{outer_folder(dataset)}/{name}.{ext}" for name in OUTER_TABLES for ext in TABLE_FORMATS]
-    per_split = [f"{outer_folder(dataset)}/{OUTER_CONTROL}_per_split.parquet"]
-    return tables + per_split + outer_figure(dataset)
-
-
-def outer_folder(dataset):
-    """Where the outer splits' tables and figure live: apart from tables/ and figures/, which
-    derive from the sealed evaluation and move into the archive at a re-seal."""
-    return f"{RESULTS}/{dataset}/{OUTER_CONTROL}"
-
-
-def outer_figure(dataset):
-    """The outer splits' figure files of a dataset (a name or the "{dataset}" pattern)."""
-    return [f"{outer_folder(dataset)}/{OUTER_CONTROL}.{ext}" for ext in FIGURE_FORMATS]
-
-
-# ---- the companion method in the factorial: E_A and L_A cells (angle entailment)
-
-
-def companion_files(dataset, name):
-    """One output file of every companion cell of a dataset (none when switched off)."""
-    return [f"{RESULTS}/{dataset}/cells/{cell}/{name}" for cell in companion_cells(config)]
-
-
-def companion_crops(wildcards):
-    """The crop features a companion cell needs (box or cross-image pairs), else nothing."""
-    if not companion_enabled(config) or not pair_sources(config).needs_crops:
-        return []
-    return [f"{RESULTS}/{wildcards.dataset}/features/dev_crops.parquet"]
+def cell_config(dataset, controls=()):
+    """The config keys a final cell reads (no tuning or validation-scoring keys; a params value)."""
+    return training_config(config, dataset, controls=controls, scoring=False)
 
 
 def companion_config(dataset):
@@ -479,24 +212,79 @@ def companion_config(dataset):
     return {**cell_config(dataset), "companion": config["companion"]}
 
 
-def companion_evals(dataset, ranking_folder=None):
-    """The evaluation summaries of every companion cell of a dataset (none when switched off):
-    ranked by distance, or those under ``eval/<ranking_folder>/`` (the angle ranking)."""
-    parts = [RESULTS, dataset, "eval", *([ranking_folder] if ranking_folder else [])]
-    folder = "/".join(parts)
-    return [f"{folder}/{cell}_summary.parquet" for cell in companion_cells(config)]
+def access_log(dataset):
+    """The append-only log of every read of a dataset's sealed test data."""
+    return SealPaths.of(dataset, RESULTS, LOGS).access_log.as_posix()
 
 
-def angle_eval_config(dataset):
-    """The config keys the angle-ranked evaluation reads (a params value): the sealed
-    evaluation's without the distance clip, which an angle ranking does not use."""
-    return {key: value for key, value in eval_config(dataset).items() if key != "training"}
+def trained(kind):
+    """The model and record patterns of a cell of ``kind``: what its evaluations read."""
+    return {key: CELL[kind][key] for key in ("model", "record")}
 
 
-def companion_angle_outputs(dataset):
-    """Every file the companion ranking table writes for a dataset (none when the companion
-    cells are switched off)."""
-    if not companion_enabled(config):
+# ---- inputs that depend on the config
+
+
+def tuning_scores(wildcards):
+    """Every tuning run's score file of a dataset."""
+    taus = [f"{tau:g}" for tau in config["tuning"]["taus"]]
+    return [run_path(TUNING_SCORE, dataset=wildcards.dataset, geometry=g, tau=tau) for g in GEOMETRIES for tau in taus]
+
+
+def selection_input(wildcards):
+    """The tuning selection, needed by an S cell unless its temperature is pinned."""
+    pinned = config["datasets"][wildcards.dataset]["tau"][wildcards.geometry]
+    if wildcards.loss == REGRESSION or pinned is not None:
         return []
-    tables = [f"{RESULTS}/{dataset}/tables/{COMPANION_ANGLE_TABLE}.{ext}" for ext in TABLE_FORMATS]
-    return tables + [f"{RESULTS}/{dataset}/tables/{COMPANION_ANGLE_TABLE}_{PER_SEED_TABLE}.parquet"]
+    return [run_path(TUNING_SELECTION, dataset=wildcards.dataset)]
+
+
+def companion_crops(wildcards):
+    """The crop features a companion cell needs (box or cross-image pairs), else nothing."""
+    if not companion_enabled(config) or not pair_sources(config).needs_crops:
+        return []
+    return [run_path(CROP_FEATURES, dataset=wildcards.dataset)]
+
+
+def sealed_inputs(scored={}):
+    """The inputs of a sealed evaluation: the sealed test's features and splits, the lock, and
+    the files of what it scores (names -> patterns)."""
+    return {
+        "sealed_features": run_path(SEALED_FEATURES),
+        "sealed_splits": run_path(SEALED_SPLITS),
+        "lock": run_path(FINAL_LOCK),
+        **scored,
+    }
+
+
+def lock_inputs(wildcards):
+    """Everything the Final lock of a dataset records (and waits for)."""
+    dataset = wildcards.dataset
+    pca = {key: [run_path(path, dataset=dataset)] for key, path in PCA_FILES.items()}
+    if not baselines_enabled(config, dataset):
+        pca = {"model": [], "record": []}
+    return {
+        "checkpoints": PATHS.cells(dataset, LOCKED_KINDS, CELL_FILES["model"]) + pca["model"],
+        "records": PATHS.cells(dataset, LOCKED_KINDS, CELL_FILES["record"]) + pca["record"],
+        "audits": [run_path(FAIRNESS_AUDIT, dataset=dataset)],
+        "taxonomy": [run_path(TAXONOMY, dataset=dataset)],
+        "features": [run_path(DEV_FEATURES, dataset=dataset)],
+        "splits": [run_path(p, dataset=dataset) for p in (DEV_SPLITS, DEV_MANIFEST, SEALED_MANIFEST)],
+        "sealed": [run_path(p, dataset=dataset) for p in (SEALED_FEATURES, SEALED_SPLITS)],
+    }
+
+
+def flat(outputs):
+    """Every path of an output spec (a dict of lists), in order."""
+    return [path for paths in outputs.values() for path in paths]
+
+
+def in_report(outputs, caption, category):
+    """A tables rule's outputs, its figure shown in Snakemake's report."""
+    figure = report(outputs["figure"], caption=f"../report/{caption}.rst", category=category, subcategory="{dataset}")
+    return {**outputs, "figure": figure}
+
+
+def aggregation(wildcards):
+    """The dataset's registered aggregation (a params value)."""
+    return registered_aggregation(config, wildcards.dataset)

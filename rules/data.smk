@@ -2,52 +2,52 @@
 # (when the config's source is "demo"), and every dataset folder, demo or real, read into one
 # checked image table.
 
+CUB_DEMO = run_path(DEMO_FOLDER, layout=LAYOUT_FOLDERS["cub"])
+NABIRDS_DEMO = run_path(DEMO_FOLDER, layout=LAYOUT_FOLDERS["nabirds"])
+TABLE_DEMO = run_path(DEMO_FOLDER, layout=TABLE_LAYOUT_FOLDER)
+IMAGES = run_path(IMAGE_TABLE)
+
 
 rule demo_cub:
     input:
-        taxonomy=f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
-        classes=f"{RESULTS}/{{dataset}}/inputs/classes.txt",
+        taxonomy=run_path(TAXONOMY),
+        classes=run_path(INPUT_FILE, name="classes"),
     output:
-        directory(f"{RESULTS}/{{dataset}}/demo/{LAYOUT_FOLDERS['cub']}"),
+        directory(CUB_DEMO),
     log:
-        log_for(f"{RESULTS}/{{dataset}}/demo/{LAYOUT_FOLDERS['cub']}"),
+        log_for(CUB_DEMO),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/demo/{LAYOUT_FOLDERS['cub']}")
+        benchmark_for(CUB_DEMO)
     wildcard_constraints:
         dataset=kind_constraint("cub"),
     threads: workflow.cores
     params:
-        code=code("stages.demo", script="demo"),
+        **code("stages.demo", script="demo"),
         kind="cub",
         demo=lambda wildcards: config["datasets"][wildcards.dataset]["demo"],
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/demo.py"
+        SCRIPT
 
 
-rule demo_nabirds:
+use rule demo_cub as demo_nabirds with:
     input:
-        taxonomy=f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
-        classes=f"{RESULTS}/{{dataset}}/inputs/classes.txt",
-        hierarchy=f"{RESULTS}/{{dataset}}/inputs/hierarchy.txt",
+        taxonomy=run_path(TAXONOMY),
+        classes=run_path(INPUT_FILE, name="classes"),
+        hierarchy=run_path(INPUT_FILE, name="hierarchy"),
     output:
-        directory(f"{RESULTS}/{{dataset}}/demo/{LAYOUT_FOLDERS['nabirds']}"),
+        directory(NABIRDS_DEMO),
     log:
-        log_for(f"{RESULTS}/{{dataset}}/demo/{LAYOUT_FOLDERS['nabirds']}"),
+        log_for(NABIRDS_DEMO),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/demo/{LAYOUT_FOLDERS['nabirds']}")
+        benchmark_for(NABIRDS_DEMO)
     wildcard_constraints:
         dataset=kind_constraint("nabirds"),
-    threads: workflow.cores
     params:
-        code=code("stages.demo", script="demo"),
+        **code("stages.demo", script="demo"),
         kind="nabirds",
         demo=lambda wildcards: config["datasets"][wildcards.dataset]["demo"],
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/demo.py"
 
 
 # A table dataset's example collection (source "demo"): rendered from the shipped taxonomy.
@@ -55,38 +55,38 @@ rule demo_table:
     input:
         taxonomy=lambda wildcards: config["datasets"][wildcards.dataset]["example_taxonomy"],
     output:
-        directory(f"{RESULTS}/{{dataset}}/demo/{TABLE_LAYOUT_FOLDER}"),
+        directory(TABLE_DEMO),
     log:
-        log_for(f"{RESULTS}/{{dataset}}/demo/{TABLE_LAYOUT_FOLDER}"),
+        log_for(TABLE_DEMO),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/demo/{TABLE_LAYOUT_FOLDER}")
+        benchmark_for(TABLE_DEMO)
     wildcard_constraints:
         dataset=kind_constraint("table"),
     threads: workflow.cores
     params:
-        code=code("stages.demo", script="demo_table"),
+        **code("stages.demo", script="demo_table"),
         source=lambda wildcards: source_identity(config["datasets"][wildcards.dataset]["example_taxonomy"]),
         demo=lambda wildcards: config["datasets"][wildcards.dataset]["demo"],
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/demo_table.py"
+        SCRIPT
 
 
 rule image_table:
     input:
         dataset_root,
     output:
-        f"{RESULTS}/{{dataset}}/data/images.parquet",
+        IMAGES,
     log:
-        log_for(f"{RESULTS}/{{dataset}}/data/images.parquet"),
+        log_for(IMAGES),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/data/images.parquet")
+        benchmark_for(IMAGES)
     params:
-        code=code("stages.images", script="image_table"),
+        **code("stages.images", script="image_table"),
         source=folder_source,
         kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/image_table.py"
+        SCRIPT

@@ -1,6 +1,8 @@
 # Stage: sealed evaluation. The Final lock is written only once every final cell and the
 # fairness audit succeeded; evaluation checks every artifact against it before reading test data.
 
+LOCK = run_path(FINAL_LOCK)
+
 
 # Both outputs are update(): Snakemake keeps the previous lock until the job ends and restores it
 # when the job fails, so a refused re-seal leaves the old lock as it was. The script reads
@@ -10,229 +12,161 @@ rule final_lock:
     input:
         unpack(lock_inputs),
     output:
-        lock=update(f"{RESULTS}/{{dataset}}/lock/final_lock.json"),
+        lock=update(LOCK),
         history=update(
             report(
-                f"{RESULTS}/{{dataset}}/lock/reseal_history.md",
+                run_path(RESEAL_HISTORY),
                 caption="../report/reseals.rst",
                 category="Seal",
                 subcategory="{dataset}",
             )
         ),
     log:
-        log_for(f"{RESULTS}/{{dataset}}/lock/final_lock.json"),
+        log_for(LOCK),
     params:
-        code=code("stages.lock", script="final_lock"),
-        config=lambda wildcards: resolved_config(wildcards.dataset),
+        **code("stages.lock", script="final_lock"),
+        config=lambda wildcards: locked_config(config, wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/final_lock.py"
+        SCRIPT
 
 
+# Every sealed evaluation is this rule (use rule ... with: below): a cell of any kind, or a
+# seedless arm, scored on the sealed test draws by the same engine under the lock.
 rule evaluate_cell:
     input:
-        unpack(lambda wildcards: sealed_inputs(wildcards.dataset)),
-        lock=f"{RESULTS}/{{dataset}}/lock/final_lock.json",
-        model=f"{RESULTS}/{{dataset}}/cells/{{geometry}}{{loss}}-{{seed}}/model.safetensors",
-        record=f"{RESULTS}/{{dataset}}/cells/{{geometry}}{{loss}}-{{seed}}/record.json",
+        **sealed_inputs(trained("factorial")),
     output:
-        per_query=f"{RESULTS}/{{dataset}}/eval/{{geometry}}{{loss}}-{{seed}}.parquet",
-        summary=f"{RESULTS}/{{dataset}}/eval/{{geometry}}{{loss}}-{{seed}}_summary.parquet",
+        **EVALUATION["factorial"],
     log:
-        log_for(f"{RESULTS}/{{dataset}}/eval/{{geometry}}{{loss}}-{{seed}}.parquet"),
+        log_for(EVALUATION["factorial"]),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/eval/{{geometry}}{{loss}}-{{seed}}.parquet")
+        benchmark_for(EVALUATION["factorial"])
     params:
-        code=code("stages.evaluation", script="evaluate"),
-        config=lambda wildcards: eval_config(wildcards.dataset),
+        **code("stages.evaluation", script="evaluate"),
+        config=lambda wildcards: evaluation_config(config, wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/evaluate.py"
+        SCRIPT
 
 
-rule evaluate_frozen:
+use rule evaluate_cell as evaluate_frozen with:
     input:
-        unpack(lambda wildcards: sealed_inputs(wildcards.dataset)),
-        lock=f"{RESULTS}/{{dataset}}/lock/final_lock.json",
+        **sealed_inputs(),
     output:
-        per_query=f"{RESULTS}/{{dataset}}/eval/frozen.parquet",
-        summary=f"{RESULTS}/{{dataset}}/eval/frozen_summary.parquet",
+        **EVALUATION[FROZEN],
     log:
-        log_for(f"{RESULTS}/{{dataset}}/eval/frozen.parquet"),
+        log_for(EVALUATION[FROZEN]),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/eval/frozen.parquet")
-    params:
-        code=code("stages.evaluation", script="evaluate"),
-        config=lambda wildcards: eval_config(wildcards.dataset),
-        access_log=lambda wildcards: access_log(wildcards.dataset),
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/evaluate.py"
+        benchmark_for(EVALUATION[FROZEN])
 
 
-rule evaluate_curvature_cell:
+use rule evaluate_cell as evaluate_pca with:
     input:
-        unpack(lambda wildcards: sealed_inputs(wildcards.dataset)),
-        lock=f"{RESULTS}/{{dataset}}/lock/final_lock.json",
-        model=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}/model.safetensors",
-        record=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}/record.json",
+        **sealed_inputs({"projection": PCA_MODEL["model"]}),
     output:
-        per_query=f"{RESULTS}/{{dataset}}/eval/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}.parquet",
-        summary=f"{RESULTS}/{{dataset}}/eval/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}_summary.parquet",
+        **EVALUATION[PCA],
     log:
-        log_for(f"{RESULTS}/{{dataset}}/eval/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}.parquet"),
+        log_for(EVALUATION[PCA]),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/eval/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}.parquet")
+        benchmark_for(EVALUATION[PCA])
+
+
+use rule evaluate_cell as evaluate_curvature_cell with:
+    input:
+        **sealed_inputs(trained("curvature")),
+    output:
+        **EVALUATION["curvature"],
+    log:
+        log_for(EVALUATION["curvature"]),
+    benchmark:
+        benchmark_for(EVALUATION["curvature"])
     params:
-        code=code("stages.evaluation", script="evaluate"),
-        config=lambda wildcards: eval_config(wildcards.dataset),
+        **code("stages.evaluation", script="evaluate"),
+        config=lambda wildcards: evaluation_config(config, wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
         variant=lambda wildcards: wildcards.point,
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/evaluate.py"
 
 
-rule evaluate_semantic_cell:
+use rule evaluate_cell as evaluate_semantic_cell with:
     input:
-        unpack(lambda wildcards: sealed_inputs(wildcards.dataset)),
-        lock=f"{RESULTS}/{{dataset}}/lock/final_lock.json",
-        model=f"{RESULTS}/{{dataset}}/cells/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}/model.safetensors",
-        record=f"{RESULTS}/{{dataset}}/cells/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}/record.json",
+        **sealed_inputs(trained("semantic")),
     output:
-        per_query=f"{RESULTS}/{{dataset}}/eval/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}.parquet",
-        summary=f"{RESULTS}/{{dataset}}/eval/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}_summary.parquet",
+        **EVALUATION["semantic"],
     log:
-        log_for(f"{RESULTS}/{{dataset}}/eval/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}.parquet"),
+        log_for(EVALUATION["semantic"]),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/eval/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}.parquet")
+        benchmark_for(EVALUATION["semantic"])
     params:
-        code=code("stages.evaluation", script="evaluate"),
-        config=lambda wildcards: eval_config(wildcards.dataset),
+        **code("stages.evaluation", script="evaluate"),
+        config=lambda wildcards: evaluation_config(config, wildcards.dataset),
         access_log=lambda wildcards: access_log(wildcards.dataset),
         variant=lambda wildcards: wildcards.arm,
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/evaluate.py"
 
 
-rule evaluate_pca:
+use rule evaluate_cell as evaluate_hier_cell with:
     input:
-        unpack(lambda wildcards: sealed_inputs(wildcards.dataset)),
-        lock=f"{RESULTS}/{{dataset}}/lock/final_lock.json",
-        projection=f"{RESULTS}/{{dataset}}/{BASELINES}/{PCA}/projection.safetensors",
+        **sealed_inputs(trained("hier")),
     output:
-        per_query=f"{RESULTS}/{{dataset}}/eval/{PCA}.parquet",
-        summary=f"{RESULTS}/{{dataset}}/eval/{PCA}_summary.parquet",
+        **EVALUATION["hier"],
     log:
-        log_for(f"{RESULTS}/{{dataset}}/eval/{PCA}.parquet"),
+        log_for(EVALUATION["hier"]),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/eval/{PCA}.parquet")
-    params:
-        code=code("stages.evaluation", script="evaluate"),
-        config=lambda wildcards: eval_config(wildcards.dataset),
-        access_log=lambda wildcards: access_log(wildcards.dataset),
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/evaluate.py"
+        benchmark_for(EVALUATION["hier"])
 
 
-rule evaluate_hier_cell:
+use rule evaluate_cell as evaluate_companion_cell with:
     input:
-        unpack(lambda wildcards: sealed_inputs(wildcards.dataset)),
-        lock=f"{RESULTS}/{{dataset}}/lock/final_lock.json",
-        model=f"{RESULTS}/{{dataset}}/cells/{HIER}/{HIER}-{{seed}}/model.safetensors",
-        record=f"{RESULTS}/{{dataset}}/cells/{HIER}/{HIER}-{{seed}}/record.json",
+        **sealed_inputs(trained("companion")),
     output:
-        per_query=f"{RESULTS}/{{dataset}}/eval/{HIER}/{HIER}-{{seed}}.parquet",
-        summary=f"{RESULTS}/{{dataset}}/eval/{HIER}/{HIER}-{{seed}}_summary.parquet",
+        **EVALUATION["companion"],
     log:
-        log_for(f"{RESULTS}/{{dataset}}/eval/{HIER}/{HIER}-{{seed}}.parquet"),
+        log_for(EVALUATION["companion"]),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/eval/{HIER}/{HIER}-{{seed}}.parquet")
-    params:
-        code=code("stages.evaluation", script="evaluate"),
-        config=lambda wildcards: eval_config(wildcards.dataset),
-        access_log=lambda wildcards: access_log(wildcards.dataset),
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/evaluate.py"
-
-
-# Not sealed: an outer split's test side is development data, scored without the lock.
-rule score_outer_split:
-    input:
-        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
-        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
-        records=lambda wildcards: outer_cell_files(wildcards.dataset, wildcards.outer, "record.json"),
-        models=lambda wildcards: outer_cell_files(wildcards.dataset, wildcards.outer, "model.safetensors"),
-    output:
-        f"{RESULTS}/{{dataset}}/{OUTER_CONTROL}/{{outer}}/scores.parquet",
-    log:
-        log_for(f"{RESULTS}/{{dataset}}/{OUTER_CONTROL}/{{outer}}/scores.parquet"),
-    benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/{OUTER_CONTROL}/{{outer}}/scores.parquet")
-    params:
-        code=code("stages.outer", script="score_outer_split"),
-        config=lambda wildcards: eval_config(wildcards.dataset),
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/score_outer_split.py"
-
-
-rule evaluate_companion_cell:
-    input:
-        unpack(lambda wildcards: sealed_inputs(wildcards.dataset)),
-        lock=f"{RESULTS}/{{dataset}}/lock/final_lock.json",
-        model=f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/model.safetensors",
-        record=f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/record.json",
-    output:
-        per_query=f"{RESULTS}/{{dataset}}/eval/{{head}}A-{{seed}}.parquet",
-        summary=f"{RESULTS}/{{dataset}}/eval/{{head}}A-{{seed}}_summary.parquet",
-    log:
-        log_for(f"{RESULTS}/{{dataset}}/eval/{{head}}A-{{seed}}.parquet"),
-    benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/eval/{{head}}A-{{seed}}.parquet")
-    params:
-        code=code("stages.evaluation", script="evaluate"),
-        config=lambda wildcards: eval_config(wildcards.dataset),
-        access_log=lambda wildcards: access_log(wildcards.dataset),
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/evaluate.py"
+        benchmark_for(EVALUATION["companion"])
 
 
 # The companion cells ranked by the exterior angle at the query instead of by distance (a
 # sensitivity of the ranking): the same lock check, sealed inputs and formats, under eval/angle/.
-rule evaluate_companion_angle:
-    input:
-        unpack(lambda wildcards: sealed_inputs(wildcards.dataset)),
-        lock=f"{RESULTS}/{{dataset}}/lock/final_lock.json",
-        model=f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/model.safetensors",
-        record=f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/record.json",
+ANGLE_EVALUATION = PATHS.evaluation_outputs("companion", ANGLE_RANKING)
+
+
+use rule evaluate_companion_cell as evaluate_companion_angle with:
     output:
-        per_query=f"{RESULTS}/{{dataset}}/eval/{ANGLE_RANKING}/{{head}}A-{{seed}}.parquet",
-        summary=f"{RESULTS}/{{dataset}}/eval/{ANGLE_RANKING}/{{head}}A-{{seed}}_summary.parquet",
+        **ANGLE_EVALUATION,
     log:
-        log_for(f"{RESULTS}/{{dataset}}/eval/{ANGLE_RANKING}/{{head}}A-{{seed}}.parquet"),
+        log_for(ANGLE_EVALUATION),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/eval/{ANGLE_RANKING}/{{head}}A-{{seed}}.parquet")
+        benchmark_for(ANGLE_EVALUATION)
     params:
-        code=code("stages.angle_evaluation", script="evaluate_angles"),
-        config=lambda wildcards: angle_eval_config(wildcards.dataset),
+        **code("stages.angle_evaluation", script="evaluate_angles"),
+        config=lambda wildcards: evaluation_config(config, wildcards.dataset, distance_clip=False),
         access_log=lambda wildcards: access_log(wildcards.dataset),
+
+
+# Not sealed: an outer split's test side is development data, scored without the lock.
+OUTER_SPLIT_SCORES = run_path(OUTER_SCORES)
+
+
+rule score_outer_split:
+    input:
+        **DEV_DATA,
+        records=lambda wildcards: PATHS.cells(wildcards.dataset, ["outer"], CELL_FILES["record"], outer=wildcards.outer),
+        models=lambda wildcards: PATHS.cells(wildcards.dataset, ["outer"], CELL_FILES["model"], outer=wildcards.outer),
+    output:
+        OUTER_SPLIT_SCORES,
+    log:
+        log_for(OUTER_SPLIT_SCORES),
+    benchmark:
+        benchmark_for(OUTER_SPLIT_SCORES)
+    params:
+        **code("stages.outer", script="score_outer_split"),
+        config=lambda wildcards: evaluation_config(config, wildcards.dataset),
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/evaluate_angles.py"
+        SCRIPT

@@ -1,87 +1,64 @@
 # Stage: features. Frozen backbone features, computed once per image. The sealed test images
 # get an artifact of their own, which no training or tuning rule takes as input.
 
+DEV_FEATURE_TABLE = run_path(DEV_FEATURES)
+
 
 rule features_dev:
     input:
-        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
-        images=f"{RESULTS}/{{dataset}}/data/images.parquet",
-        taxonomy=f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
+        splits=run_path(DEV_SPLITS),
+        images=run_path(IMAGE_TABLE),
+        taxonomy=run_path(TAXONOMY),
         root=dataset_root,
         weights=backbone_weights_input,
     output:
-        f"{RESULTS}/{{dataset}}/features/dev.parquet",
+        DEV_FEATURE_TABLE,
     log:
-        log_for(f"{RESULTS}/{{dataset}}/features/dev.parquet"),
+        log_for(DEV_FEATURE_TABLE),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/features/dev.parquet")
+        benchmark_for(DEV_FEATURE_TABLE)
     threads: workflow.cores
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        code=code("stages.features", script="features"),
+        **code("stages.features", script="features"),
         source=real_sources,
         backbone=config["backbone"],
         images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
         device=config["device"],
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/features.py"
+        SCRIPT
 
 
-rule features_sealed_test:
+# The sealed test images: their own split table in, their own artifact out.
+SEALED_FEATURE_TABLE = run_path(SEALED_FEATURES)
+
+
+use rule features_dev as features_sealed_test with:
     input:
-        splits=f"{RESULTS}/{{dataset}}/splits/sealed/test.parquet",
-        images=f"{RESULTS}/{{dataset}}/data/images.parquet",
-        taxonomy=f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
+        splits=run_path(SEALED_SPLITS),
+        images=run_path(IMAGE_TABLE),
+        taxonomy=run_path(TAXONOMY),
         root=dataset_root,
         weights=backbone_weights_input,
     output:
-        f"{RESULTS}/{{dataset}}/features/sealed/test.parquet",
+        SEALED_FEATURE_TABLE,
     log:
-        log_for(f"{RESULTS}/{{dataset}}/features/sealed/test.parquet"),
+        log_for(SEALED_FEATURE_TABLE),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/features/sealed/test.parquet")
-    threads: workflow.cores
-    resources:
-        gpu=GPUS_PER_JOB,
-    params:
-        code=code("stages.features", script="features"),
-        source=real_sources,
-        backbone=config["backbone"],
-        images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
-        device=config["device"],
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/features.py"
+        benchmark_for(SEALED_FEATURE_TABLE)
 
 
 # The companion method's crop features (box and cross-image entailment pairs): development only.
-rule features_dev_crops:
-    input:
-        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
-        images=f"{RESULTS}/{{dataset}}/data/images.parquet",
-        taxonomy=f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
-        root=dataset_root,
-        weights=backbone_weights_input,
+CROP_FEATURE_TABLE = run_path(CROP_FEATURES)
+
+
+use rule features_dev as features_dev_crops with:
     output:
-        f"{RESULTS}/{{dataset}}/features/dev_crops.parquet",
+        CROP_FEATURE_TABLE,
     log:
-        log_for(f"{RESULTS}/{{dataset}}/features/dev_crops.parquet"),
+        log_for(CROP_FEATURE_TABLE),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/features/dev_crops.parquet")
-    threads: workflow.cores
-    resources:
-        gpu=GPUS_PER_JOB,
-    params:
-        code=code("stages.features", script="features"),
-        source=real_sources,
-        backbone=config["backbone"],
-        images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
-        device=config["device"],
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/features.py"
+        benchmark_for(CROP_FEATURE_TABLE)

@@ -1,173 +1,133 @@
 # Stage: effect tables and figures. Per-seed rows, mean ± SD per arm, simple effects under each
 # dataset's registered aggregation, the other aggregation's sensitivity tables, and the figures; `snakemake --report report.html` shows them.
 
+SUMMARY = run_path(f"{TABLES}/{SUMMARY_PAGE}")
+FACTORIAL_SUMMARIES = ["factorial", "companion", FROZEN]  # what the effect tables read
+
 
 rule effect_tables:
     input:
-        lambda wildcards: eval_outputs(wildcards.dataset),
+        lambda wildcards: PATHS.summaries(wildcards.dataset, FACTORIAL_SUMMARIES),
     output:
-        table_outputs(f"{RESULTS}/{{dataset}}/tables"),
-        table_outputs(f"{RESULTS}/{{dataset}}/tables/{SENSITIVITY_FOLDER}"),
-        summary=report(
-            f"{RESULTS}/{{dataset}}/tables/{SUMMARY_PAGE}",
-            caption="../report/summary.rst",
-            category="Tables",
-            subcategory="{dataset}",
-        ),
+        PATHS.effect_table_files(TABLES),
+        PATHS.effect_table_files(f"{TABLES}/{SENSITIVITY_FOLDER}"),
+        summary=report(SUMMARY, caption="../report/summary.rst", category="Tables", subcategory="{dataset}"),
     log:
-        log_for(f"{RESULTS}/{{dataset}}/tables/{SUMMARY_PAGE}"),
+        log_for(SUMMARY),
     params:
-        code=code("stages.tables", script="effect_tables"),
-        out_dir=lambda wildcards: f"{RESULTS}/{wildcards.dataset}/tables",
-        aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
+        **code("stages.tables", script="effect_tables"),
+        out_dir=lambda wildcards: run_path(TABLES, dataset=wildcards.dataset),
+        aggregation=aggregation,
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/effect_tables.py"
+        SCRIPT
+
+
+FIGURE_FILES = {name: PATHS.figure_files(name) for name in FIGURE_NAMES}
 
 
 rule figures:
     input:
-        arms=f"{RESULTS}/{{dataset}}/tables/{ARMS_SUMMARY}.parquet",
-        effects=f"{RESULTS}/{{dataset}}/tables/{EFFECTS_BY_SEED}.parquet",
-        records=lambda wildcards: hyperbolic_cells(wildcards.dataset, "record.json"),
-        models=lambda wildcards: hyperbolic_cells(wildcards.dataset, "model.safetensors"),
-        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
+        arms=run_path(f"{TABLES}/{ARMS_SUMMARY}.parquet"),
+        effects=run_path(f"{TABLES}/{EFFECTS_BY_SEED}.parquet"),
+        records=lambda wildcards: PATHS.cells(wildcards.dataset, ["factorial"], CELL_FILES["record"], geometry=POINCARE),
+        models=lambda wildcards: PATHS.cells(wildcards.dataset, ["factorial"], CELL_FILES["model"], geometry=POINCARE),
+        features=run_path(DEV_FEATURES),
     output:
         **{
-            name: report(
-                figure_outputs("{dataset}", name),
-                caption=f"../report/{name}.rst",
-                category="Figures",
-                subcategory="{dataset}",
-            )
-            for name in FIGURES
+            name: report(files, caption=f"../report/{name}.rst", category="Figures", subcategory="{dataset}")
+            for name, files in FIGURE_FILES.items()
         },
     log:
-        log_for(figure_outputs("{dataset}", FIGURES[0])[0]),
+        log_for(FIGURE_FILES),
     params:
-        code=code("stages.figures", script="figures"),
+        **code("stages.figures", script="figures"),
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/figures.py"
+        SCRIPT
+
+
+# The controls' tables: per-seed rows, the paper's layout, paired contrasts and a figure each.
+CURVATURE_OUTPUTS = PATHS.control_outputs(CURVATURE_CONTROL, CURVATURE_TABLES)
 
 
 rule curvature_tables:
     input:
-        lambda wildcards: curvature_evals(wildcards.dataset),
+        lambda wildcards: PATHS.summaries(wildcards.dataset, ["curvature"]),
     output:
-        per_seed=[f"{RESULTS}/{{dataset}}/tables/controls/{CURVATURE_CONTROL}_{PER_SEED_TABLE}.parquet"],
-        table=[f"{RESULTS}/{{dataset}}/tables/controls/{CURVATURE_TABLES[0]}.{ext}" for ext in TABLE_FORMATS],
-        contrasts=[
-            f"{RESULTS}/{{dataset}}/tables/controls/{CURVATURE_TABLES[1]}.{ext}" for ext in TABLE_FORMATS
-        ],
-        figure=report(
-            figure_outputs("{dataset}", CURVATURE_CONTROL),
-            caption="../report/curvature.rst",
-            category="Controls",
-            subcategory="{dataset}",
-        ),
+        **in_report(CURVATURE_OUTPUTS, "curvature", "Controls"),
     log:
-        log_for(f"{RESULTS}/{{dataset}}/tables/controls/{CURVATURE_CONTROL}.md"),
+        log_for(CURVATURE_OUTPUTS),
     params:
-        code=code("stages.controls", script="curvature_tables"),
+        **code("stages.controls", script="curvature_tables"),
         operating_point=lambda wildcards: config["datasets"][wildcards.dataset]["hyperbolic"],
-        aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
+        aggregation=aggregation,
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/curvature_tables.py"
+        SCRIPT
 
 
-rule semantic_tables:
+SEMANTIC_OUTPUTS = PATHS.control_outputs(SEMANTIC_CONTROL, SEMANTIC_TABLES)
+
+
+use rule curvature_tables as semantic_tables with:
     input:
-        summaries=lambda wildcards: semantic_evals(wildcards.dataset),
-        durations=lambda wildcards: semantic_durations(wildcards.dataset),
+        summaries=lambda wildcards: PATHS.summaries(wildcards.dataset, ["semantic"]),
+        durations=lambda wildcards: [run_path(SEMANTIC_DURATION, dataset=wildcards.dataset, arm=arm) for arm in semantic_arms(config, wildcards.dataset)],
     output:
-        per_seed=[f"{RESULTS}/{{dataset}}/tables/controls/{SEMANTIC_CONTROL}_{PER_SEED_TABLE}.parquet"],
-        table=[f"{RESULTS}/{{dataset}}/tables/controls/{SEMANTIC_TABLES[0]}.{ext}" for ext in TABLE_FORMATS],
-        contrasts=[
-            f"{RESULTS}/{{dataset}}/tables/controls/{SEMANTIC_TABLES[1]}.{ext}" for ext in TABLE_FORMATS
-        ],
-        figure=report(
-            figure_outputs("{dataset}", SEMANTIC_CONTROL),
-            caption="../report/semantic.rst",
-            category="Controls",
-            subcategory="{dataset}",
-        ),
+        **in_report(SEMANTIC_OUTPUTS, "semantic", "Controls"),
     log:
-        log_for(f"{RESULTS}/{{dataset}}/tables/controls/{SEMANTIC_CONTROL}.md"),
+        log_for(SEMANTIC_OUTPUTS),
     params:
-        code=code("stages.controls", script="semantic_tables"),
-        aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/semantic_tables.py"
+        **code("stages.controls", script="semantic_tables"),
+        aggregation=aggregation,
 
 
-rule baselines_tables:
+BASELINES_OUTPUTS = PATHS.baselines_outputs()
+
+
+use rule curvature_tables as baselines_tables with:
     input:
-        lambda wildcards: baseline_evals(wildcards.dataset),
+        lambda wildcards: PATHS.summaries(wildcards.dataset, [FROZEN, PCA, "hier", "factorial"]),
     output:
-        per_seed=[f"{RESULTS}/{{dataset}}/tables/{BASELINES}_{PER_SEED_TABLE}.parquet"],
-        table=[f"{RESULTS}/{{dataset}}/tables/{BASELINES}.{ext}" for ext in TABLE_FORMATS],
-        figure=report(
-            figure_outputs("{dataset}", BASELINES),
-            caption="../report/baselines.rst",
-            category="Baselines",
-            subcategory="{dataset}",
-        ),
+        **in_report(BASELINES_OUTPUTS, "baselines", "Baselines"),
     log:
-        log_for(f"{RESULTS}/{{dataset}}/tables/{BASELINES}.md"),
+        log_for(BASELINES_OUTPUTS),
     params:
-        code=code("stages.controls", script="baselines_tables"),
-        aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
+        **code("stages.controls", script="baselines_tables"),
+        aggregation=aggregation,
         dimensions=lambda wildcards: pca_dimensions(config, wildcards.dataset),
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/baselines_tables.py"
 
 
-rule outer_tables:
+OUTER_OUTPUTS = PATHS.outer_outputs()
+
+
+use rule curvature_tables as outer_tables with:
     input:
-        lambda wildcards: outer_scores(wildcards.dataset),
+        lambda wildcards: [run_path(OUTER_SCORES, dataset=wildcards.dataset, outer=split) for split in outer_splits(config, wildcards.dataset)],
     output:
-        per_split=[f"{outer_folder('{dataset}')}/{OUTER_CONTROL}_per_split.parquet"],
-        table=[f"{outer_folder('{dataset}')}/{OUTER_TABLES[0]}.{ext}" for ext in TABLE_FORMATS],
-        gains=[f"{outer_folder('{dataset}')}/{OUTER_TABLES[1]}.{ext}" for ext in TABLE_FORMATS],
-        figure=report(
-            outer_figure("{dataset}"),
-            caption="../report/outer.rst",
-            category="Controls",
-            subcategory="{dataset}",
-        ),
+        **in_report(OUTER_OUTPUTS, "outer", "Controls"),
     log:
-        log_for(f"{outer_folder('{dataset}')}/{OUTER_CONTROL}.md"),
+        log_for(OUTER_OUTPUTS),
     params:
-        code=code("stages.controls", script="outer_tables"),
-        aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/outer_tables.py"
+        **code("stages.controls", script="outer_tables"),
+        aggregation=aggregation,
 
 
-rule companion_angle_tables:
+COMPANION_ANGLE_OUTPUTS = PATHS.companion_angle_outputs()
+
+
+use rule curvature_tables as companion_angle_tables with:
     input:
-        distance=lambda wildcards: companion_evals(wildcards.dataset),
-        angle=lambda wildcards: companion_evals(wildcards.dataset, ANGLE_RANKING),
+        distance=lambda wildcards: PATHS.summaries(wildcards.dataset, ["companion"]),
+        angle=lambda wildcards: PATHS.summaries(wildcards.dataset, ["companion"], ANGLE_RANKING),
     output:
-        per_seed=[f"{RESULTS}/{{dataset}}/tables/{COMPANION_ANGLE_TABLE}_{PER_SEED_TABLE}.parquet"],
-        table=[f"{RESULTS}/{{dataset}}/tables/{COMPANION_ANGLE_TABLE}.{ext}" for ext in TABLE_FORMATS],
+        **COMPANION_ANGLE_OUTPUTS,
     log:
-        log_for(f"{RESULTS}/{{dataset}}/tables/{COMPANION_ANGLE_TABLE}.md"),
+        log_for(COMPANION_ANGLE_OUTPUTS),
     params:
-        code=code("stages.angle_table", script="companion_angle_tables"),
-        aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/companion_angle_tables.py"
+        **code("stages.angle_table", script="companion_angle_tables"),
+        aggregation=aggregation,

@@ -1,25 +1,29 @@
 # Stage: splits. Train / validation / sealed test, tuning and outer splits, query/gallery
 # perturbations, each (split, role) identified by the SHA256 of its sorted image ids.
 
+SPLITS = {
+    "dev": run_path(DEV_SPLITS),
+    "manifest": run_path(DEV_MANIFEST),
+    "sealed": run_path(SEALED_SPLITS),
+    "sealed_manifest": run_path(SEALED_MANIFEST),
+}
+
 
 rule splits:
     input:
-        images=f"{RESULTS}/{{dataset}}/data/images.parquet",
-        taxonomy=f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
+        images=run_path(IMAGE_TABLE),
+        taxonomy=run_path(TAXONOMY),
     output:
-        dev=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
-        manifest=f"{RESULTS}/{{dataset}}/splits/manifest.parquet",
-        sealed=f"{RESULTS}/{{dataset}}/splits/sealed/test.parquet",
-        sealed_manifest=f"{RESULTS}/{{dataset}}/splits/sealed/manifest.parquet",
+        **SPLITS,
     log:
-        log_for(f"{RESULTS}/{{dataset}}/splits/dev.parquet"),
+        log_for(SPLITS),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/splits/dev.parquet")
+        benchmark_for(SPLITS)
     params:
-        code=code("stages.splits", script="splits"),
-        config=lambda wildcards: split_config(wildcards.dataset),
+        **code("stages.splits", script="splits"),
+        config=lambda wildcards: split_config(config, wildcards.dataset),
         kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/splits.py"
+        SCRIPT

@@ -3,23 +3,27 @@
 # control taxonomy. Each dataset's kind picks its rule.
 
 
+TAXONOMY_TABLE = run_path(TAXONOMY)
+CUB_TAXONOMY = {"table": TAXONOMY_TABLE, "report": run_path(MATCH_REPORT)}
+SHUFFLED = {"table": run_path(SHUFFLED_TAXONOMY), "report": run_path(SHUFFLE_REPORT)}
+
+
 rule taxonomy_cub:
     input:
-        classes=f"{RESULTS}/{{dataset}}/inputs/classes.txt",
+        classes=run_path(INPUT_FILE, name="classes"),
         aliases=lambda wildcards: cub_taxonomy_config(wildcards)["aliases"],
         alias_schema="schemas/aliases.schema.json",
         checklist=cub_checklist_input,
     output:
-        table=f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
-        report=f"{RESULTS}/{{dataset}}/taxonomy/match_report.md",
+        **CUB_TAXONOMY,
     log:
-        log_for(f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet"),
+        log_for(CUB_TAXONOMY),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet")
+        benchmark_for(CUB_TAXONOMY)
     wildcard_constraints:
         dataset=kind_constraint("cub"),
     params:
-        code=code("stages.taxonomy", script="taxonomy_cub"),
+        **code("stages.taxonomy", script="taxonomy_cub"),
         source=lambda wildcards: source_identity(
             cub_taxonomy_config(wildcards)["aliases"],
             "schemas/aliases.schema.json",
@@ -31,27 +35,27 @@ rule taxonomy_cub:
         fuzzy_threshold=lambda wildcards: cub_taxonomy_config(wildcards)["fuzzy_threshold"],
         fuzzy_margin=lambda wildcards: cub_taxonomy_config(wildcards)["fuzzy_margin"],
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/taxonomy_cub.py"
+        SCRIPT
 
 
 rule taxonomy_nabirds:
     input:
-        classes=f"{RESULTS}/{{dataset}}/inputs/classes.txt",
-        hierarchy=f"{RESULTS}/{{dataset}}/inputs/hierarchy.txt",
+        classes=run_path(INPUT_FILE, name="classes"),
+        hierarchy=run_path(INPUT_FILE, name="hierarchy"),
     output:
-        f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
+        TAXONOMY_TABLE,
     log:
-        log_for(f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet"),
+        log_for(TAXONOMY_TABLE),
     wildcard_constraints:
         dataset=kind_constraint("nabirds"),
     params:
-        code=code("stages.taxonomy", script="taxonomy_nabirds"),
+        **code("stages.taxonomy", script="taxonomy_nabirds"),
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/taxonomy_nabirds.py"
+        SCRIPT
 
 
 # Your own collection: taxonomy.csv, read together with images.csv (the reader checks both).
@@ -59,34 +63,33 @@ rule taxonomy_table:
     input:
         root=dataset_root,
     output:
-        f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
+        TAXONOMY_TABLE,
     log:
-        log_for(f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet"),
+        log_for(TAXONOMY_TABLE),
     wildcard_constraints:
         dataset=kind_constraint("table"),
     params:
-        code=code("stages.taxonomy", script="taxonomy_table"),
+        **code("stages.taxonomy", script="taxonomy_table"),
         source=folder_source,
         levels=lambda wildcards: level_names(config, wildcards.dataset),
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/taxonomy_table.py"
+        SCRIPT
 
 
 rule taxonomy_shuffled:
     input:
-        f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
+        TAXONOMY_TABLE,
     output:
-        table=f"{RESULTS}/{{dataset}}/taxonomy/shuffled.parquet",
-        report=f"{RESULTS}/{{dataset}}/taxonomy/shuffle_report.json",
+        **SHUFFLED,
     log:
-        log_for(f"{RESULTS}/{{dataset}}/taxonomy/shuffled.parquet"),
+        log_for(SHUFFLED),
     params:
-        code=code("stages.taxonomy", script="taxonomy_shuffled"),
+        **code("stages.taxonomy", script="taxonomy_shuffled"),
         seed=lambda wildcards: config["datasets"][wildcards.dataset]["taxonomy"]["shuffle_seed"],
         levels=lambda wildcards: level_names(config, wildcards.dataset),
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/taxonomy_shuffled.py"
+        SCRIPT

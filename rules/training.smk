@@ -1,272 +1,207 @@
-# Stage: training. Temperature tuning on validation only, the Geometry x Loss factorial (one job
-# per dataset, geometry, loss and seed), and the fairness audit. Inputs are development-side only.
+# Stage: training. Temperature tuning on validation only, every kind of cell (the Geometry x Loss
+# factorial, one job per dataset, geometry, loss and seed, and the controls', baselines' and
+# companion method's cells), and the fairness audit. Inputs are development-side only.
+
+TAXONOMIES = {"taxonomy": run_path(TAXONOMY), "shuffled": run_path(SHUFFLED_TAXONOMY)}
+TUNING_RUN = run_path(TUNING_SCORE)
+SELECTION = run_path(TUNING_SELECTION)
+DURATION = run_path(SEMANTIC_DURATION)
 
 
 rule tune:
     input:
-        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
-        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+        **DEV_DATA,
     output:
-        f"{RESULTS}/{{dataset}}/tuning/{{geometry}}/tau-{{tau}}/score.json",
+        TUNING_RUN,
     log:
-        log_for(f"{RESULTS}/{{dataset}}/tuning/{{geometry}}/tau-{{tau}}/score.json"),
+        log_for(TUNING_RUN),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/tuning/{{geometry}}/tau-{{tau}}/score.json")
+        benchmark_for(TUNING_RUN)
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        code=code("stages.tuning", script="tune"),
-        config=lambda wildcards: model_config(wildcards.dataset),
+        **code("stages.tuning", script="tune"),
+        config=lambda wildcards: training_config(config, wildcards.dataset),
         aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/tune.py"
+        SCRIPT
 
 
 rule tuning_selection:
     input:
         tuning_scores,
     output:
-        f"{RESULTS}/{{dataset}}/tuning/selection.parquet",
+        SELECTION,
     log:
-        log_for(f"{RESULTS}/{{dataset}}/tuning/selection.parquet"),
+        log_for(SELECTION),
     params:
-        code=code("stages.tuning", script="tuning_selection"),
+        **code("stages.tuning", script="tuning_selection"),
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/tuning_selection.py"
+        SCRIPT
 
 
+use rule tune as select_semantic_duration with:
+    input:
+        **DEV_DATA,
+        **TAXONOMIES,
+    output:
+        DURATION,
+    log:
+        log_for(DURATION),
+    benchmark:
+        benchmark_for(DURATION)
+    params:
+        **code("stages.tuning", script="select_semantic_duration"),
+        config=lambda wildcards: training_config(config, wildcards.dataset, controls=("semantic",)),
+        aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
+
+
+# Every kind of cell is this rule (use rule ... with: below): its own inputs, cell folder,
+# config keys and code; each kind's stage publishes the same three files.
 rule train_cell:
     input:
-        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
-        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+        **DEV_DATA,
         selection=selection_input,
     output:
-        model=f"{RESULTS}/{{dataset}}/cells/{{geometry}}{{loss}}-{{seed}}/model.safetensors",
-        log=f"{RESULTS}/{{dataset}}/cells/{{geometry}}{{loss}}-{{seed}}/train_log.parquet",
-        record=f"{RESULTS}/{{dataset}}/cells/{{geometry}}{{loss}}-{{seed}}/record.json",
+        **CELL["factorial"],
     log:
-        log_for(f"{RESULTS}/{{dataset}}/cells/{{geometry}}{{loss}}-{{seed}}/model.safetensors"),
+        log_for(CELL["factorial"]),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/cells/{{geometry}}{{loss}}-{{seed}}/model.safetensors")
+        benchmark_for(CELL["factorial"])
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        code=code("stages.training", script="train_cell"),
+        **code("stages.training", script="train_cell"),
         config=lambda wildcards: cell_config(wildcards.dataset),
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/train_cell.py"
+        SCRIPT
 
 
-rule train_curvature_cell:
+# The curvature control: H_R at other operating points (and the matched E_R), own epochs.
+use rule train_cell as train_curvature_cell with:
     input:
-        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
-        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+        **DEV_DATA,
     output:
-        model=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}/model.safetensors",
-        log=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}/train_log.parquet",
-        record=f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}/record.json",
+        **CELL["curvature"],
     log:
-        log_for(f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}/model.safetensors"),
+        log_for(CELL["curvature"]),
     benchmark:
-        benchmark_for(
-            f"{RESULTS}/{{dataset}}/cells/{CURVATURE_CONTROL}/{{point}}/{{geometry}}R-{{seed}}/model.safetensors"
-        )
-    resources:
-        gpu=GPUS_PER_JOB,
+        benchmark_for(CELL["curvature"])
     params:
-        code=code("stages.training", script="train_curvature_cell"),
+        **code("stages.training", script="train_cell"),
         config=lambda wildcards: cell_config(wildcards.dataset),
         epochs=lambda wildcards: control_epochs(config, wildcards.dataset),
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/train_curvature_cell.py"
-
-
-rule select_semantic_duration:
-    input:
-        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
-        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
-        taxonomy=f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
-        shuffled=f"{RESULTS}/{{dataset}}/taxonomy/shuffled.parquet",
-    output:
-        f"{RESULTS}/{{dataset}}/controls/{SEMANTIC_CONTROL}/{{arm}}/duration.json",
-    log:
-        log_for(f"{RESULTS}/{{dataset}}/controls/{SEMANTIC_CONTROL}/{{arm}}/duration.json"),
-    benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/controls/{SEMANTIC_CONTROL}/{{arm}}/duration.json")
-    resources:
-        gpu=GPUS_PER_JOB,
-    params:
-        code=code("stages.tuning", script="select_semantic_duration"),
-        config=lambda wildcards: semantic_config(wildcards.dataset),
-        aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/select_semantic_duration.py"
-
-
-rule train_semantic_cell:
-    input:
-        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
-        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
-        taxonomy=f"{RESULTS}/{{dataset}}/taxonomy/taxonomy.parquet",
-        shuffled=f"{RESULTS}/{{dataset}}/taxonomy/shuffled.parquet",
-        duration=f"{RESULTS}/{{dataset}}/controls/{SEMANTIC_CONTROL}/{{arm}}/duration.json",
-    output:
-        model=f"{RESULTS}/{{dataset}}/cells/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}/model.safetensors",
-        log=f"{RESULTS}/{{dataset}}/cells/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}/train_log.parquet",
-        record=f"{RESULTS}/{{dataset}}/cells/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}/record.json",
-    log:
-        log_for(f"{RESULTS}/{{dataset}}/cells/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}/model.safetensors"),
-    benchmark:
-        benchmark_for(
-            f"{RESULTS}/{{dataset}}/cells/{SEMANTIC_CONTROL}/{{arm}}/ES-{{seed}}/model.safetensors"
-        )
-    resources:
-        gpu=GPUS_PER_JOB,
-    params:
-        code=code("stages.semantic", script="train_semantic_cell"),
-        config=lambda wildcards: cell_config(wildcards.dataset, controls=("semantic",)),
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/train_semantic_cell.py"
-
-
-# The context baselines: PCA fitted on final/train features, and HIER-style cells (the
-# factorial's Poincaré head, seeds, batch order, optimiser and epochs, HIER's objective).
-rule fit_pca:
-    input:
-        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
-        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
-    output:
-        model=f"{RESULTS}/{{dataset}}/{BASELINES}/{PCA}/projection.safetensors",
-        record=f"{RESULTS}/{{dataset}}/{BASELINES}/{PCA}/record.json",
-    log:
-        log_for(f"{RESULTS}/{{dataset}}/{BASELINES}/{PCA}/projection.safetensors"),
-    benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/{BASELINES}/{PCA}/projection.safetensors")
-    params:
-        code=code("stages.baselines", script="fit_pca"),
-        dimensions=lambda wildcards: pca_dimensions(config, wildcards.dataset),
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/fit_pca.py"
-
-
-rule train_hier_cell:
-    input:
-        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
-        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
-    output:
-        model=f"{RESULTS}/{{dataset}}/cells/{HIER}/{HIER}-{{seed}}/model.safetensors",
-        log=f"{RESULTS}/{{dataset}}/cells/{HIER}/{HIER}-{{seed}}/train_log.parquet",
-        record=f"{RESULTS}/{{dataset}}/cells/{HIER}/{HIER}-{{seed}}/record.json",
-    log:
-        log_for(f"{RESULTS}/{{dataset}}/cells/{HIER}/{HIER}-{{seed}}/model.safetensors"),
-    benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/cells/{HIER}/{HIER}-{{seed}}/model.safetensors")
-    resources:
-        gpu=GPUS_PER_JOB,
-    params:
-        code=code("stages.hier", script="train_hier_cell"),
-        config=lambda wildcards: baselines_config(wildcards.dataset),
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/train_hier_cell.py"
 
 
 # The outer splits: the factorial's cells trained on an outer split's train side (dev data).
-rule train_outer_cell:
-    input:
-        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
-        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
-        selection=selection_input,
+use rule train_cell as train_outer_cell with:
     output:
-        model=f"{RESULTS}/{{dataset}}/cells/{OUTER_CONTROL}/{{outer}}/{{geometry}}{{loss}}-{{seed}}/model.safetensors",
-        log=f"{RESULTS}/{{dataset}}/cells/{OUTER_CONTROL}/{{outer}}/{{geometry}}{{loss}}-{{seed}}/train_log.parquet",
-        record=f"{RESULTS}/{{dataset}}/cells/{OUTER_CONTROL}/{{outer}}/{{geometry}}{{loss}}-{{seed}}/record.json",
+        **CELL["outer"],
     log:
-        log_for(
-            f"{RESULTS}/{{dataset}}/cells/{OUTER_CONTROL}/{{outer}}/{{geometry}}{{loss}}-{{seed}}/model.safetensors"
-        ),
+        log_for(CELL["outer"]),
     benchmark:
-        benchmark_for(
-            f"{RESULTS}/{{dataset}}/cells/{OUTER_CONTROL}/{{outer}}/{{geometry}}{{loss}}-{{seed}}/model.safetensors"
-        )
-    resources:
-        gpu=GPUS_PER_JOB,
+        benchmark_for(CELL["outer"])
+
+
+# The semantic control: Euclidean SupCon on an arm's labels, for the arm's chosen epochs.
+use rule train_cell as train_semantic_cell with:
+    input:
+        **DEV_DATA,
+        **TAXONOMIES,
+        duration=DURATION,
+    output:
+        **CELL["semantic"],
+    log:
+        log_for(CELL["semantic"]),
+    benchmark:
+        benchmark_for(CELL["semantic"])
     params:
-        code=code("stages.training", script="train_outer_cell"),
-        config=lambda wildcards: cell_config(wildcards.dataset),
-    conda:
-        "../environment.yml"
-    script:
-        "../workflow_scripts/train_outer_cell.py"
+        **code("stages.semantic", script="train_semantic_cell"),
+        config=lambda wildcards: cell_config(wildcards.dataset, controls=("semantic",)),
+
+
+# The HIER-style baseline: the factorial's Poincaré head, seeds, batch order, optimiser and
+# epochs, HIER's objective.
+use rule train_cell as train_hier_cell with:
+    input:
+        **DEV_DATA,
+    output:
+        **CELL["hier"],
+    log:
+        log_for(CELL["hier"]),
+    benchmark:
+        benchmark_for(CELL["hier"])
+    params:
+        **code("stages.hier", script="train_hier_cell"),
+        config=lambda wildcards: cell_config(wildcards.dataset, controls=("baselines",)),
 
 
 # The companion method's cells, E_A and L_A: the factorial's head (E: unnormalised; L: a Lorentz
 # output with learnable curvature), seeds, batch order, optimiser and epochs; the
 # angle-entailment objective. The record adds the norms of the validation images' embeddings.
-rule train_companion_cell:
+use rule train_cell as train_companion_cell with:
     input:
-        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
+        features=run_path(DEV_FEATURES),
         crops=companion_crops,
-        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+        splits=run_path(DEV_SPLITS),
     output:
-        model=f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/model.safetensors",
-        log=f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/train_log.parquet",
-        record=f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/record.json",
+        **CELL["companion"],
     log:
-        log_for(f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/model.safetensors"),
+        log_for(CELL["companion"]),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/cells/{{head}}A-{{seed}}/model.safetensors")
-    resources:
-        gpu=GPUS_PER_JOB,
+        benchmark_for(CELL["companion"])
     params:
-        code=code("stages.companion", script="train_companion_cell"),
+        **code("stages.companion", script="train_companion_cell"),
         config=lambda wildcards: companion_config(wildcards.dataset),
+
+
+# The context baseline PCA, fitted on final/train features.
+
+rule fit_pca:
+    input:
+        **DEV_DATA,
+    output:
+        **PCA_MODEL,
+    log:
+        log_for(PCA_MODEL),
+    benchmark:
+        benchmark_for(PCA_MODEL)
+    params:
+        **code("stages.baselines", script="fit_pca"),
+        dimensions=lambda wildcards: pca_dimensions(config, wildcards.dataset),
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/train_companion_cell.py"
+        SCRIPT
 
 
 # The fairness audit covers the control's, the HIER-style baseline's and the companion cells too:
 # same initial projector weights and batch order as the factorial's cells of their seed.
+AUDIT = run_path(FAIRNESS_AUDIT)
+
+
 rule fairness_audit:
     input:
-        records=lambda wildcards: cell_outputs(wildcards.dataset, "record.json")
-        + curvature_cells(wildcards.dataset, "record.json")
-        + hier_cells(wildcards.dataset, "record.json")
-        + companion_files(wildcards.dataset, "record.json"),
-        models=lambda wildcards: cell_outputs(wildcards.dataset, "model.safetensors")
-        + curvature_cells(wildcards.dataset, "model.safetensors")
-        + hier_cells(wildcards.dataset, "model.safetensors")
-        + companion_files(wildcards.dataset, "model.safetensors"),
-        features=f"{RESULTS}/{{dataset}}/features/dev.parquet",
-        splits=f"{RESULTS}/{{dataset}}/splits/dev.parquet",
+        records=lambda wildcards: PATHS.cells(wildcards.dataset, AUDITED_KINDS, CELL_FILES["record"]),
+        models=lambda wildcards: PATHS.cells(wildcards.dataset, AUDITED_KINDS, CELL_FILES["model"]),
+        **DEV_DATA,
     output:
-        f"{RESULTS}/{{dataset}}/audit/fairness.parquet",
+        AUDIT,
     log:
-        log_for(f"{RESULTS}/{{dataset}}/audit/fairness.parquet"),
+        log_for(AUDIT),
     benchmark:
-        benchmark_for(f"{RESULTS}/{{dataset}}/audit/fairness.parquet")
+        benchmark_for(AUDIT)
     params:
-        code=code("stages.fairness_audit", script="fairness_audit"),
+        **code("stages.fairness_audit", script="fairness_audit"),
         config=lambda wildcards: cell_config(wildcards.dataset),
         own_epochs=lambda wildcards: own_epoch_budgets(config, wildcards.dataset),
     conda:
-        "../environment.yml"
+        ENVIRONMENT
     script:
-        "../workflow_scripts/fairness_audit.py"
+        SCRIPT

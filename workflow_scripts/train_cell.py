@@ -1,18 +1,19 @@
-"""Train one final factorial cell."""
+"""Train one cell of the factorial's recipe: a final cell, a curvature-control cell or an outer
+split's cell, as the job's wildcards name it."""
 
 from hierbench.jobs import start_job
-from hierbench.stages.training import train_final_cell
+from hierbench.stages.training import train_cell
 
 job = start_job(snakemake)
-train_final_cell(
+selection = getattr(snakemake.input, "selection", [])
+train_cell(
     snakemake.wildcards.dataset,
-    snakemake.wildcards.geometry,
-    snakemake.wildcards.loss,
-    int(snakemake.wildcards.seed),
+    dict(snakemake.wildcards.items()),
     snakemake.input.features,
     snakemake.input.splits,
     snakemake.params.config,
     dict(snakemake.output.items()),
     job,
-    selection=snakemake.input.selection[0] if snakemake.input.selection else None,
+    selection=selection[0] if selection else None,
+    epochs=getattr(snakemake.params, "epochs", None),
 )

@@ -238,3 +238,26 @@ def training_config(
     if not scoring:
         del keys["tuning"], keys["evaluation"]
     return keys
+
+
+def split_config(config: dict[str, Any], dataset: str) -> dict[str, Any]:
+    """The config keys the split stage reads for a dataset (its params, hence its rerun
+    trigger)."""
+    block = config["datasets"][dataset]
+    return {key: block[key] for key in ("splits", "image_pool") if key in block}
+
+
+def evaluation_config(
+    config: dict[str, Any], dataset: str, *, distance_clip: bool = True
+) -> dict[str, Any]:
+    """The config keys the sealed evaluation reads for a dataset (its params). An angle
+    ranking (``distance_clip=False``) leaves out the distance clip, which it does not use."""
+    block = config["datasets"][dataset]
+    keys = {
+        "evaluation": config["evaluation"],
+        "training": {"distance_clip_test": config["training"]["distance_clip_test"]},
+        "datasets": {dataset: {"splits": {"query_gallery": block["splits"]["query_gallery"]}}},
+    }
+    if not distance_clip:
+        del keys["training"]
+    return keys

@@ -17,6 +17,8 @@ from hierbench.provenance.integrity import verify_recorded_inputs
 from hierbench.provenance.records import JobContext
 
 CODE_PARAM = "code"
+# The workflow script a rule runs (its script: directive reads it); its code hash covers it.
+SCRIPT_PARAM = "script"
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -49,6 +51,7 @@ def job_context(smk: Any) -> JobContext:
     """Provenance context of the Snakemake job ``smk``: rule, wildcards, params, inputs."""
     params = {key: _plain(value) for key, value in _named_items(smk.params).items()}
     code = params.pop(CODE_PARAM, "")
+    params.pop(SCRIPT_PARAM, None)
     return JobContext(
         rule=str(smk.rule),
         wildcards={key: str(value) for key, value in _named_items(smk.wildcards).items()},

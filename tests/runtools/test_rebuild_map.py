@@ -21,7 +21,6 @@ from hierbench.provenance.codehash import code_hash, known_modules, module_path
 from hierbench.runtools.rebuild import (
     CONFIG_PROBES,
     PROBE_LINE,
-    RULE_HEADER,
     RebuildMapError,
     Workspace,
     affected_rules,
@@ -35,6 +34,7 @@ from hierbench.runtools.rebuild import (
     probe_edit,
     readme_section,
     render_markdown,
+    rule_blocks,
 )
 
 EXPECTED = REPO / "tests/fixtures/rebuild_map.json"
@@ -64,26 +64,39 @@ def test_the_readme_shows_the_committed_map():
 
 def test_every_rule_that_runs_a_script_declares_its_code():
     declared = declared_modules(REPO / "rules")
-    scripted = set()
-    for path in (REPO / "rules").glob("*.smk"):
-        blocks = RULE_HEADER.split(path.read_text(encoding="utf-8"))[1:]
-        scripted |= {
-            name for name, body in zip(blocks[::2], blocks[1::2], strict=True) if "script:" in body
-        }
+    blocks = list(rule_blocks(REPO / "rules"))
+    scripted = {block.name for block in blocks if "script:" in block.body}
+    scripted |= {block.name for block in blocks if block.parent in scripted}
     assert len(scripted) >= 35
     assert scripted <= set(declared), sorted(scripted - set(declared))
 
     assert declared["train_cell"] == ("stages.training",)
+    assert declared["train_outer_cell"] == ("stages.training",)  # inherited from train_cell
+    assert declared["train_hier_cell"] == ("stages.hier",)  # its own
     assert declared["final_lock"] == ("stages.lock",)
 
 
-def test_each_rule_hashes_the_script_it_runs():
-    for path in (REPO / "rules").glob("*.smk"):
-        blocks = RULE_HEADER.split(path.read_text(encoding="utf-8"))[1:]
-        for name, body in zip(blocks[::2], blocks[1::2], strict=True):
-            found = re.search(r'script:\s*"\.\./workflow_scripts/(\w+)\.py"', body)
-            if found:
-                assert code_declarations(REPO / "rules")[name][1] == found[1], name
+def test_each_rule_runs_the_script_its_code_hashes():
+    """Every script: directive is SCRIPT, the script code(script=...) names and hashes."""
+    for block in rule_blocks(REPO / "rules"):
+        directive = re.search(r"^    script:\s*(\S+)", block.body, re.MULTILINE)
+        if directive:
+            assert directive[1] == "SCRIPT", f"{block.name} runs {directive[1]}"
+    for rule, (_, script) in code_declarations(REPO / "rules").items():
+        assert (REPO / "workflow_scripts" / f"{script}.py").is_file(), (rule, script)
+
+
+def test_an_inheriting_rule_without_code_takes_its_parents(tmp_path: Path):
+    (tmp_path / "x.smk").write_text(
+        'rule a:\n    params:\n        **code("m", script="s"),\n'
+        "use rule a as b with:\n    output:\n        'b'\n"
+        'use rule a as c with:\n    params:\n        **code("n", script="t"),\n'
+    )
+    assert code_declarations(tmp_path) == {
+        "a": (("m",), "s"),
+        "b": (("m",), "s"),
+        "c": (("n",), "t"),
+    }
 
 
 def test_a_rule_with_two_code_declarations_is_an_error(tmp_path: Path):

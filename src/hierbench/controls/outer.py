@@ -53,9 +53,14 @@ def outer_splits(config: dict[str, Any], dataset: str) -> list[str]:
     return [f"outer-{k}" for k in range(1, count + 1)]
 
 
+def outer_seeds(config: dict[str, Any], dataset: str) -> list[int]:
+    """The training seeds of every outer split's cells."""
+    return list(config["datasets"][dataset]["controls"]["outer"]["seeds"])
+
+
 def outer_cells(config: dict[str, Any], dataset: str) -> list[str]:
     """The cell names each outer split trains (every factorial cell at the outer seeds)."""
-    seeds = config["datasets"][dataset]["controls"]["outer"]["seeds"]
+    seeds = outer_seeds(config, dataset)
     return [cell_name(g, loss, seed) for g in GEOMETRIES for loss in LOSSES for seed in seeds]
 
 

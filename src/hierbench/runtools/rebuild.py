@@ -19,12 +19,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from hierbench.provenance import codehash
 from hierbench.provenance.codehash import known_modules, module_closure, module_path
 
-RULE_HEADER = re.compile(r"^rule (\w+):", re.MULTILINE)
+# A rule's header: ``rule NAME:`` or ``use rule PARENT as CHILD with:`` (rule inheritance).
+RULE_HEADER = re.compile(
+    r"^(?:rule (?P<name>\w+)|use rule (?P<parent>\w+) as (?P<child>\w+) with):", re.MULTILINE
+)
 CODE_CALL = re.compile(r"\bcode\([^)]*\)")
 # An edit that changes behaviour in every module and breaks none: one more global name.
 PROBE_LINE = "\n_REBUILD_PROBE = 1\n"
@@ -48,24 +51,44 @@ RebuildMap = dict[str, dict[str, dict[str, int]]]
 Scheduler = Callable[[Sequence[str]], Mapping[str, int]]
 
 
+class RuleBlock(NamedTuple):
+    """One rule as a rule file spells it."""
+
+    path: Path
+    name: str
+    parent: str | None
+    body: str
+
+
 class RebuildMapError(ValueError):
     """A rule file or a config probe the rebuild map cannot read."""
 
 
-def code_declarations(rules_dir: Path) -> dict[str, tuple[tuple[str, ...], str | None]]:
-    """Every rule of ``rules_dir/*.smk`` with a ``code(...)`` declaration: its module names
-    and its ``script=`` name."""
-    declared: dict[str, tuple[tuple[str, ...], str | None]] = {}
+def rule_blocks(rules_dir: Path) -> Iterator[RuleBlock]:
+    """Every rule of ``rules_dir/*.smk`` as written: its name, the rule it inherits from
+    (``use rule A as B with:``) and its body's text, in file order."""
     for path in sorted(rules_dir.glob("*.smk")):
         text = path.read_text(encoding="utf-8")
         headers = list(RULE_HEADER.finditer(text))
         for header, following in zip(headers, [*headers[1:], None], strict=False):
             body = text[header.end() : following.start() if following else len(text)]
-            calls = CODE_CALL.findall(body)
-            if len(calls) > 1:
-                raise RebuildMapError(f"{path}: rule {header[1]} declares code() twice")
-            if calls:
-                declared[header[1]] = _code_arguments(calls[0], f"{path}: rule {header[1]}")
+            name, parent = header["name"] or header["child"], header["parent"]
+            yield RuleBlock(path, name, parent, body)
+
+
+def code_declarations(rules_dir: Path) -> dict[str, tuple[tuple[str, ...], str | None]]:
+    """Every rule of ``rules_dir/*.smk`` with a ``code(...)`` declaration, its own or the one
+    it inherits: its module names and its ``script=`` name."""
+    declared: dict[str, tuple[tuple[str, ...], str | None]] = {}
+    for block in rule_blocks(rules_dir):
+        calls = CODE_CALL.findall(block.body)
+        where = f"{block.path}: rule {block.name}"
+        if len(calls) > 1:
+            raise RebuildMapError(f"{where} declares code() twice")
+        if calls:
+            declared[block.name] = _code_arguments(calls[0], where)
+        elif block.parent in declared:
+            declared[block.name] = declared[block.parent]
     return declared
 
 

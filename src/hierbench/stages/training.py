@@ -7,13 +7,14 @@ Nothing here reads a sealed artifact: features and splits come from the developm
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from hierbench.cells.spec import cell_spec
 from hierbench.controls.curvature import cell_label, point_geometry, point_hyperbolic
 from hierbench.features.store import role_data
-from hierbench.protocol import CURVATURE_CONTROL, REGRESSION, SUPCON
+from hierbench.protocol import CURVATURE_CONTROL, REGRESSION, SUPCON, cell_name
 from hierbench.provenance.records import JobContext
 from hierbench.training.publishing import train_and_publish
 from hierbench.training.tuning import selected_tau
@@ -91,4 +92,36 @@ def train_curvature_cell(
         label=cell_label(point, seed),
         epochs=epochs,
         extra={"control": CURVATURE_CONTROL},
+    )
+
+
+def train_cell(
+    dataset: str,
+    wildcards: Mapping[str, str],
+    features: str | Path,
+    splits: str | Path,
+    config: dict[str, Any],
+    outputs: dict[str, str | Path],
+    job: JobContext,
+    *,
+    selection: str | Path | None = None,
+    epochs: int | None = None,
+) -> dict[str, Any]:
+    """Train the cell a ``train_cell`` job's wildcards name: a curvature-control cell when they
+    name a ``point`` (for ``epochs``), an outer split's cell when they name an ``outer``
+    split, else a final factorial cell (its τ from ``selection`` when tuned)."""
+    geometry, seed = wildcards["geometry"], int(wildcards["seed"])
+    if "point" in wildcards:
+        point = wildcards["point"]
+        if epochs is None:
+            raise ValueError(f"{dataset} curvature control: {point} needs the control's epochs")
+        common = (features, splits, config, outputs, job)
+        return train_curvature_cell(dataset, point, geometry, seed, *common, epochs=epochs)
+    loss = wildcards["loss"]
+    options: dict[str, Any] = {"selection": selection}
+    if "outer" in wildcards:
+        label = f"{cell_name(geometry, loss, wildcards['seed'])}@{wildcards['outer']}"
+        options |= {"label": label, "split": wildcards["outer"]}
+    return train_final_cell(
+        dataset, geometry, loss, seed, features, splits, config, outputs, job, **options
     )

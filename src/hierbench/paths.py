@@ -1,0 +1,253 @@
+"""Where every artifact of a run lives: each path pattern spelled once, for the rules to wire.
+
+Patterns keep Snakemake's wildcards (``{dataset}``, ``{seed}``, ...). A cell of any kind lives
+in ``<dataset>/cells/<cell>/`` and its sealed evaluation in ``<dataset>/eval/<cell>.parquet``
+(``_summary.parquet`` beside it), so one table of cell kinds serves training and evaluation.
+Free of torch: the workflow imports it whenever it plans a run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hierbench.baselines import baselines_enabled
+from hierbench.cells.companion import companion_enabled
+from hierbench.controls.curvature import control_variants, point_geometry
+from hierbench.controls.outer import outer_seeds, outer_splits
+from hierbench.controls.semantic import semantic_arms
+from hierbench.protocol import (
+    BASELINES,
+    COMPANION_ANGLE_TABLE,
+    COMPANION_CELLS,
+    COMPANION_LOSS,
+    CURVATURE_CONTROL,
+    EFFECT_TABLES,
+    EUCLIDEAN,
+    FIGURE_FORMATS,
+    FROZEN,
+    GEOMETRIES,
+    HIER,
+    LOSSES,
+    OUTER_CONTROL,
+    OUTER_TABLES,
+    PAPER_TABLE_FORMATS,
+    PAPER_TABLES,
+    PCA,
+    PER_SEED_TABLE,
+    REGRESSION,
+    SEMANTIC_CONTROL,
+    SUPCON,
+    TABLE_FORMATS,
+)
+
+# One file each, below the run folder.
+INPUT_FILE = "{dataset}/inputs/{name}.txt"
+TAXONOMY = "{dataset}/taxonomy/taxonomy.parquet"
+MATCH_REPORT = "{dataset}/taxonomy/match_report.md"
+SHUFFLED_TAXONOMY = "{dataset}/taxonomy/shuffled.parquet"
+SHUFFLE_REPORT = "{dataset}/taxonomy/shuffle_report.json"
+DEMO_FOLDER = "{dataset}/demo/{layout}"
+IMAGE_TABLE = "{dataset}/data/images.parquet"
+DEV_SPLITS = "{dataset}/splits/dev.parquet"
+DEV_MANIFEST = "{dataset}/splits/manifest.parquet"
+SEALED_SPLITS = "{dataset}/splits/sealed/test.parquet"
+SEALED_MANIFEST = "{dataset}/splits/sealed/manifest.parquet"
+DEV_FEATURES = "{dataset}/features/dev.parquet"
+CROP_FEATURES = "{dataset}/features/dev_crops.parquet"
+SEALED_FEATURES = "{dataset}/features/sealed/test.parquet"
+TUNING_SCORE = "{dataset}/tuning/{geometry}/tau-{tau}/score.json"
+TUNING_SELECTION = "{dataset}/tuning/selection.parquet"
+SEMANTIC_DURATION = f"{{dataset}}/controls/{SEMANTIC_CONTROL}/{{arm}}/duration.json"
+PCA_FOLDER = f"{{dataset}}/{BASELINES}/{PCA}"
+PCA_FILES = {"model": f"{PCA_FOLDER}/projection.safetensors", "record": f"{PCA_FOLDER}/record.json"}
+FAIRNESS_AUDIT = "{dataset}/audit/fairness.parquet"
+FINAL_LOCK = "{dataset}/lock/final_lock.json"
+RESEAL_HISTORY = "{dataset}/lock/reseal_history.md"
+OUTER_FOLDER = f"{{dataset}}/{OUTER_CONTROL}"
+OUTER_SCORES = f"{OUTER_FOLDER}/{{outer}}/scores.parquet"
+TABLES = "{dataset}/tables"
+CONTROL_TABLES = f"{TABLES}/controls"
+FIGURES = "{dataset}/figures"
+
+# Every kind of trained cell: its folder below <dataset>/cells/ (and its evaluation's below
+# <dataset>/eval/). Seedless arms (the frozen features, PCA) are evaluated under their names.
+CELLS = {
+    "factorial": "{geometry}{loss}-{seed}",
+    "curvature": f"{CURVATURE_CONTROL}/{{point}}/{{geometry}}{REGRESSION}-{{seed}}",
+    "semantic": f"{SEMANTIC_CONTROL}/{{arm}}/{EUCLIDEAN}{SUPCON}-{{seed}}",
+    "hier": f"{HIER}/{HIER}-{{seed}}",
+    "outer": f"{OUTER_CONTROL}/{{outer}}/{{geometry}}{{loss}}-{{seed}}",
+    "companion": f"{{head}}{COMPANION_LOSS}-{{seed}}",
+}
+SEEDLESS_ARMS = (FROZEN, PCA)
+# A cell's three files, by output name.
+CELL_FILES = {"model": "model.safetensors", "log": "train_log.parquet", "record": "record.json"}
+# The cells the Final lock records, and those the fairness audit checks.
+LOCKED_KINDS = ("factorial", "curvature", "semantic", "hier", "companion")
+AUDITED_KINDS = ("factorial", "curvature", "hier", "companion")
+
+WILDCARD = re.compile(r"\{(\w+)\}")
+
+
+def fill(pattern: str, **values: Any) -> str:
+    """``pattern`` with the named wildcards filled in and every other wildcard kept."""
+    return WILDCARD.sub(lambda m: str(values.get(m[1], m[0])), pattern)
+
+
+def cell_folder(kind: str) -> str:
+    """The folder pattern of a cell of ``kind``, below the run folder."""
+    return f"{{dataset}}/cells/{CELLS[kind]}"
+
+
+def evaluation_stem(kind: str, ranking: str | None = None) -> str:
+    """The evaluation files' stem of a cell of ``kind`` (or a seedless arm's name), below the
+    run folder; ``ranking`` names another ranking's folder (the angle ranking)."""
+    cell = kind if kind in SEEDLESS_ARMS else CELLS[kind]
+    return "/".join(["{dataset}", "eval", *([ranking] if ranking else []), cell])
+
+
+def evaluation_files(stem: str) -> dict[str, str]:
+    """An evaluation's two files, by output name: per-query scores and their summary."""
+    return {"per_query": f"{stem}.parquet", "summary": f"{stem}_summary.parquet"}
+
+
+def cell_instances(config: Mapping[str, Any], dataset: str, kind: str) -> Iterator[dict]:
+    """The wildcard values of every cell of ``kind`` a dataset trains under ``config``, in the
+    order the rules list them."""
+    seeds = config["training"]["seeds"]
+    if kind == "factorial":
+        yield from (
+            {"geometry": g, "loss": x, "seed": s} for g in GEOMETRIES for x in LOSSES for s in seeds
+        )
+    elif kind == "curvature":
+        for point in control_variants(config, dataset):
+            yield from (
+                {"point": point, "geometry": point_geometry(point), "seed": s} for s in seeds
+            )
+    elif kind == "semantic":
+        yield from (
+            {"arm": arm, "seed": s} for arm in semantic_arms(config, dataset) for s in seeds
+        )
+    elif kind == "hier":
+        yield from ({"seed": s} for s in seeds if baselines_enabled(config, dataset))
+    elif kind == "companion":
+        heads = [head for head, _ in COMPANION_CELLS] if companion_enabled(config) else []
+        yield from ({"head": head, "seed": s} for head in heads for s in seeds)
+    elif kind == "outer":
+        cells = [
+            (g, x, s) for g in GEOMETRIES for x in LOSSES for s in outer_seeds(config, dataset)
+        ]
+        for split in outer_splits(config, dataset):
+            yield from ({"outer": split, "geometry": g, "loss": x, "seed": s} for g, x, s in cells)
+    else:
+        raise KeyError(f"no cell kind {kind!r}; known kinds: {sorted(CELLS)}")
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Every artifact path of one run: the patterns above under the run folder ``root``, and
+    the lists of concrete paths the config implies."""
+
+    root: str
+    config: Mapping[str, Any]
+
+    def at(self, pattern: str, **values: Any) -> str:
+        """``pattern`` under the run folder, the named wildcards filled in."""
+        return fill(f"{self.root}/{pattern}", **values)
+
+    def cell_outputs(self, kind: str) -> dict[str, str]:
+        """The three file patterns of a cell of ``kind``, by output name."""
+        return {key: self.at(f"{cell_folder(kind)}/{name}") for key, name in CELL_FILES.items()}
+
+    def evaluation_outputs(self, kind: str, ranking: str | None = None) -> dict[str, str]:
+        """The two evaluation file patterns of a cell of ``kind`` (or a seedless arm)."""
+        return evaluation_files(self.at(evaluation_stem(kind, ranking)))
+
+    def cells(self, dataset: str, kinds: Sequence[str], name: str, **only: Any) -> list[str]:
+        """The file ``name`` of every cell of ``kinds`` in a dataset (``only`` keeps the cells
+        whose wildcards have those values, e.g. ``geometry="H"``)."""
+        return [
+            self.at(f"{cell_folder(kind)}/{name}", dataset=dataset, **values)
+            for kind in kinds
+            for values in cell_instances(self.config, dataset, kind)
+            if all(values.get(key) == value for key, value in only.items())
+        ]
+
+    def summaries(
+        self, dataset: str, kinds: Sequence[str], ranking: str | None = None
+    ) -> list[str]:
+        """The evaluation summary of every cell of ``kinds`` (or seedless arm) in a dataset."""
+        paths = []
+        for kind in kinds:
+            instances = (
+                [{}] if kind in SEEDLESS_ARMS else cell_instances(self.config, dataset, kind)
+            )
+            stem = evaluation_stem(kind, ranking)
+            paths += [
+                evaluation_files(self.at(stem, dataset=dataset, **v))["summary"] for v in instances
+            ]
+        return paths
+
+    def table_files(
+        self, folder: str, names: Sequence[str], dataset: str = "{dataset}"
+    ) -> list[str]:
+        """Each table of ``names`` in every table format, in ``folder`` (a pattern)."""
+        return [
+            self.at(f"{folder}/{name}.{ext}", dataset=dataset)
+            for name in names
+            for ext in TABLE_FORMATS
+        ]
+
+    def figure_files(
+        self, name: str, dataset: str = "{dataset}", folder: str = FIGURES
+    ) -> list[str]:
+        """A figure's files (every figure format) in ``folder`` (a pattern)."""
+        return [self.at(f"{folder}/{name}.{ext}", dataset=dataset) for ext in FIGURE_FORMATS]
+
+    def effect_table_files(self, folder: str) -> list[str]:
+        """Every file the effect-tables stage writes in ``folder`` (a pattern)."""
+        files = self.table_files(folder, EFFECT_TABLES)
+        files += [
+            self.at(f"{folder}/{n}.{ext}") for n in PAPER_TABLES for ext in PAPER_TABLE_FORMATS
+        ]
+        return [*files, self.at(f"{folder}/{PER_SEED_TABLE}.parquet")]
+
+    def control_outputs(
+        self, control: str, tables: Sequence[str], dataset: str = "{dataset}"
+    ) -> dict:
+        """Every file a control's tables rule writes, by output name: per-seed rows, its
+        table, its contrasts and its figure."""
+        per_seed = [
+            self.at(f"{CONTROL_TABLES}/{control}_{PER_SEED_TABLE}.parquet", dataset=dataset)
+        ]
+        table, contrasts = (self.table_files(CONTROL_TABLES, [name], dataset) for name in tables)
+        figure = self.figure_files(control, dataset)
+        return {"per_seed": per_seed, "table": table, "contrasts": contrasts, "figure": figure}
+
+    def baselines_outputs(self, dataset: str = "{dataset}") -> dict:
+        """Every file the baselines table writes, by output name."""
+        per_seed = [self.at(f"{TABLES}/{BASELINES}_{PER_SEED_TABLE}.parquet", dataset=dataset)]
+        table = self.table_files(TABLES, [BASELINES], dataset)
+        return {
+            "per_seed": per_seed,
+            "table": table,
+            "figure": self.figure_files(BASELINES, dataset),
+        }
+
+    def outer_outputs(self, dataset: str = "{dataset}") -> dict:
+        """Every file the outer-splits tables write, by output name: apart from tables/ and
+        figures/, which derive from the sealed evaluation and move into the archive at a
+        re-seal."""
+        per_split = [self.at(f"{OUTER_FOLDER}/{OUTER_CONTROL}_per_split.parquet", dataset=dataset)]
+        table, gains = (self.table_files(OUTER_FOLDER, [name], dataset) for name in OUTER_TABLES)
+        figure = self.figure_files(OUTER_CONTROL, dataset, folder=OUTER_FOLDER)
+        return {"per_split": per_split, "table": table, "gains": gains, "figure": figure}
+
+    def companion_angle_outputs(self, dataset: str = "{dataset}") -> dict:
+        """Every file the companion ranking table writes, by output name."""
+        name = COMPANION_ANGLE_TABLE
+        per_seed = [self.at(f"{TABLES}/{name}_{PER_SEED_TABLE}.parquet", dataset=dataset)]
+        return {"per_seed": per_seed, "table": self.table_files(TABLES, [name], dataset)}

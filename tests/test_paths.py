@@ -1,0 +1,98 @@
+"""Where a run's artifacts live (hierbench.paths): the patterns, each cell kind's instances in the
+order the rules list them, and the path lists the rules take from them."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import REPO, TINY_SEEDS
+
+from hierbench.config import evaluation_config, load_config, split_config
+from hierbench.controls.outer import outer_cells
+from hierbench.paths import (
+    CELLS,
+    LOCKED_KINDS,
+    RunPaths,
+    cell_folder,
+    cell_instances,
+    evaluation_files,
+    evaluation_stem,
+    fill,
+)
+from hierbench.protocol import GEOMETRIES, LOSSES, POINCARE, cell_name
+
+CONFIG = load_config(REPO / "configs/tiny.yaml")
+PATHS = RunPaths("runs/x", CONFIG)
+
+
+def test_fill_sets_the_named_wildcards_and_keeps_the_others():
+    assert fill("{dataset}/cells/{geometry}{loss}-{seed}", seed=7, loss="R") == (
+        "{dataset}/cells/{geometry}R-7"
+    )
+
+
+def test_a_cells_evaluation_mirrors_its_folder():
+    for kind in CELLS:
+        assert cell_folder(kind).replace("/cells/", "/eval/") == evaluation_stem(kind)
+    assert evaluation_stem("frozen") == "{dataset}/eval/frozen"
+    assert evaluation_stem("companion", "angle") == "{dataset}/eval/angle/{head}A-{seed}"
+    assert evaluation_files("s") == {"per_query": "s.parquet", "summary": "s_summary.parquet"}
+
+
+def test_factorial_cells_come_in_geometry_loss_seed_order():
+    names = [cell_name(**v) for v in cell_instances(CONFIG, "cub", "factorial")]
+    assert names == [cell_name(g, x, s) for g in GEOMETRIES for x in LOSSES for s in TINY_SEEDS]
+
+
+def test_every_kind_lists_one_instance_per_cell_it_trains():
+    seeds = len(TINY_SEEDS)
+    counts = {kind: len(list(cell_instances(CONFIG, "cub", kind))) for kind in CELLS}
+    splits = CONFIG["datasets"]["cub"]["splits"]["outer"]["count"]
+    assert counts == {
+        "factorial": len(GEOMETRIES) * len(LOSSES) * seeds,
+        "curvature": 4 * seeds,  # matched E_R, two points and the operating point
+        "semantic": 4 * seeds,
+        "hier": seeds,
+        "outer": splits * len(outer_cells(CONFIG, "cub")),
+        "companion": 2 * seeds,
+    }
+    assert not list(cell_instances(CONFIG, "nabirds", "hier"))  # baselines off there
+
+
+def test_an_unknown_kind_is_an_error_naming_the_known_ones():
+    with pytest.raises(KeyError, match="no cell kind 'moth'"):
+        list(cell_instances(CONFIG, "cub", "moth"))
+
+
+def test_cells_fill_every_wildcard_and_can_keep_a_subset():
+    models = PATHS.cells("cub", LOCKED_KINDS, "model.safetensors")
+    first = cell_name(GEOMETRIES[0], LOSSES[0], TINY_SEEDS[0])
+    assert models[0] == f"runs/x/cub/cells/{first}/model.safetensors"
+    assert not any("{" in path for path in models)
+    poincare = PATHS.cells("cub", ["factorial"], "record.json", geometry=POINCARE)
+    assert len(poincare) == len(LOSSES) * len(TINY_SEEDS)
+    assert all(f"/cells/{POINCARE}" in path for path in poincare)
+
+
+def test_summaries_cover_cells_and_seedless_arms():
+    summaries = PATHS.summaries("cub", ["frozen", "hier"])
+    assert summaries == ["runs/x/cub/eval/frozen_summary.parquet"] + [
+        f"runs/x/cub/eval/hier/hier-{seed}_summary.parquet" for seed in TINY_SEEDS
+    ]
+
+
+def test_a_controls_outputs_are_named_in_the_rules_order():
+    outputs = PATHS.control_outputs("curvature", ("curvature", "curvature_contrasts"))
+    assert list(outputs) == ["per_seed", "table", "contrasts", "figure"]
+    assert outputs["per_seed"] == ["runs/x/{dataset}/tables/controls/curvature_per_seed.parquet"]
+    assert outputs["figure"] == [
+        "runs/x/{dataset}/figures/curvature.png",
+        "runs/x/{dataset}/figures/curvature.pdf",
+    ]
+
+
+def test_the_split_and_evaluation_params_hold_only_what_their_stages_read():
+    assert set(split_config(CONFIG, "cub")) <= {"splits", "image_pool"}
+    sealed = evaluation_config(CONFIG, "cub")
+    assert set(sealed) == {"evaluation", "training", "datasets"}
+    assert set(sealed["datasets"]["cub"]["splits"]) == {"query_gallery"}
+    assert "training" not in evaluation_config(CONFIG, "cub", distance_clip=False)
