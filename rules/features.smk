@@ -22,6 +22,7 @@ rule features_dev:
         gpu=GPUS_PER_JOB,
     params:
         **code("stages.features", script="features"),
+        partition="dev",
         source=real_sources,
         backbone=config["backbone"],
         images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
@@ -49,6 +50,13 @@ use rule features_dev as features_sealed_test with:
         log_for(SEALED_FEATURE_TABLE),
     benchmark:
         benchmark_for(SEALED_FEATURE_TABLE)
+    params:
+        **code("stages.features", script="features"),
+        partition="sealed_test",
+        source=real_sources,
+        backbone=config["backbone"],
+        images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
+        device=config["device"],
 
 
 # The companion method's crop features (box and cross-image entailment pairs): development only.
@@ -62,3 +70,10 @@ use rule features_dev as features_dev_crops with:
         log_for(CROP_FEATURE_TABLE),
     benchmark:
         benchmark_for(CROP_FEATURE_TABLE)
+    params:
+        **code("stages.features", script="features"),
+        partition="dev_crops",
+        source=real_sources,
+        backbone=config["backbone"],
+        images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
+        device=config["device"],

@@ -67,12 +67,14 @@ def test_environment_yml_carries_the_same_pins():
 
 def test_every_rule_with_a_script_names_the_conda_environment():
     """``--software-deployment-method conda`` gives every scripted rule environment.yml."""
+    common = (REPO / "rules/common.smk").read_text()
+    assert 'ENVIRONMENT = "../environment.yml"\n' in common
     stages = [path for path in sorted((REPO / "rules").glob("*.smk")) if path.name != "common.smk"]
-    for path in stages:
+    for path in stages:  # a rule made with ``use rule ... with:`` inherits its parent's
         text = path.read_text()
         scripts = text.count("    script:\n")
         assert scripts, path.name
-        assert text.count('    conda:\n        "../environment.yml"\n    script:\n') == scripts
+        assert text.count("    conda:\n        ENVIRONMENT\n    script:\n") == scripts
 
 
 def test_the_post_deploy_script_installs_this_checkout_without_dependencies(tmp_path):

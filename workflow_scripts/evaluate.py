@@ -1,6 +1,7 @@
 """Score a final cell, the frozen-feature baseline or the PCA baseline on the sealed test draws."""
 
 from hierbench.jobs import start_job
+from hierbench.metrics.sealed_scoring import SealedCell
 from hierbench.stages.evaluation import (
     evaluate_cell_on_sealed_test,
     evaluate_frozen_on_sealed_test,
@@ -22,11 +23,6 @@ elif snakemake.rule == "evaluate_pca":
         snakemake.wildcards.dataset, snakemake.input.projection, *sealed, **common
     )
 else:
-    evaluate_cell_on_sealed_test(
-        snakemake.wildcards.dataset,
-        snakemake.input.record,
-        snakemake.input.model,
-        *sealed,
-        **common,
-        variant=getattr(snakemake.params, "variant", None),
-    )
+    cell = SealedCell(snakemake.input.record, snakemake.input.model, *sealed)
+    variant = getattr(snakemake.params, "variant", None)
+    evaluate_cell_on_sealed_test(snakemake.wildcards.dataset, cell, **common, variant=variant)

@@ -1,18 +1,12 @@
-"""Extract frozen-backbone features: development images, their crops, or the sealed test."""
+"""Extract frozen-backbone features of one partition: development images, their crops, or the
+sealed test."""
 
 from hierbench.jobs import start_job
-from hierbench.stages.features import (
-    build_dev_crop_features,
-    build_dev_features,
-    build_sealed_test_features,
-)
+from hierbench.stages.features import build_features
 
 job = start_job(snakemake)
-build = {
-    "features_sealed_test": build_sealed_test_features,
-    "features_dev_crops": build_dev_crop_features,
-}.get(snakemake.rule, build_dev_features)
-build(
+build_features(
+    snakemake.params.partition,
     snakemake.wildcards.dataset,
     snakemake.input.splits,
     snakemake.input.images,

@@ -489,25 +489,26 @@ def test_feature_metadata_records_the_weights_actually_loaded() -> None:
     assert resolve_weights(DEMO_WEIGHTS).name == "efficientnet-lite0-57934424.pth"
 
 
-@pytest.mark.parametrize(
-    ("builder", "partition"),
-    [
-        ("build_dev_features", "dev"),
-        ("build_dev_crop_features", "dev_crops"),
-        ("build_sealed_test_features", "sealed_test"),
-    ],
-)
-def test_every_feature_stage_passes_the_image_folder_and_device_through(
-    builder, partition, monkeypatch, tmp_path
+@pytest.mark.parametrize("partition", ["dev", "dev_crops", "sealed_test"])
+def test_every_feature_partition_passes_the_image_folder_and_device_through(
+    partition, monkeypatch, tmp_path
 ):
     from hierbench.stages import features as stage
 
     seen = {}
-    monkeypatch.setattr(stage, "_development_ids", lambda _: ["1"])
     monkeypatch.setattr(stage, "role_ids", lambda *_: ["1"])
-    monkeypatch.setattr(stage.pd, "read_parquet", lambda _: None)
+    monkeypatch.setattr(stage.pd, "read_parquet", lambda _: pd.DataFrame({"image_id": ["1"]}))
     monkeypatch.setattr(stage, "_build", lambda *args, **kwargs: seen.update(args=args, **kwargs))
-    getattr(stage, builder)(
-        "beetles", "s", "i", "t", "root", {}, "out", None, images_dir="", device="cuda"
+    stage.build_features(
+        partition, "beetles", "s", "i", "t", "root", {}, "out", None, images_dir="", device="cuda"
     )
-    assert seen["args"][8] == partition and seen["images_dir"] == "" and seen["device"] == "cuda"
+    assert seen["args"][1] == ["1"] and seen["args"][8] == partition
+    assert seen["args"][5] == ({"crop_to_bbox": True} if partition == "dev_crops" else {})
+    assert seen["images_dir"] == "" and seen["device"] == "cuda"
+
+
+def test_an_unknown_feature_partition_is_an_error_naming_the_partitions():
+    from hierbench.stages.features import build_features
+
+    with pytest.raises(ValueError, match=r"no feature partition 'train'; partitions: \['dev'"):
+        build_features("train", "cub", "s", "i", "t", "r", {}, "o", None)

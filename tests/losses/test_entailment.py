@@ -9,15 +9,15 @@ import math
 import pytest
 import torch
 
+from hierbench.geometry.euclidean import exterior_angle as euclidean_exterior_angle
+from hierbench.geometry.lorentz import exterior_angle as lorentz_exterior_angle
 from hierbench.losses.entailment import (
     MAX_TEMPERATURE,
     MIN_TEMPERATURE,
     LearnableTemperature,
     NoEntailmentPairError,
     angle_entailment_loss,
-    euclidean_exterior_angle,
     lorentz_angle_fn,
-    lorentz_exterior_angle,
 )
 
 F64 = torch.float64

@@ -15,12 +15,12 @@ from test_entailment import (
     _loop_loss,
 )
 
+from hierbench.geometry.euclidean import exterior_angle as euclidean_exterior_angle
+from hierbench.geometry.lorentz import exterior_angle as lorentz_exterior_angle
 from hierbench.losses.entailment import (
     NoEntailmentPairError,
     angle_entailment_loss,
-    euclidean_exterior_angle,
     lorentz_angle_fn,
-    lorentz_exterior_angle,
 )
 from hierbench.losses.entailment_fused import fused_angle_entailment_loss, paired_exterior_angles
 

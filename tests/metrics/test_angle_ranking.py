@@ -26,6 +26,7 @@ from hierbench.features.store import feature_table, read_labelled_features, writ
 from hierbench.geometry import build_head
 from hierbench.metrics import evaluate, pairwise_distances
 from hierbench.metrics.angles import exterior_angle_scores, head_angle_scores
+from hierbench.metrics.sealed_scoring import SealedCell
 from hierbench.provenance.lock import LockError, build_lock
 from hierbench.provenance.records import JobContext
 from hierbench.splits.construction import role_ids, rows_for_ids
@@ -384,11 +385,13 @@ ANGLE_CONFIG = {
 def _evaluate_angles(paths: dict[str, Path], tmp_path: Path) -> pd.DataFrame:
     return evaluate_angles_on_sealed_test(
         "cub",
-        paths["record.json"],
-        paths["model.st"],
-        paths["lock.json"],
-        paths["test.parquet"],
-        paths["splits.parquet"],
+        SealedCell(
+            paths["record.json"],
+            paths["model.st"],
+            paths["lock.json"],
+            paths["test.parquet"],
+            paths["splits.parquet"],
+        ),
         ANGLE_CONFIG,
         {"per_query": tmp_path / "angle.parquet", "summary": tmp_path / "angle_summary.parquet"},
         JOB,
@@ -428,11 +431,13 @@ def test_a_companion_cell_is_ranked_by_angle_at_its_learned_curvature(tmp_path: 
     outputs = {"per_query": tmp_path / "d.parquet", "summary": tmp_path / "d_summary.parquet"}
     evaluate_cell_on_sealed_test(
         "cub",
-        paths["record.json"],
-        paths["model.st"],
-        paths["lock.json"],
-        paths["test.parquet"],
-        paths["splits.parquet"],
+        SealedCell(
+            paths["record.json"],
+            paths["model.st"],
+            paths["lock.json"],
+            paths["test.parquet"],
+            paths["splits.parquet"],
+        ),
         distance_config,
         outputs,
         JOB,

@@ -13,6 +13,7 @@ import pytest
 import yaml
 from conftest import REPO, TINY, TINY_RUN, snakemake
 
+from hierbench.runtools.rebuild import rule_blocks
 from hierbench.runtools.rundiff import dataset_targets
 
 SLURM = REPO / "profiles" / "slurm" / "config.yaml"
@@ -40,9 +41,8 @@ def _profile() -> dict:
 
 
 def _rule_names() -> set[str]:
-    sources = [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
-    pattern = re.compile(r"^(?:rule|checkpoint)\s+(\w+)\s*:", re.M)
-    return {name for path in sources for name in pattern.findall(path.read_text())}
+    """Every rule the rule files define, inherited ones (``use rule A as B with:``) too."""
+    return {block.name for block in rule_blocks(REPO / "rules")}
 
 
 def _harness():

@@ -14,6 +14,7 @@ from test_splits import assert_outer_splits_disjoint
 
 from hierbench.effects.companion_angle import ranking_per_seed
 from hierbench.features.store import read_feature_matrix
+from hierbench.metrics.sealed_scoring import SealedCell
 from hierbench.provenance.artifacts import provenance_path, read_parquet_metadata, read_provenance
 from hierbench.provenance.hashing import sha256_file
 from hierbench.provenance.lock import LockError
@@ -146,11 +147,13 @@ def _evaluate(repo: Path, lock: Path, tmp_path: Path) -> None:
     }
     evaluate_cell_on_sealed_test(
         "cub",
-        base / "cells/HS-42/record.json",
-        base / "cells/HS-42/model.safetensors",
-        lock,
-        base / "features/sealed/test.parquet",
-        base / "splits/sealed/test.parquet",
+        SealedCell(
+            base / "cells/HS-42/record.json",
+            base / "cells/HS-42/model.safetensors",
+            lock,
+            base / "features/sealed/test.parquet",
+            base / "splits/sealed/test.parquet",
+        ),
         config,
         {"per_query": tmp_path / "q.parquet", "summary": tmp_path / "s.parquet"},
         JobContext(rule="unit"),
@@ -400,5 +403,7 @@ def test_the_bird_datasets_data_artifacts_are_those_made_before_datasets_were_co
 ):
     """Taxonomy, inputs, demo folder, image table and splits of CUB and NABirds: the same
     bytes as the tiny run made before datasets became config entries with a kind."""
-    golden = json.loads((Path(__file__).parents[1] / "fixtures/tiny_bird_artifacts.json").read_text())
+    golden = json.loads(
+        (Path(__file__).parents[1] / "fixtures/tiny_bird_artifacts.json").read_text()
+    )
     assert bird_artifact_hashes(built_repo) == golden

@@ -14,34 +14,17 @@ possible", never as close, and the result is then clamped to [0, upper].
 from __future__ import annotations
 
 import math
-from numbers import Real
 from typing import Any
 
 import torch
 
+from hierbench.geometry.validation import check_pair, check_points, check_positive
 from hierbench.protocol import (
     TRAIN_DISTANCE_CLIP as TRAIN_DISTANCE_CLIP,  # re-exported with the test clip
 )
 
 TEST_DISTANCE_CLIP = 1e6
 SQUARED_ROUNDING = 1e-14  # relative float64 rounding level of the Gram squared distance
-
-
-def _check_matrix(name: str, tensor: torch.Tensor) -> None:
-    """Raise unless ``tensor`` is a 2-D floating-point matrix of embeddings."""
-    if not isinstance(tensor, torch.Tensor) or tensor.ndim != 2:
-        shape = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
-        raise ValueError(f"{name} must be a 2-D (n, dim) tensor, got {shape}")
-    if not tensor.is_floating_point():
-        raise ValueError(f"{name} must be floating point, got {tensor.dtype}")
-
-
-def _check_pair(a: torch.Tensor, b: torch.Tensor) -> None:
-    """Raise unless a and b are embedding matrices of the same dimension."""
-    _check_matrix("a", a)
-    _check_matrix("b", b)
-    if a.shape[1] != b.shape[1]:
-        raise ValueError(f"embedding dims differ: a has {a.shape[1]}, b has {b.shape[1]}")
 
 
 def _finite_or_zero(slope: torch.Tensor) -> torch.Tensor:
@@ -125,7 +108,7 @@ class _PairwiseDistance(torch.autograd.Function):
 
 def _apply_pairwise(a: torch.Tensor, b: torch.Tensor, curvature: float | None) -> torch.Tensor:
     """Validate and run the distance function; ``a is b`` takes the cheaper self-pair path."""
-    _check_pair(a, b)
+    check_pair(a, b)
     return _PairwiseDistance.apply(a, None if b is a else b, curvature)
 
 
@@ -153,7 +136,7 @@ def poincare_radius(curvature: float) -> float:
 
 def max_norm(embeddings: torch.Tensor) -> float:
     """Largest L2 norm of the rows, for the "hyperbolic embeddings inside the ball" audit."""
-    _check_matrix("embeddings", embeddings)
+    check_points("embeddings", embeddings)
     if len(embeddings) == 0:
         raise ValueError("max_norm needs at least one embedding, got an empty matrix")
     return float(embeddings.detach().norm(dim=1).max())
@@ -164,11 +147,3 @@ def sanitise_and_clip(distances: torch.Tensor, upper: float) -> torch.Tensor:
     check_positive("upper", upper)
     upper = float(upper)
     return torch.nan_to_num(distances, nan=upper, posinf=upper, neginf=upper).clamp(0.0, upper)
-
-
-def check_positive(name: str, value: float) -> None:
-    """Raise unless ``value`` is a finite real number > 0."""
-    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    if value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")

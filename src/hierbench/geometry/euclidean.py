@@ -9,8 +9,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from hierbench.geometry.angles import NORM_FLOOR, safe_acos, safe_norm
 from hierbench.geometry.distances import euclidean_distance
 from hierbench.geometry.projector import Projector
+from hierbench.geometry.validation import check_pair
 
 
 class EuclideanHead(nn.Module):
@@ -55,3 +57,14 @@ class EuclideanHead(nn.Module):
         if curvature is not None or radius is not None:
             raise ValueError("curvature and radius apply only to geometry 'H'; pass None for 'E'")
         return cls(make_projector(), normalise=normalise)
+
+
+def exterior_angle(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Pairwise exterior angles (N_x, N_y) at x between the ray O → x (beyond x) and x → y
+    (Ganea et al., 2018): arccos(⟨x, y − x⟩ / (‖x‖·‖y − x‖)), clamped as ``geometry.angles``."""
+    check_pair(x, y, ("x", "y"))
+    x_squared, y_squared = (x * x).sum(dim=1)[:, None], (y * y).sum(dim=1)[None, :]
+    gram = x @ y.T
+    along = gram - x_squared  # ⟨x, y − x⟩
+    gap = (x_squared + y_squared - 2.0 * gram).clamp_min(NORM_FLOOR**2).sqrt()  # ‖y − x‖
+    return safe_acos(along / (safe_norm(x)[:, None] * gap))

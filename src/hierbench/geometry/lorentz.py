@@ -20,13 +20,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from hierbench.geometry.distances import (
-    SQUARED_ROUNDING,
-    _check_pair,
-    _finite_or_zero,
-    check_positive,
-)
+from hierbench.geometry.angles import SQRT_FLOOR, safe_acos, safe_norm
+from hierbench.geometry.distances import SQUARED_ROUNDING, _finite_or_zero
 from hierbench.geometry.projector import Projector
+from hierbench.geometry.validation import check_curvature, check_pair, check_positive
 
 Curvature = float | torch.Tensor
 
@@ -48,12 +45,18 @@ def _curvature(c: Curvature, like: torch.Tensor, dtype: torch.dtype | None = Non
     return torch.tensor(float(c), dtype=dtype or like.dtype, device=like.device)
 
 
+def time_from_squared_norms(squared_norms: torch.Tensor, c: Curvature) -> torch.Tensor:
+    """Time components √(1/c + ‖x‖²) from the squared norms ‖x‖² of the space components (for
+    code that has them already, such as the fused angle kernel)."""
+    return torch.sqrt(1.0 / c + squared_norms)
+
+
 def lorentz_time(x: torch.Tensor, c: Curvature) -> torch.Tensor:
     """Time components √(1/c + ‖x‖²) of hyperboloid points given by their space components.
 
     x: (..., D) space components; returns (..., 1).
     """
-    return torch.sqrt(1.0 / _curvature(c, x) + (x * x).sum(dim=-1, keepdim=True))
+    return time_from_squared_norms((x * x).sum(dim=-1, keepdim=True), _curvature(c, x))
 
 
 def expmap0(v: torch.Tensor, c: Curvature) -> torch.Tensor:
@@ -75,8 +78,26 @@ def pairwise_inner(a: torch.Tensor, b: torch.Tensor, c: Curvature) -> torch.Tens
 
     a: (n_a, D), b: (n_b, D) space components; returns (n_a, n_b), plain autograd (≤ −1/c).
     """
-    _check_pair(a, b)
-    return a @ b.T - lorentz_time(a, c) @ lorentz_time(b, c).T
+    check_pair(a, b)
+    return a @ b.T - lorentz_time(a, c) * lorentz_time(b, c).T
+
+
+def exterior_angle(x: torch.Tensor, y: torch.Tensor, c: Curvature) -> torch.Tensor:
+    """Pairwise exterior angles (N_x, N_y) at x of the geodesics x → y on the hyperboloid.
+
+    ext(x, y) = arccos((y_t + x_t·c⟨x, y⟩_L) / (‖x‖·√((c⟨x, y⟩_L)² − 1))) (meru's
+    ``oxy_angle``), computed in the algebraically equal, scale-free form with
+    a = −c⟨x, y⟩_L = cosh(√c·d) ≥ 1: arccos((y_t/(x_t·a) − 1) / ((‖x‖/x_t)·√(1 − 1/a²))),
+    whose factors stay bounded for huge norms; clamped as ``geometry.angles``.
+    """
+    check_pair(x, y, ("x", "y"))
+    check_curvature(c)
+    x_time, y_time = lorentz_time(x, c), lorentz_time(y, c).T
+    cosh_distance = (-c * pairwise_inner(x, y, c)).clamp_min(1.0)  # a = cosh(√c·d) ≥ 1
+    numerator = y_time / x_time / cosh_distance - 1.0
+    sine = (1.0 - cosh_distance.pow(-2)).clamp_min(SQRT_FLOOR).sqrt()
+    denominator = (safe_norm(x)[:, None] / x_time) * sine
+    return safe_acos(numerator / denominator)
 
 
 class _LorentzDistance(torch.autograd.Function):
@@ -152,7 +173,7 @@ def lorentz_distance(a: torch.Tensor, b: torch.Tensor, c: Curvature) -> torch.Te
     clamped at 1; identical rows (within the Gram product's float64 rounding) are exactly 0 apart
     with a zero gradient, also with respect to c (see ``_LorentzDistance``).
     """
-    _check_pair(a, b)
+    check_pair(a, b)
     curvature = _curvature(c, a, torch.float64)
     if curvature.ndim != 0:
         raise ValueError(f"curvature must be a scalar, got shape {tuple(curvature.shape)}")

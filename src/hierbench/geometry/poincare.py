@@ -9,8 +9,9 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from hierbench.geometry.distances import check_positive, poincare_distance
+from hierbench.geometry.distances import poincare_distance
 from hierbench.geometry.projector import Projector
+from hierbench.geometry.validation import check_positive
 
 MIN_TANGENT_NORM = 1e-6
 

@@ -1,33 +1,30 @@
-"""The training objectives of the factorial, one module each, keyed by their loss code.
+"""The training objectives, one module each, all meeting ``objective.Objective``.
 
-Every objective takes the batch's (B, B) sanitised distances, the (B, 3) integer labels and the
-cell's spec, and returns the loss and its per-level values for the log. A new objective is a
-new module beside these and one entry in ``OBJECTIVES`` (its code in ``hierbench.protocol``).
+The plain objectives of the factorial (R, S) take the batch's (B, B) sanitised distances, the
+(B, 3) integer labels and the cell's spec, and return the loss and its per-level values for the
+log; ``DistanceObjective`` puts them behind the one interface the trainable objectives (HIER-style,
+angle entailment) implement themselves. A new plain objective is a module beside these and one
+entry in ``DISTANCE_LOSSES`` (its code in ``hierbench.protocol``); a trainable one subclasses
+``Objective``.
 """
 
-from collections.abc import Callable
-from typing import Any
-
-import torch
-
 from hierbench.losses.common import LEVEL_CODES, LEVEL_NAMES
-from hierbench.losses.regression import (
-    DEFAULT_REGRESSION_TARGETS,
-    regression_loss,
-    regression_objective,
+from hierbench.losses.objective import (
+    DISTANCE_LOSSES,
+    DistanceObjective,
+    LevelValues,
+    Objective,
 )
-from hierbench.losses.supcon import NoPositiveError, supcon_objective, taxonomy_supcon_loss
-from hierbench.protocol import REGRESSION, SUPCON
-
-LevelValues = dict[str, float | None]
-Objective = Callable[[torch.Tensor, torch.Tensor, Any], tuple[torch.Tensor, LevelValues]]
-OBJECTIVES: dict[str, Objective] = {REGRESSION: regression_objective, SUPCON: supcon_objective}
+from hierbench.losses.regression import DEFAULT_REGRESSION_TARGETS, regression_loss
+from hierbench.losses.supcon import NoPositiveError, taxonomy_supcon_loss
 
 __all__ = [
     "DEFAULT_REGRESSION_TARGETS",
+    "DISTANCE_LOSSES",
     "LEVEL_CODES",
     "LEVEL_NAMES",
-    "OBJECTIVES",
+    "DistanceObjective",
+    "LevelValues",
     "NoPositiveError",
     "Objective",
     "regression_loss",

@@ -1,25 +1,10 @@
 """Angle-entailment contrastive objective (Wang et al., ICCV 2025, hyperbolic visual hierarchies).
 
-Points are given by their space components only (D,). In the Lorentz model of curvature −c
-(c > 0) a point x has time x_t = √(1/c + ‖x‖²) and ⟨x, y⟩_L = ⟨x, y⟩ − x_t·y_t. The exterior
-angle at x of the geodesic x → y (the angle at x of the triangle O x y, taken outside it, i.e.
-between the continuation of O → x beyond x and x → y; meru's ``oxy_angle``) is
-
-    ext(x, y) = arccos( (y_t + x_t·c⟨x, y⟩_L) / (‖x‖·√((c⟨x, y⟩_L)² − 1)) ),
-
-computed here in the algebraically equal, scale-free form (a = −c⟨x, y⟩_L = cosh(√c·d) ≥ 1)
-
-    ext(x, y) = arccos( (y_t/(x_t·a) − 1) / ((‖x‖/x_t)·√(1 − 1/a²)) ),
-
-whose factors stay bounded for huge norms (no (c⟨x, y⟩_L)² overflow in float32). The Euclidean
-analogue (Ganea et al., 2018) is ext(x, y) = arccos(⟨x, y − x⟩ / (‖x‖·‖y − x‖)). Both are
-pairwise: x (N_x, D), y (N_y, D) → (N_x, N_y), values in [0, π].
-
-Numerical safety, so that values and gradients are finite everywhere (x at the origin, x = y,
-y at the origin, norms of 1e10 in float32, all tested): the arccos argument is clamped to
-[−1 + 1e-6, 1 − 1e-6] (angles within ~1.4e-3 rad of 0 or π are flattened); ‖x‖ and ‖y − x‖ are
-clamped ≥ 1e-6; a is clamped ≥ 1 (its exact range) and 1 − 1/a² ≥ 1e-12. At the origin, or for
-coincident points, the angle is undefined and the clamps pick some finite value.
+Points are given by their space components only (D,). The exterior angle ext(x, y) at x of the
+geodesic x → y is the geometry's (``hierbench.geometry.lorentz.exterior_angle`` at curvature −c,
+``hierbench.geometry.euclidean.exterior_angle`` for Euclidean cones), pairwise:
+x (N_x, D), y (N_y, D) → (N_x, N_y), values in [0, π], finite everywhere by the clamps of
+``hierbench.geometry.angles``.
 
 The loss, with parents p (P, D), children q (C, D), entails E (P, C) bool and temperature τ:
 
@@ -43,13 +28,13 @@ from numbers import Real
 import torch
 from torch import nn
 
-ACOS_EPS = 1e-6  # arccos argument clamped to [−1 + ACOS_EPS, 1 − ACOS_EPS]
-NORM_FLOOR = 1e-6  # ‖x‖ and ‖y − x‖ clamped ≥ NORM_FLOOR
-SQRT_FLOOR = 1e-12  # 1 − 1/a² clamped ≥ SQRT_FLOOR (a = 1 means x = y)
+from hierbench.geometry import lorentz
+from hierbench.geometry.lorentz import Curvature
+from hierbench.geometry.validation import check_curvature, check_pair
+
 MIN_TEMPERATURE = 0.01  # CLIP's logit-scale cap of 100
 MAX_TEMPERATURE = 1.0  # CLIP's logit-scale floor of 1
 
-Curvature = float | torch.Tensor
 AngleFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
@@ -57,107 +42,22 @@ class NoEntailmentPairError(ValueError):
     """An entailment matrix without a single True entry: the loss has no anchor."""
 
 
-def _check_points(name: str, points: torch.Tensor) -> None:
-    """Raise unless ``points`` is a floating 2-D (n, D) tensor."""
-    if not isinstance(points, torch.Tensor) or points.ndim != 2:
-        shape = tuple(points.shape) if isinstance(points, torch.Tensor) else type(points).__name__
-        raise ValueError(f"{name} must be a 2-D (n, D) tensor, got {shape}")
-    if not points.is_floating_point():
-        raise ValueError(f"{name} must be floating point, got {points.dtype}")
-
-
-def _check_pair(x: torch.Tensor, y: torch.Tensor) -> None:
-    """Raise unless x (N_x, D) and y (N_y, D) are point matrices of the same D."""
-    _check_points("x", x)
-    _check_points("y", y)
-    if x.shape[1] != y.shape[1]:
-        raise ValueError(
-            f"x and y must have the same dimension D, got shapes {tuple(x.shape)} and "
-            f"{tuple(y.shape)}"
-        )
-
-
-def _check_curvature(c: Curvature) -> None:
-    """Raise unless c is a finite number > 0 or a 0-d floating tensor holding one."""
-    if isinstance(c, torch.Tensor):
-        if c.ndim != 0 or not c.is_floating_point():
-            raise ValueError(
-                f"curvature c must be a 0-d floating tensor, got shape {tuple(c.shape)} "
-                f"and dtype {c.dtype}"
-            )
-        value = float(c.detach())
-    elif isinstance(c, Real) and not isinstance(c, bool):
-        value = float(c)
-    else:
-        raise ValueError(f"curvature c must be a number or a 0-d tensor, got {c!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"curvature c must be a finite number > 0, got {value!r}")
-
-
-def _safe_norm(points: torch.Tensor) -> torch.Tensor:
-    """Row norms (n,) clamped ≥ NORM_FLOOR, with a zero gradient where clamped."""
-    return (points * points).sum(dim=1).clamp_min(NORM_FLOOR**2).sqrt()
-
-
-def _safe_acos(argument: torch.Tensor) -> torch.Tensor:
-    """arccos of the argument clamped to [−1 + ACOS_EPS, 1 − ACOS_EPS] (finite gradient)."""
-    return torch.acos(argument.clamp(-1.0 + ACOS_EPS, 1.0 - ACOS_EPS))
-
-
-def _lorentz_time(points: torch.Tensor, c: Curvature) -> torch.Tensor:
-    """Time components (n,) of points given by their space components (n, D)."""
-    return torch.sqrt(1.0 / c + (points * points).sum(dim=1))
-
-
-def _lorentz_inner(x: torch.Tensor, y: torch.Tensor, c: Curvature) -> torch.Tensor:
-    """Pairwise Lorentz inner products ⟨x, y⟩_L = ⟨x, y⟩ − x_t·y_t, (N_x, N_y)."""
-    return x @ y.T - _lorentz_time(x, c)[:, None] * _lorentz_time(y, c)[None, :]
-
-
-def lorentz_exterior_angle(x: torch.Tensor, y: torch.Tensor, c: Curvature) -> torch.Tensor:
-    """Pairwise exterior angles (N_x, N_y) at x of the geodesics x → y on the hyperboloid."""
-    _check_pair(x, y)
-    _check_curvature(c)
-    x_time, y_time = _lorentz_time(x, c)[:, None], _lorentz_time(y, c)[None, :]
-    cosh_distance = (-c * _lorentz_inner(x, y, c)).clamp_min(1.0)  # a = cosh(√c·d) ≥ 1
-    numerator = y_time / x_time / cosh_distance - 1.0
-    sine = (1.0 - cosh_distance.pow(-2)).clamp_min(SQRT_FLOOR).sqrt()
-    denominator = (_safe_norm(x)[:, None] / x_time) * sine
-    return _safe_acos(numerator / denominator)
-
-
 def lorentz_angle_fn(c: Curvature) -> AngleFn:
     """The Lorentz exterior angle at curvature −c, as an ``angle_fn(a, b)`` for the loss."""
-    _check_curvature(c)
+    check_curvature(c)
 
     def angle_fn(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Pairwise Lorentz exterior angles (N_x, N_y) at the closed-over curvature."""
-        return lorentz_exterior_angle(x, y, c)
+        return lorentz.exterior_angle(x, y, c)
 
     return angle_fn
-
-
-def euclidean_exterior_angle(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Pairwise exterior angles (N_x, N_y) at x between the ray O → x (beyond x) and x → y."""
-    _check_pair(x, y)
-    x_squared, y_squared = (x * x).sum(dim=1)[:, None], (y * y).sum(dim=1)[None, :]
-    gram = x @ y.T
-    along = gram - x_squared  # ⟨x, y − x⟩
-    gap = (x_squared + y_squared - 2.0 * gram).clamp_min(NORM_FLOOR**2).sqrt()  # ‖y − x‖
-    return _safe_acos(along / (_safe_norm(x)[:, None] * gap))
 
 
 def _check_loss_inputs(
     parents: torch.Tensor, children: torch.Tensor, entails: torch.Tensor, temperature: torch.Tensor
 ) -> None:
     """Raise unless parents (P, D), children (C, D), entails (P, C) bool and τ > 0 fit."""
-    _check_points("parents", parents)
-    _check_points("children", children)
-    if parents.shape[1] != children.shape[1]:
-        raise ValueError(
-            f"parents and children must have the same dimension D, got shapes "
-            f"{tuple(parents.shape)} and {tuple(children.shape)}"
-        )
+    check_pair(parents, children, ("parents", "children"))
     expected = (len(parents), len(children))
     if not isinstance(entails, torch.Tensor) or tuple(entails.shape) != expected:
         shape = tuple(entails.shape) if isinstance(entails, torch.Tensor) else type(entails)
@@ -232,7 +132,7 @@ def angle_entailment_loss(
     """L_pc + L_cp for parents (P, D), children (C, D), entails (P, C), and the two terms.
 
     ``angle_fn(a, b)`` gives pairwise exterior angles (N_a, N_b), e.g. ``lorentz_angle_fn(c)``
-    or ``euclidean_exterior_angle``. Raises ``NoEntailmentPairError`` when entails is all False.
+    or ``geometry.euclidean.exterior_angle``. Raises ``NoEntailmentPairError`` when entails is all False.
     The readable reference: cells train with ``hierbench.losses.entailment_fused``'s
     ``fused_angle_entailment_loss``, the same loss with both angle directions in one pass.
     """

@@ -8,8 +8,8 @@ out (a handful of whole-matrix passes and two GEMMs) instead of recorded op by o
 an update of the companion cells several times cheaper on the CPU than autograd's graph of
 ~40 elementwise nodes.
 
-The values and clamps are exactly those of ``euclidean_exterior_angle`` and
-``lorentz_exterior_angle`` (``hierbench.losses.entailment``, the readable reference), and so
+The values and clamps are exactly those of ``exterior_angle`` in ``hierbench.geometry.euclidean``
+and ``hierbench.geometry.lorentz`` (the readable reference), and so
 are the gradients, clamped entries included (a clamped entry passes no gradient); the tests
 check both against the reference in float64 and by ``torch.autograd.gradcheck``. The Lorentz
 curvature may be a tensor with a gradient (the L head learns it).
@@ -27,14 +27,11 @@ from typing import Any
 
 import torch
 
+from hierbench.geometry.angles import ACOS_EPS, NORM_FLOOR, SQRT_FLOOR
+from hierbench.geometry.lorentz import Curvature, time_from_squared_norms
+from hierbench.geometry.validation import check_curvature, check_pair
 from hierbench.losses.entailment import (
-    ACOS_EPS,
-    NORM_FLOOR,
-    SQRT_FLOOR,
-    Curvature,
-    _check_curvature,
     _check_loss_inputs,
-    _check_pair,
     entailment_nce,
     require_entailment_pairs,
 )
@@ -107,7 +104,7 @@ class _LorentzPairedAngles(torch.autograd.Function):
         ctx: Any, x: torch.Tensor, y: torch.Tensor, c: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         sx, sy = (x * x).sum(dim=1)[:, None], (y * y).sum(dim=1)[None, :]
-        xt, yt = torch.sqrt(1.0 / c + sx), torch.sqrt(1.0 / c + sy)
+        xt, yt = time_from_squared_norms(sx, c), time_from_squared_norms(sy, c)
         gram = x @ y.T
         b = c * (xt * yt - gram)
         a = b.clamp_min(1.0)
@@ -175,10 +172,10 @@ def paired_exterior_angles(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(ext(p_i, q_j), ext(q_j, p_i)), both (P, C): Lorentz at curvature −c when a curvature
     is given, else Euclidean cones."""
-    _check_pair(parents, children)
+    check_pair(parents, children, ("parents", "children"))
     if curvature is None:
         return _EuclideanPairedAngles.apply(parents, children)
-    _check_curvature(curvature)
+    check_curvature(curvature)
     c = torch.as_tensor(curvature, dtype=parents.dtype, device=parents.device)
     return _LorentzPairedAngles.apply(parents, children, c)
 

@@ -39,11 +39,12 @@ from hierbench.geometry.lorentz import expmap0
 from hierbench.losses.entailment import LearnableTemperature
 from hierbench.losses.entailment_fused import fused_angle_entailment_loss
 from hierbench.losses.entailment_pairs import batch_pairs, cross_image_partners
+from hierbench.losses.objective import Objective
 
 GROUP_INIT_SCALE = 0.1  # group embeddings start near the origin: generic parents
 
 
-class EntailmentObjective(nn.Module):
+class EntailmentObjective(Objective):
     """Loss A of one cell (``geometry`` "E" or "L") over the training rows it was built for.
 
     ``crops`` (N, F) are the crop features of the training rows (None without crop pairs),

@@ -29,12 +29,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from hierbench.geometry.distances import (
-    TRAIN_DISTANCE_CLIP,
-    check_positive,
-    poincare_distance,
-    sanitise_and_clip,
-)
+from hierbench.geometry.distances import TRAIN_DISTANCE_CLIP, poincare_distance, sanitise_and_clip
+from hierbench.geometry.validation import check_positive
 from hierbench.losses.hier_triplets import (
     check_count,
     gumbel_noise,
@@ -42,6 +38,7 @@ from hierbench.losses.hier_triplets import (
     reciprocal_triplets,
     straight_through_lca,
 )
+from hierbench.losses.objective import Objective
 from hierbench.losses.proxy_anchor import proxy_anchor_loss
 
 EXPMAP_NORM_FLOOR = 1e-5  # the authors' clamp of ‖u‖ in expmap0 and of ‖x‖ in project
@@ -163,7 +160,7 @@ def _leaf_classes(leaf_codes: Sequence[int]) -> list[int]:
     return sorted(set(codes))
 
 
-class HierObjective(nn.Module):
+class HierObjective(Objective):
     """λ₁·Proxy-Anchor (leaf labels) + λ₂·L_hier with learnable class proxies and LCAs.
 
     Initial parameters come from ``torch.Generator().manual_seed(seed)`` and every noise and

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch.autograd.function import once_differentiable
 
-from hierbench.geometry.distances import check_positive
+from hierbench.geometry.validation import check_positive
 
 _CHUNK_ROWS = 256  # triplets per chunk of the (T, P) work: the value is the same for any size
 

@@ -20,17 +20,15 @@ from numbers import Real
 import torch
 import torch.nn.functional as F
 
+from hierbench.geometry.validation import check_points
+
 
 def _check_proxy_anchor_inputs(
     embeddings: torch.Tensor, proxies: torch.Tensor, labels: torch.Tensor
 ) -> None:
     """Raise unless embeddings (B, D), proxies (K, D) and labels (B,) in [0, K) fit together."""
-    for name, tensor in (("embeddings", embeddings), ("proxies", proxies)):
-        if not isinstance(tensor, torch.Tensor) or tensor.ndim != 2:
-            shape = tuple(tensor.shape) if hasattr(tensor, "shape") else type(tensor).__name__
-            raise ValueError(f"{name} must be a 2-D (n, dim) tensor, got {shape}")
-        if not tensor.is_floating_point():
-            raise ValueError(f"{name} must be floating point, got {tensor.dtype}")
+    check_points("embeddings", embeddings)
+    check_points("proxies", proxies)
     if embeddings.shape[1] != proxies.shape[1]:
         raise ValueError(
             f"embedding dim {embeddings.shape[1]} differs from proxy dim {proxies.shape[1]}"

@@ -12,8 +12,8 @@ q lies relative to the origin, so the angle ranking may differ from the distance
 head whose points all have unit norm the Euclidean angle is π/2 + θ/2, θ the angle between q and
 g: a monotone function of the distance, so the two rankings agree there up to ties.
 
-The formulas are the ones the companion cells train with, not a copy: ``lorentz_exterior_angle``
-at the head's curvature (points as space components) and ``euclidean_exterior_angle``, evaluated
+The formulas are the ones the companion cells train with, not a copy: the geometries'
+``exterior_angle`` (Lorentz at the head's curvature, points as space components), evaluated
 in float64 on the CPU, with their clamps: angles within about 1.4e-3 rad of 0 or π are
 flattened to one value (such items tie, ordered by gallery index), and a query at the origin or
 a gallery item on it gets some finite angle. A NaN angle (from a NaN embedding) becomes π, after
@@ -27,7 +27,8 @@ import math
 import numpy as np
 import torch
 
-from hierbench.losses.entailment import euclidean_exterior_angle, lorentz_angle_fn
+from hierbench.geometry import euclidean
+from hierbench.losses.entailment import lorentz_angle_fn
 from hierbench.metrics.pair_scores import PairScores
 from hierbench.protocol import EUCLIDEAN, HEAD_NAMES, LORENTZ
 
@@ -35,7 +36,7 @@ from hierbench.protocol import EUCLIDEAN, HEAD_NAMES, LORENTZ
 def exterior_angle_scores(curvature: float | None = None) -> PairScores:
     """ext(q, g) for query rows q and gallery rows g as a float64 (n_q, n_g) matrix: the Lorentz
     exterior angle at curvature −c when a curvature is given, else the Euclidean one."""
-    angle_fn = euclidean_exterior_angle if curvature is None else lorentz_angle_fn(curvature)
+    angle_fn = euclidean.exterior_angle if curvature is None else lorentz_angle_fn(curvature)
 
     @torch.no_grad()
     def scores(queries: np.ndarray, gallery: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -45,13 +46,21 @@ def note_test_access(access_log: str | Path, what: str) -> None:
         handle.write(f"{now} {what}\n")
 
 
+@dataclass(frozen=True)
+class SealedCell:
+    """What a sealed evaluation of one trained cell reads: the cell's record and checkpoint,
+    the Final lock, and the sealed test's features and splits."""
+
+    record: str | Path
+    checkpoint: str | Path
+    lock: str | Path
+    sealed_features: str | Path
+    sealed_splits: str | Path
+
+
 def score_cell_on_sealed_test(
     dataset: str,
-    record: str | Path,
-    checkpoint: str | Path,
-    lock: str | Path,
-    sealed_features: str | Path,
-    sealed_splits: str | Path,
+    cell: SealedCell,
     config: dict[str, Any],
     *,
     access_log: str | Path,
@@ -67,17 +76,17 @@ def score_cell_on_sealed_test(
     features takes a fraction of a second and the metrics run in float64 NumPy, so a
     checkpoint's scores are the same bytes on every node, with or without a GPU.
     """
-    verify_against_lock(lock, [checkpoint, sealed_features, sealed_splits])
-    spec = CellSpec.from_record(json.loads(Path(record).read_text(encoding="utf-8")))
+    verify_against_lock(cell.lock, [cell.checkpoint, cell.sealed_features, cell.sealed_splits])
+    spec = CellSpec.from_record(json.loads(Path(cell.record).read_text(encoding="utf-8")))
     what = " ".join([spec.cell, *labels.values()])
     note_test_access(access_log, f"{dataset} {what} ({reader})")
-    ids, classes, matrix = read_labelled_features(sealed_features)
-    model = load_checkpoint(checkpoint, spec, matrix.shape[1])
+    ids, classes, matrix = read_labelled_features(cell.sealed_features)
+    model = load_checkpoint(cell.checkpoint, spec, matrix.shape[1])
     per_query, summary = score_draws(
         embed(model, matrix),
         classes,
         ids,
-        pd.read_parquet(sealed_splits),
+        pd.read_parquet(cell.sealed_splits),
         qg_seeds(config, dataset),
         metric_for(model, spec),
     )

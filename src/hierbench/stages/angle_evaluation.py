@@ -20,6 +20,7 @@ from hierbench.metrics.scoring import ranking_settings
 from hierbench.metrics.sealed_scoring import (
     PER_QUERY_ORDER,
     SUMMARY_ORDER,
+    SealedCell,
     score_cell_on_sealed_test,
 )
 from hierbench.protocol import ANGLE_RANKING, COMPANION_LOSS
@@ -29,11 +30,7 @@ from hierbench.provenance.records import JobContext
 
 def evaluate_angles_on_sealed_test(
     dataset: str,
-    record: str | Path,
-    checkpoint: str | Path,
-    lock: str | Path,
-    sealed_features: str | Path,
-    sealed_splits: str | Path,
+    cell: SealedCell,
     config: dict[str, Any],
     outputs: dict[str, str | Path],
     job: JobContext,
@@ -54,11 +51,7 @@ def evaluate_angles_on_sealed_test(
 
     scores = score_cell_on_sealed_test(
         dataset,
-        record,
-        checkpoint,
-        lock,
-        sealed_features,
-        sealed_splits,
+        cell,
         config,
         access_log=access_log,
         reader=job.rule,

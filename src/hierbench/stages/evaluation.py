@@ -21,6 +21,7 @@ from hierbench.metrics.scoring import l2_normalised, metric_settings, qg_seeds, 
 from hierbench.metrics.sealed_scoring import (
     PER_QUERY_ORDER,
     SUMMARY_ORDER,
+    SealedCell,
     SealedScores,
     note_test_access,
     score_cell_on_sealed_test,
@@ -43,11 +44,7 @@ def _write_sealed_scores(
 
 def evaluate_cell_on_sealed_test(
     dataset: str,
-    record: str | Path,
-    checkpoint: str | Path,
-    lock: str | Path,
-    sealed_features: str | Path,
-    sealed_splits: str | Path,
+    cell: SealedCell,
     config: dict[str, Any],
     outputs: dict[str, str | Path],
     job: JobContext,
@@ -70,11 +67,7 @@ def evaluate_cell_on_sealed_test(
 
     scores = score_cell_on_sealed_test(
         dataset,
-        record,
-        checkpoint,
-        lock,
-        sealed_features,
-        sealed_splits,
+        cell,
         config,
         access_log=access_log,
         reader=job.rule,

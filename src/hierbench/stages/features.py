@@ -7,6 +7,7 @@ holds exactly the sealed test images (``final/test``), so no training rule can t
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,9 +72,25 @@ def _development_ids(dev_splits: str | Path) -> list[str]:
     return sorted(pd.read_parquet(dev_splits)["image_id"].astype(str).unique())
 
 
-def build_dev_features(
+def _sealed_test_ids(sealed_splits: str | Path) -> list[str]:
+    """Exactly the sealed test images (``final/test``)."""
+    return role_ids(pd.read_parquet(sealed_splits), "final", "test")
+
+
+# Each feature partition: which images it holds (from its split table) and whether it crops
+# them to the bird's box. Development images, their crops (the companion method's entailment
+# pairs, cached apart) and the sealed test images (an artifact of their own).
+PARTITIONS: dict[str, tuple[Callable[[str | Path], list[str]], bool]] = {
+    "dev": (_development_ids, False),
+    "dev_crops": (_development_ids, True),
+    "sealed_test": (_sealed_test_ids, False),
+}
+
+
+def build_features(
+    partition: str,
     dataset: str,
-    dev_splits: str | Path,
+    splits: str | Path,
     images: str | Path,
     taxonomy: str | Path,
     root: str | Path,
@@ -84,80 +101,23 @@ def build_dev_features(
     images_dir: str = IMAGES_DIR,
     device: str = "cpu",
 ) -> pd.DataFrame:
-    """Features of every image in the development splits (never a sealed test image)."""
-    ids = _development_ids(dev_splits)
+    """Features of one partition of a dataset (``PARTITIONS``): the development images never
+    include a sealed test image, and the sealed test images go into an artifact of their own."""
+    if partition not in PARTITIONS:
+        raise ValueError(f"no feature partition {partition!r}; partitions: {sorted(PARTITIONS)}")
+    select, crop = PARTITIONS[partition]
+    if crop:
+        backbone = {**backbone, "crop_to_bbox": True}
     return _build(
         dataset,
-        ids,
+        select(splits),
         images,
         taxonomy,
         root,
         backbone,
         out_table,
         job,
-        "dev",
-        images_dir=images_dir,
-        device=device,
-    )
-
-
-def build_dev_crop_features(
-    dataset: str,
-    dev_splits: str | Path,
-    images: str | Path,
-    taxonomy: str | Path,
-    root: str | Path,
-    backbone: dict[str, Any],
-    out_table: str | Path,
-    job: JobContext,
-    *,
-    images_dir: str = IMAGES_DIR,
-    device: str = "cpu",
-) -> pd.DataFrame:
-    """Features of every development image's bird crop (its box), for the entailment pairs of
-    the companion method: cached apart from the whole-image features."""
-    cropped = {**backbone, "crop_to_bbox": True}
-    ids = _development_ids(dev_splits)
-    return _build(
-        dataset,
-        ids,
-        images,
-        taxonomy,
-        root,
-        cropped,
-        out_table,
-        job,
-        "dev_crops",
-        images_dir=images_dir,
-        device=device,
-    )
-
-
-def build_sealed_test_features(
-    dataset: str,
-    sealed_splits: str | Path,
-    images: str | Path,
-    taxonomy: str | Path,
-    root: str | Path,
-    backbone: dict[str, Any],
-    out_table: str | Path,
-    job: JobContext,
-    *,
-    images_dir: str = IMAGES_DIR,
-    device: str = "cpu",
-) -> pd.DataFrame:
-    """Features of exactly the sealed test images (``final/test``), in an artifact of their own."""
-    ids = role_ids(pd.read_parquet(sealed_splits), "final", "test")
-    return _build(
-        dataset,
-        ids,
-        images,
-        taxonomy,
-        root,
-        backbone,
-        out_table,
-        job,
-        "sealed_test",
+        partition,
         images_dir=images_dir,
         device=device,
     )

@@ -57,42 +57,25 @@ def train_final_cell(
     )
 
 
-def train_curvature_cell(
-    dataset: str,
-    point: str,
-    geometry: str,
-    seed: int,
-    features: str | Path,
-    splits: str | Path,
-    config: dict[str, Any],
-    outputs: dict[str, str | Path],
-    job: JobContext,
-    *,
-    epochs: int,
+def curvature_options(
+    dataset: str, point: str, geometry: str, seed: int, epochs: int | None
 ) -> dict[str, Any]:
-    """Train one curvature-control cell: H_R at the point a label names, or the matched E_R,
-    for the control's own epoch budget; its record names the control (the fairness audit
+    """How a curvature-control cell trains: H_R at the point its label names, or the matched
+    E_R, for the control's own epoch budget; its record names the control (the fairness audit
     holds the control's cells to that budget)."""
     if geometry != point_geometry(point):
         raise ValueError(
             f"{dataset} curvature control: variant {point!r} trains geometry "
             f"{point_geometry(point)!r}, not {geometry!r}"
         )
-    return train_final_cell(
-        dataset,
-        geometry,
-        REGRESSION,
-        seed,
-        features,
-        splits,
-        config,
-        outputs,
-        job,
-        hyperbolic=point_hyperbolic(point),
-        label=cell_label(point, seed),
-        epochs=epochs,
-        extra={"control": CURVATURE_CONTROL},
-    )
+    if epochs is None:
+        raise ValueError(f"{dataset} curvature control: {point} needs the control's epochs")
+    return {
+        "hyperbolic": point_hyperbolic(point),
+        "label": cell_label(point, seed),
+        "epochs": epochs,
+        "extra": {"control": CURVATURE_CONTROL},
+    }
 
 
 def train_cell(
@@ -111,15 +94,11 @@ def train_cell(
     name a ``point`` (for ``epochs``), an outer split's cell when they name an ``outer``
     split, else a final factorial cell (its τ from ``selection`` when tuned)."""
     geometry, seed = wildcards["geometry"], int(wildcards["seed"])
-    if "point" in wildcards:
-        point = wildcards["point"]
-        if epochs is None:
-            raise ValueError(f"{dataset} curvature control: {point} needs the control's epochs")
-        common = (features, splits, config, outputs, job)
-        return train_curvature_cell(dataset, point, geometry, seed, *common, epochs=epochs)
-    loss = wildcards["loss"]
+    loss = wildcards.get("loss", REGRESSION)  # a curvature-control cell is H_R or E_R
     options: dict[str, Any] = {"selection": selection}
-    if "outer" in wildcards:
+    if "point" in wildcards:
+        options = curvature_options(dataset, wildcards["point"], geometry, seed, epochs)
+    elif "outer" in wildcards:
         label = f"{cell_name(geometry, loss, wildcards['seed'])}@{wildcards['outer']}"
         options |= {"label": label, "split": wildcards["outer"]}
     return train_final_cell(

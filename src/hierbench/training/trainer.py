@@ -25,8 +25,7 @@ import torch
 from hierbench.cells.checkpoints import head_for
 from hierbench.cells.spec import CellSpec
 from hierbench.devices import use_deterministic_torch
-from hierbench.geometry import sanitise_and_clip
-from hierbench.losses import OBJECTIVES
+from hierbench.losses import DistanceObjective, Objective
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +65,7 @@ def state_hash(model: torch.nn.Module, prefix: str = "") -> str:
     return digest.hexdigest()
 
 
-def extra_initial_hashes(
-    model: torch.nn.Module, objective: torch.nn.Module | None
-) -> dict[str, str]:
+def extra_initial_hashes(model: torch.nn.Module, objective: Objective) -> dict[str, str]:
     """Hashes of every parameter beyond the shared projector as initialised (a learnable
     curvature, an objective's embeddings and temperature), for the fairness audit."""
     extras = {
@@ -76,8 +73,7 @@ def extra_initial_hashes(
         for name, tensor in model.named_parameters()
         if not name.startswith(PROJECTOR_PREFIX)
     }
-    if objective is not None:
-        extras |= {f"objective.{n}": state_hash_of(t) for n, t in objective.named_parameters()}
+    extras |= {f"objective.{n}": state_hash_of(t) for n, t in objective.named_parameters()}
     return extras
 
 
@@ -113,31 +109,13 @@ def build_cell_model(spec: CellSpec, in_dim: int) -> torch.nn.Module:
     return head_for(spec, in_dim)
 
 
-def batch_loss(
-    model: torch.nn.Module,
-    features: torch.Tensor,
-    labels: torch.Tensor,
-    spec: CellSpec,
-    objective: torch.nn.Module | None = None,
-    batch: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, dict[str, float | None]]:
-    """The cell's objective on one batch, with per-level values for the log; a trainable
-    ``objective`` (with parameters of its own) computes it from the head, the batch's features,
-    labels and training-row indices instead."""
-    if objective is not None:
-        return objective.batch_loss(model, features, labels, batch)
-    embeddings = model(features)
-    distances = sanitise_and_clip(model.distance(embeddings, embeddings), spec.distance_clip)
-    return OBJECTIVES[spec.loss](distances, labels, spec)
-
-
 def _update(
     model: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
     features: torch.Tensor,
     labels: torch.Tensor,
     spec: CellSpec,
-    objective: torch.nn.Module | None,
+    objective: Objective,
     batch: torch.Tensor,
 ) -> dict[str, float | None]:
     """One optimiser update; returns loss, gradient norm and per-level losses as floats.
@@ -146,7 +124,7 @@ def _update(
     Distance sanitising can hide a NaN in the loss; a NaN gradient cannot hide. The norm is the
     head's (clipped at ``spec.grad_clip``); a trainable objective's parameters are not clipped.
     """
-    loss, levels = batch_loss(model, features, labels, spec, objective, batch)
+    loss, levels = objective.batch_loss(model, features, labels, batch)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     norm = torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip, foreach=True)
@@ -162,17 +140,16 @@ def train_cell(
     spec: CellSpec,
     *,
     on_epoch: Callable[[int, torch.nn.Module], dict[str, float]] | None = None,
-    objective: torch.nn.Module | None = None,
+    objective: Objective | None = None,
     device: torch.device | None = None,
 ) -> TrainResult:
     """Train one cell for exactly ``spec.epochs`` epochs and return the endpoint model (on the
     CPU, in eval mode).
 
     ``on_epoch(epoch, model)`` may return diagnostics (validation metrics) for the log; they
-    never influence training. ``objective`` replaces the spec's loss by a module with
-    parameters of its own (``batch_loss(model, features, labels, batch)``,
-    ``param_groups(weight_decay)``), optimised by the same AdamW beside the head; the head is
-    built and seeded as always.
+    never influence training. ``objective`` (default: the spec's plain loss on the batch's
+    distances, ``DistanceObjective``) may have parameters of its own, optimised by the same
+    AdamW beside the head; the head is built and seeded as always.
 
     ``device`` (the CPU by default) runs the updates there. The initial weights and the batch
     order come from CPU generators on every device, so the fairness audit's hashes do not
@@ -183,14 +160,13 @@ def train_cell(
     use_deterministic_torch(device)
     x = torch.as_tensor(features, dtype=torch.float32).to(device)
     y = torch.as_tensor(labels, dtype=torch.long).to(device)
+    objective = DistanceObjective(spec) if objective is None else objective
     model = build_cell_model(spec, x.shape[1])
     initial = state_hash(model, PROJECTOR_PREFIX)  # the weights every cell of a seed shares
     extras = extra_initial_hashes(model, objective)
     model.to(device)
-    if objective is not None:
-        objective.to(device)
-    groups = head_param_groups(model)
-    groups += objective.param_groups(spec.weight_decay) if objective is not None else []
+    objective.to(device)
+    groups = head_param_groups(model) + objective.param_groups(spec.weight_decay)
     optimizer = torch.optim.AdamW(groups, lr=spec.lr, weight_decay=spec.weight_decay, fused=True)
     generator = torch.Generator().manual_seed(spec.seed)
     rows, order_hashes, updates = [], [], 0
