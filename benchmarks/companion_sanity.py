@@ -59,7 +59,7 @@ import torch.nn.functional as F
 from hierbench.cells.checkpoints import embed, learned_curvature
 from hierbench.cells.companion import companion_spec
 from hierbench.cells.spec import cell_spec
-from hierbench.geometry.angles import ACOS_EPS
+from hierbench.geometry.cones import ACOS_EPS
 from hierbench.losses import entailment_fused
 from hierbench.losses.entailment_fused import paired_exterior_angles
 from hierbench.losses.entailment_objective import companion_objective, running_statistics_kept

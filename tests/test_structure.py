@@ -1,5 +1,6 @@
-"""The library's shape, checked: short single-concern modules, stages that do not import each
-other, library modules that never publish, and the study's names spelled once."""
+"""The library's shape, checked: short single-concern modules in packages by concern, imports
+that only point down the layers, one name per module, stages that do not import each other,
+library modules that never publish, the study's names spelled once, and thin rule wiring."""
 
 from __future__ import annotations
 
@@ -13,8 +14,21 @@ REPO = Path(__file__).resolve().parents[1]
 LIBRARY = REPO / "src" / "hierbench"
 STAGES = LIBRARY / "stages"
 MAX_LINES = 400
-# A module may be longer when its docstring says why, in a line starting with this.
-LONG_REASON = "Longer than 400 lines because"
+COMMON_SMK_MAX_LINES = 300
+# The architecture drawing (docs/architecture.md), bottom to top: a module imports only from
+# its own package or top-level module, or from a lower layer.
+LAYERS: tuple[frozenset[str], ...] = tuple(
+    frozenset(layer.split())
+    for layer in (
+        "protocol relations runs devices idnames shipped",
+        "provenance geometry taxonomy splits effects",
+        "data cells jobs runtools features",
+        "losses baselines controls config demo",
+        "training metrics paths",
+        "stages",
+        "cli",
+    )
+)
 # Modules that publish artifacts themselves: the artifact layer, the feature store's typed
 # writer, the stages, and the entry points that call stages.
 # The artifact layer: writers every stage shares (a cell's three files come from cell_publishing).
@@ -51,13 +65,74 @@ def _imports(path: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("path", _modules(), ids=_name)
-def test_no_library_module_is_long_without_a_stated_reason(path: Path):
+def test_no_library_module_is_over_400_lines(path: Path):
     lines = len(path.read_text(encoding="utf-8").splitlines())
-    docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    assert lines <= MAX_LINES or LONG_REASON in docstring, (
-        f"{path.relative_to(REPO)} has {lines} lines; split it by concern, or say why in its "
-        f"docstring ('{LONG_REASON} ...')"
+    assert lines <= MAX_LINES, f"{path.relative_to(REPO)} has {lines} lines; split it by concern"
+
+
+def _layer(name: str) -> int:
+    """The layer of a module's package (or top-level module)."""
+    unit = name.split(".")[0]
+    for index, layer in enumerate(LAYERS):
+        if unit in layer:
+            return index
+    raise AssertionError(f"hierbench.{unit} is in no layer of LAYERS (docs/architecture.md)")
+
+
+def test_every_package_and_top_level_module_has_one_layer():
+    units = {_name(path).split(".")[0] for path in _modules() if _name(path)}
+    placed = [unit for layer in LAYERS for unit in layer]
+    assert sorted(placed) == sorted(set(placed)), "a unit is in two layers"
+    assert units == set(placed)
+
+
+@pytest.mark.parametrize("path", [p for p in _modules() if _name(p)], ids=_name)
+def test_no_module_imports_from_a_higher_layer(path: Path):
+    name = _name(path)
+    own = name.split(".")[0]
+    upward = sorted(
+        imported
+        for imported in _imports(path)
+        if not imported.startswith("__")  # the package's own attributes (__version__)
+        and imported.split(".")[0] != own
+        and _layer(imported) >= _layer(name)
     )
+    assert not upward, (
+        f"{path.relative_to(REPO)} (layer {_layer(name)}) imports {upward} from its own layer "
+        "or above; move the shared code down"
+    )
+
+
+def _module_names() -> dict[str, list[str]]:
+    """Every module's and package's last name, with where it is defined."""
+    names: dict[str, list[str]] = {}
+    for path in _modules():
+        name = _name(path)
+        if name:
+            names.setdefault(name.split(".")[-1], []).append(name)
+    return names
+
+
+def test_no_two_modules_share_a_name_except_a_stage_and_its_library_module():
+    """One name per idea: a stage ``stages.X`` may share its name with the library package
+    ``X`` or with the one library module ``pkg.X`` that it is the stage of (it imports it)."""
+    for short, owners in _module_names().items():
+        others = [owner for owner in owners if not owner.startswith("stages.")]
+        if len(owners) == 1:
+            continue
+        stage = f"stages.{short}"
+        assert stage in owners and len(others) == 1, f"{short!r} names {sorted(owners)}"
+        library = others[0]
+        if library != short:  # a module of another package: the stage must be its stage
+            assert library in _imports(STAGES / f"{short}.py"), (
+                f"{stage} shares its name with {library} but does not import it"
+            )
+
+
+def test_the_rules_common_file_is_path_wiring_only():
+    common = (REPO / "rules" / "common.smk").read_text(encoding="utf-8")
+    assert len(common.splitlines()) < COMMON_SMK_MAX_LINES
+    assert not re.search(r"^\s*(rule|use rule) ", common, re.M), "rules/common.smk defines a rule"
 
 
 @pytest.mark.parametrize("path", sorted(STAGES.glob("*.py")), ids=_name)

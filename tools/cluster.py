@@ -11,8 +11,8 @@ munged, slurmctld and slurmd run in the foreground as children of this script, a
 ``check`` copies the repository twice (sources only, no run folders), runs the tiny config
 with the SLURM workflow profile in one copy and locally (``--cores 2``, the default profile) in
 the other, then compares the bytes of every file under the tiny run's folder (less the timing
-exceptions of :mod:`hierbench.runtools.rundiff`) and audits the SLURM copy. Without the Debian packages
-(and no apt-get to install them) it prints one line and exits 0.
+exceptions of :mod:`hierbench.runtools.rundiff`) and audits the SLURM copy. Without the Debian
+packages (and no apt-get to install them) it prints one line and exits 0.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ CLIENTS = ("sbatch", "squeue", "sinfo", "srun", "scancel")
 SBIN = Path("/usr/sbin")
 MEMORY_MARGIN_MB = 2048  # left to the OS and the submitting Snakemake
 TINY = ("--configfile", "configs/tiny.yaml")
-TINY_RUN = "runs/tiny"  # configs/tiny.yaml's run folder (tests/test_cluster_profile.py checks)
+# configs/tiny.yaml's run folder (tests/workflow/test_cluster_profile.py checks)
+TINY_RUN = "runs/tiny"
 
 
 def log(message: str) -> None:

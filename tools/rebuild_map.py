@@ -9,8 +9,9 @@
                                                 # own copy of the complete run)
 
 It copies the repository (sources only), runs the tiny config to completion there, then makes
-each edit of :mod:`hierbench.runtools.rebuild` in that copy and records what ``snakemake --dag`` would
-run. tests/test_rebuild_map.py makes the same measurement on the test suite's tiny run.
+each edit of :mod:`hierbench.runtools.rebuild` in that copy and records what
+``snakemake --dag`` would run. tests/runtools/test_rebuild_map.py makes the same measurement
+on the test suite's tiny run.
 """
 
 from __future__ import annotations

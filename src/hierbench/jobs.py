@@ -2,7 +2,8 @@
 
 Workflow scripts call :func:`start_job` first thing; it sends stderr and Python logging to the
 rule's ``log:`` file, verifies every recorded input against its record
-(:mod:`hierbench.provenance.integrity`) and returns the :class:`JobContext` every artifact writer needs. The
+(:mod:`hierbench.provenance.integrity`) and returns the :class:`JobContext` every artifact
+writer needs. The
 ``snakemake`` object is only read here, by attribute, so the library never imports Snakemake.
 """
 

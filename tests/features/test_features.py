@@ -1,4 +1,5 @@
-"""Backbones, weights mapping, batched extraction and the feature parquet (hierbench.features.extraction)."""
+"""Backbones, weights mapping, batched extraction and the feature parquet
+(hierbench.features.extraction)."""
 
 from __future__ import annotations
 

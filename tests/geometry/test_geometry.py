@@ -310,7 +310,8 @@ def test_radius_and_max_norm():
 
 
 def test_distance_rejects_mismatched_dims():
-    with pytest.raises(ValueError, match=r"a and b must have the same dimension D, got shapes \(2, 3\) and \(2, 4\)"):
+    mismatch = r"a and b must have the same dimension D, got shapes \(2, 3\) and \(2, 4\)"
+    with pytest.raises(ValueError, match=mismatch):
         euclidean_distance(torch.zeros(2, 3), torch.zeros(2, 4))
 
 

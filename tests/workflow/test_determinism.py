@@ -56,7 +56,8 @@ def test_a_killed_run_recovers_and_matches_a_clean_run(built_repo: Path, repo_co
     findings = verify(repo_copy / TINY_RUN, repo_copy)
     assert [f.path for f in findings if not f.passed] == []
     # The timing exceptions (the Final locks, training logs and the records that carry their
-    # times) are hierbench.runtools.rundiff's; logs and benchmark timings are outside the run folder.
+    # times) are hierbench.runtools.rundiff's; logs and benchmark timings are outside the run
+    # folder.
     diff = compare_runs(built_repo, repo_copy, TINY_RUN)
     assert (diff.only_first, diff.only_second, diff.differing) == ([], [], [])
     first, skipped = result_hashes(built_repo, TINY_RUN), set(diff.exempt)

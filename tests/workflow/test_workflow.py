@@ -1,5 +1,5 @@
 """The Snakemake workflow: a real run with provenance, and source-input invalidation (the
-rebuild map of code and config edits is tests/test_rebuild_map.py)."""
+rebuild map of code and config edits is tests/runtools/test_rebuild_map.py)."""
 
 from __future__ import annotations
 

@@ -1,1 +1,2 @@
-"""Datasets on disk: the CUB and NABirds layouts, dataset kinds, the table reader, shipped inputs."""
+"""Datasets on disk: the CUB and NABirds layouts, dataset kinds, the table reader, shipped
+inputs."""

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hierbench.geometry.angles import NORM_FLOOR, safe_acos, safe_norm
+from hierbench.geometry.cones import NORM_FLOOR, safe_acos, safe_norm
 from hierbench.geometry.distances import euclidean_distance
 from hierbench.geometry.projector import Projector
 from hierbench.geometry.validation import check_pair
@@ -61,7 +61,7 @@ class EuclideanHead(nn.Module):
 
 def exterior_angle(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Pairwise exterior angles (N_x, N_y) at x between the ray O → x (beyond x) and x → y
-    (Ganea et al., 2018): arccos(⟨x, y − x⟩ / (‖x‖·‖y − x‖)), clamped as ``geometry.angles``."""
+    (Ganea et al., 2018): arccos(⟨x, y − x⟩ / (‖x‖·‖y − x‖)), clamped as ``geometry.cones``."""
     check_pair(x, y, ("x", "y"))
     x_squared, y_squared = (x * x).sum(dim=1)[:, None], (y * y).sum(dim=1)[None, :]
     gram = x @ y.T

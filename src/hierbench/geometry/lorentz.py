@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from hierbench.geometry.angles import SQRT_FLOOR, safe_acos, safe_norm
+from hierbench.geometry.cones import SQRT_FLOOR, safe_acos, safe_norm
 from hierbench.geometry.distances import SQUARED_ROUNDING, _finite_or_zero
 from hierbench.geometry.projector import Projector
 from hierbench.geometry.validation import check_curvature, check_pair, check_positive
@@ -88,7 +88,7 @@ def exterior_angle(x: torch.Tensor, y: torch.Tensor, c: Curvature) -> torch.Tens
     ext(x, y) = arccos((y_t + x_t·c⟨x, y⟩_L) / (‖x‖·√((c⟨x, y⟩_L)² − 1))) (meru's
     ``oxy_angle``), computed in the algebraically equal, scale-free form with
     a = −c⟨x, y⟩_L = cosh(√c·d) ≥ 1: arccos((y_t/(x_t·a) − 1) / ((‖x‖/x_t)·√(1 − 1/a²))),
-    whose factors stay bounded for huge norms; clamped as ``geometry.angles``.
+    whose factors stay bounded for huge norms; clamped as ``geometry.cones``.
     """
     check_pair(x, y, ("x", "y"))
     check_curvature(c)

@@ -4,7 +4,7 @@ Points are given by their space components only (D,). The exterior angle ext(x, 
 geodesic x → y is the geometry's (``hierbench.geometry.lorentz.exterior_angle`` at curvature −c,
 ``hierbench.geometry.euclidean.exterior_angle`` for Euclidean cones), pairwise:
 x (N_x, D), y (N_y, D) → (N_x, N_y), values in [0, π], finite everywhere by the clamps of
-``hierbench.geometry.angles``.
+``hierbench.geometry.cones``.
 
 The loss, with parents p (P, D), children q (C, D), entails E (P, C) bool and temperature τ:
 
@@ -132,7 +132,8 @@ def angle_entailment_loss(
     """L_pc + L_cp for parents (P, D), children (C, D), entails (P, C), and the two terms.
 
     ``angle_fn(a, b)`` gives pairwise exterior angles (N_a, N_b), e.g. ``lorentz_angle_fn(c)``
-    or ``geometry.euclidean.exterior_angle``. Raises ``NoEntailmentPairError`` when entails is all False.
+    or ``geometry.euclidean.exterior_angle``. Raises ``NoEntailmentPairError`` when entails
+    is all False.
     The readable reference: cells train with ``hierbench.losses.entailment_fused``'s
     ``fused_angle_entailment_loss``, the same loss with both angle directions in one pass.
     """

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from hierbench.geometry.angles import ACOS_EPS, NORM_FLOOR, SQRT_FLOOR
+from hierbench.geometry.cones import ACOS_EPS, NORM_FLOOR, SQRT_FLOOR
 from hierbench.geometry.lorentz import Curvature, time_from_squared_norms
 from hierbench.geometry.validation import check_curvature, check_pair
 from hierbench.losses.entailment import (

@@ -53,9 +53,8 @@ class DistanceObjective(Objective):
     def __init__(self, spec: Any) -> None:
         super().__init__()
         if spec.loss not in DISTANCE_LOSSES:
-            raise ValueError(
-                f"no plain objective for loss {spec.loss!r}; plain losses: {sorted(DISTANCE_LOSSES)}"
-            )
+            plain = sorted(DISTANCE_LOSSES)
+            raise ValueError(f"no plain objective for loss {spec.loss!r}; plain losses: {plain}")
         self.spec = spec
         self.loss = DISTANCE_LOSSES[spec.loss]
 

@@ -3,7 +3,8 @@
 Snakemake reruns the consumers of a file edited by hand as if it were a newer input; without
 this check an edited split, feature file or checkpoint would flow on into the lock and the
 tables. Every job therefore compares each input that carries a record (``<path>.prov.json``,
-written by :func:`hierbench.provenance.artifacts.publish`) with the SHA256 in that record before it reads
+written by :func:`hierbench.provenance.artifacts.publish`) with the SHA256 in that record
+before it reads
 anything. The job hashes its inputs for its own record anyway (``provenance.input_hash``,
 cached), so the check costs one comparison. Source inputs (shipped files, dataset folders,
 weights) have no record; their content fingerprints are rule parameters instead.

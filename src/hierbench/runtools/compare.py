@@ -4,7 +4,8 @@ effect tables moved.
 A run folder (``results/``, ``runs/<config>/``) holds ``<dataset>/...`` artifacts, each with its
 provenance record beside it. Records are keyed by the artifact's path relative to the run folder,
 and the run's own prefix in parameters and input paths is replaced by :data:`RUN_MARKER`, so runs
-in different folders compare equal. As in :mod:`hierbench.runtools.rundiff`, timed artifacts (the Final
+in different folders compare equal. As in :mod:`hierbench.runtools.rundiff`, timed artifacts
+(the Final
 lock, training logs) are compared by their provenance only, and an input's hash is ignored when
 the input is timed. A first difference (a cause) is an artifact whose own parameters, code hash,
 software (interpreter, platform, package versions, torch's device and GPU model) or inputs from

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 
 import pandas as pd
 
 from hierbench.provenance.artifacts import provenance_path
+from hierbench.runtools.rebuild import rule_blocks
 
 BENCHMARK_SUFFIX = ".benchmark.tsv"
 NO_RECORD = "(no record)"  # the rule of a job whose output has no provenance record
@@ -26,7 +26,6 @@ NO_STAGE = "(other)"  # the stage of a rule not defined in any rules/*.smk file
 # Snakemake's benchmark columns that are read, and their names here.
 MEASURES = {"s": "wall_s", "cpu_time": "cpu_s", "max_rss": "max_rss_mb"}
 JOB_COLUMNS = ("output", "rule", "stage", *MEASURES.values())
-_RULE_LINE = re.compile(r"^(?:local)?rule\s+(\w+)\s*:", re.MULTILINE)
 
 
 class BenchmarkFileError(ValueError):
@@ -34,12 +33,9 @@ class BenchmarkFileError(ValueError):
 
 
 def rule_stages(rules_folder: Path) -> dict[str, str]:
-    """Each rule's stage: the stem of the ``.smk`` file in ``rules_folder`` that defines it."""
-    stages: dict[str, str] = {}
-    for smk in sorted(Path(rules_folder).glob("*.smk")):
-        for name in _RULE_LINE.findall(smk.read_text(encoding="utf-8")):
-            stages[name] = smk.stem
-    return stages
+    """Each rule's stage: the stem of the ``.smk`` file in ``rules_folder`` that defines it
+    (an inherited rule, ``use rule A as B with:``, too)."""
+    return {block.name: block.path.stem for block in rule_blocks(Path(rules_folder))}
 
 
 def read_benchmark(path: Path) -> dict[str, float]:

@@ -24,9 +24,10 @@ from typing import Any, NamedTuple
 from hierbench.provenance import codehash
 from hierbench.provenance.codehash import known_modules, module_closure, module_path
 
-# A rule's header: ``rule NAME:`` or ``use rule PARENT as CHILD with:`` (rule inheritance).
+# A rule's header: ``rule NAME:`` (or ``localrule``) or ``use rule PARENT as CHILD with:``.
 RULE_HEADER = re.compile(
-    r"^(?:rule (?P<name>\w+)|use rule (?P<parent>\w+) as (?P<child>\w+) with):", re.MULTILINE
+    r"^(?:(?:local)?rule\s+(?P<name>\w+)\s*|use rule (?P<parent>\w+) as (?P<child>\w+) with):",
+    re.MULTILINE,
 )
 CODE_CALL = re.compile(r"\bcode\([^)]*\)")
 # An edit that changes behaviour in every module and breaks none: one more global name.

@@ -4,7 +4,8 @@ A split set is one long table with a row per (split, role, image): for example
 (``final``, ``train``), (``tuning``, ``query``), (``qg-42``, ``gallery``), (``outer-1``, ``test``).
 Rows whose role belongs to the sealed test set carry ``sealed = True`` and are written only
 into sealed artifacts. Every (split, role) is identified by the SHA256 of its canonical id
-list (``hierbench.splits.sampling.split_identity``). Sampling is stratified (``hierbench.splits.sampling``).
+list (``hierbench.splits.sampling.split_identity``). Sampling is stratified
+(``hierbench.splits.sampling``).
 Each outer split's test side has its own query/gallery draws (``outer-1-qg-42``), in the
 sealed draws' proportions and seeds.
 """

@@ -1,5 +1,5 @@
-"""What the exterior angles of every geometry share: the clamps that keep their values and
-gradients finite at the origin, for coincident points and for huge norms.
+"""Entailment cones: what the exterior angles of every geometry share, the clamps that keep
+their values and gradients finite at the origin, for coincident points and for huge norms.
 
 The exterior angle at x of the geodesic x → y is the angle between the continuation of O → x
 beyond x and x → y (``euclidean.exterior_angle``, ``lorentz.exterior_angle``): the companion
