@@ -50,30 +50,12 @@ rule figures:
 
 
 # The controls' tables: per-seed rows, the paper's layout, paired contrasts and a figure each.
-CURVATURE_OUTPUTS = PATHS.control_outputs(CURVATURE_CONTROL, CURVATURE_TABLES)
-
-
-rule curvature_tables:
-    input:
-        lambda wildcards: PATHS.summaries(wildcards.dataset, ["curvature"]),
-    output:
-        **in_report(CURVATURE_OUTPUTS, "curvature", "Controls"),
-    log:
-        log_for(CURVATURE_OUTPUTS),
-    params:
-        **code("stages.controls", script="curvature_tables"),
-        operating_point=lambda wildcards: config["datasets"][wildcards.dataset]["hyperbolic"],
-        aggregation=aggregation,
-    conda:
-        ENVIRONMENT
-    script:
-        SCRIPT
-
-
+# Snakemake merges an inheriting rule's params into its parent's, so the parent is the rule
+# with the fewest; each inheritor still names every param it reads.
 SEMANTIC_OUTPUTS = PATHS.control_outputs(SEMANTIC_CONTROL, SEMANTIC_TABLES)
 
 
-use rule curvature_tables as semantic_tables with:
+rule semantic_tables:
     input:
         summaries=lambda wildcards: PATHS.summaries(wildcards.dataset, ["semantic"]),
         durations=lambda wildcards: [run_path(SEMANTIC_DURATION, dataset=wildcards.dataset, arm=arm) for arm in semantic_arms(config, wildcards.dataset)],
@@ -84,12 +66,32 @@ use rule curvature_tables as semantic_tables with:
     params:
         **code("stages.controls", script="semantic_tables"),
         aggregation=aggregation,
+    conda:
+        ENVIRONMENT
+    script:
+        SCRIPT
+
+
+CURVATURE_OUTPUTS = PATHS.control_outputs(CURVATURE_CONTROL, CURVATURE_TABLES)
+
+
+use rule semantic_tables as curvature_tables with:
+    input:
+        lambda wildcards: PATHS.summaries(wildcards.dataset, ["curvature"]),
+    output:
+        **in_report(CURVATURE_OUTPUTS, "curvature", "Controls"),
+    log:
+        log_for(CURVATURE_OUTPUTS),
+    params:
+        **code("stages.controls", script="curvature_tables"),
+        operating_point=lambda wildcards: config["datasets"][wildcards.dataset]["hyperbolic"],
+        aggregation=aggregation,
 
 
 BASELINES_OUTPUTS = PATHS.baselines_outputs()
 
 
-use rule curvature_tables as baselines_tables with:
+use rule semantic_tables as baselines_tables with:
     input:
         lambda wildcards: PATHS.summaries(wildcards.dataset, [FROZEN, PCA, "hier", "factorial"]),
     output:
@@ -98,14 +100,14 @@ use rule curvature_tables as baselines_tables with:
         log_for(BASELINES_OUTPUTS),
     params:
         **code("stages.controls", script="baselines_tables"),
-        aggregation=aggregation,
         dimensions=lambda wildcards: pca_dimensions(config, wildcards.dataset),
+        aggregation=aggregation,
 
 
 OUTER_OUTPUTS = PATHS.outer_outputs()
 
 
-use rule curvature_tables as outer_tables with:
+use rule semantic_tables as outer_tables with:
     input:
         lambda wildcards: [run_path(OUTER_SCORES, dataset=wildcards.dataset, outer=split) for split in outer_splits(config, wildcards.dataset)],
     output:
@@ -120,7 +122,7 @@ use rule curvature_tables as outer_tables with:
 COMPANION_ANGLE_OUTPUTS = PATHS.companion_angle_outputs()
 
 
-use rule curvature_tables as companion_angle_tables with:
+use rule semantic_tables as companion_angle_tables with:
     input:
         distance=lambda wildcards: PATHS.summaries(wildcards.dataset, ["companion"]),
         angle=lambda wildcards: PATHS.summaries(wildcards.dataset, ["companion"], ANGLE_RANKING),
