@@ -2,11 +2,14 @@
 # Thin by design: validate the config, include one .smk per stage, name the final outputs.
 # Every decision lives in src/hierbench/ (docs/architecture.md).
 
+import sys
+
 from snakemake.utils import min_version, validate
 
 from hierbench.config import check_inputs_exist, enabled_datasets, load_yaml, validate_config
 from hierbench.controls.curvature import POINT_PATTERN
 from hierbench.data.kinds import name_constraint
+from hierbench.data.quality import plan_warnings
 from hierbench.devices import check_device_before_scheduling
 from hierbench.protocol import COMPANION_CELLS, GEOMETRIES, LOSSES, alternatives
 
@@ -20,6 +23,12 @@ min_version("9.0")
 config.update(validate_config(config, load_yaml(workflow.source_path("schemas/config.schema.yaml"))))
 validate(config, "schemas/config.schema.yaml")
 check_inputs_exist(config)
+
+
+# A collection of your own is checked as the run is planned: what makes its queries weak.
+if workflow.is_main_process:
+    for warning in plan_warnings(config, enabled_datasets(config)):
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 onstart:

@@ -11,7 +11,7 @@ from hierbench.config import (
     split_config,
     training_config,
 )
-from hierbench.controls.curvature import control_epochs, control_variants
+from hierbench.controls.curvature import control_epochs
 from hierbench.controls.outer import outer_splits
 from hierbench.controls.semantic import semantic_arms
 from hierbench.data.kinds import (
@@ -19,26 +19,28 @@ from hierbench.data.kinds import (
     dataset_kind,
     datasets_of_kind,
     images_subfolder,
-    layout_folder,
     level_names,
     name_constraint,
     registered_aggregation,
 )
+from hierbench.data.fingerprint import fingerprint, identity, weights_identity
 from hierbench.devices import gpus_per_job
 from hierbench.paths import (
     AUDITED_KINDS,
     CELL_FILES,
     CELLS,
     CROP_FEATURES,
-    DEMO_FOLDER,
     DEV_FEATURES,
     DEV_MANIFEST,
     DEV_SPLITS,
     FAIRNESS_AUDIT,
     FIGURES,
     FINAL_LOCK,
+    DEMO_FOLDER,
+    IMAGE_FINGERPRINT,
     IMAGE_TABLE,
     INPUT_FILE,
+    LAYOUT_FINGERPRINT,
     LOCKED_KINDS,
     MATCH_REPORT,
     OUTER_SCORES,
@@ -56,6 +58,7 @@ from hierbench.paths import (
     TUNING_SCORE,
     TUNING_SELECTION,
     RunPaths,
+    dataset_folder,
 )
 from hierbench.protocol import (
     ANGLE_RANKING,
@@ -125,23 +128,7 @@ def benchmark_for(outputs):
 
 def final_outputs():
     """The final targets for the enabled datasets."""
-    targets = []
-    for dataset in DATASETS:
-        targets.append(run_path(f"{TABLES}/{SUMMARY_PAGE}", dataset=dataset))
-        targets += [path for name in FIGURE_NAMES for path in PATHS.figure_files(name, dataset)]
-        if dataset_kind(config, dataset) == "nabirds":
-            targets.append(run_path(SHUFFLED_TAXONOMY, dataset=dataset))
-        if control_variants(config, dataset):
-            targets += flat(PATHS.control_outputs(CURVATURE_CONTROL, CURVATURE_TABLES, dataset))
-        if semantic_arms(config, dataset):
-            targets += flat(PATHS.control_outputs(SEMANTIC_CONTROL, SEMANTIC_TABLES, dataset))
-        if baselines_enabled(config, dataset):
-            targets += flat(PATHS.baselines_outputs(dataset))
-        if outer_splits(config, dataset):
-            targets += flat(PATHS.outer_outputs(dataset))
-        if companion_enabled(config):
-            targets += flat(PATHS.companion_angle_outputs(dataset))
-    return targets
+    return PATHS.final_targets(DATASETS)
 
 
 # ---- config keys and source inputs, as params values (a change reruns the rule)
@@ -168,12 +155,30 @@ def cub_checklist_input(wildcards):
     return [] if spec == "default" else [spec]
 
 
-def dataset_root(wildcards):
-    """The dataset folder a run reads: the rendered demo, or the real folder from the config."""
-    block = config["datasets"][wildcards.dataset]
-    if block["source"] != "demo":
-        return block["root"]
-    return run_path(DEMO_FOLDER, dataset=wildcards.dataset, layout=layout_folder(config, wildcards.dataset))
+def rendered_demo(wildcards):
+    """The rendered demo folder (a rule's output) a dataset's fingerprints wait for; a real
+    folder is never an input: it enters through its content (hierbench.data.fingerprint)."""
+    demo = config["datasets"][wildcards.dataset]["source"] == "demo"
+    return [dataset_folder(config, wildcards.dataset)] if demo else []
+
+
+def hash_cache(name):
+    """The cache of file hashes kept beside the run's logs (``name``: a dataset, or weights)."""
+    return f"{LOGS}/{name}/file_hashes.json"
+
+
+def folder_content(part):
+    """The params value of a fingerprint rule: the part's content identity for a real folder,
+    so that a changed file, and only that, reruns it; "demo" for a rendered one."""
+
+    def content(wildcards):
+        dataset = wildcards.dataset
+        if config["datasets"][dataset]["source"] == "demo":
+            return "demo"
+        root, kind = dataset_folder(config, dataset), dataset_kind(config, dataset)
+        return identity(fingerprint(root, kind, part, hash_cache(dataset)))
+
+    return content
 
 
 def backbone_weights_input(wildcards):
@@ -187,19 +192,12 @@ def source_identity(*paths):
     return source_fingerprint([path for path in paths if path])
 
 
-def folder_source(wildcards):
-    """The source input of a rule that reads only the dataset folder (a real folder's
-    fingerprint; a demo folder is a rule's output)."""
-    block = config["datasets"][wildcards.dataset]
-    return source_identity(block["root"] if block["source"] == "folder" else None)
-
-
-def real_sources(wildcards):
-    """The source inputs of the feature and image-table rules: a real dataset folder (a demo
-    folder is a rule's output) and a backbone weights file."""
-    block = config["datasets"][wildcards.dataset]
-    root = block["root"] if block["source"] == "folder" else None
-    return source_identity(root, *backbone_weights_input(wildcards))
+def weights_source(wildcards):
+    """The backbone weights' content identity (a params value), hashed once per file version."""
+    weights = config["backbone"]["weights"]
+    if weights.startswith(PACKAGE_WEIGHTS_PREFIX):
+        return weights
+    return weights_identity(weights, hash_cache("weights"))
 
 
 def cell_config(dataset, controls=()):
@@ -272,11 +270,6 @@ def lock_inputs(wildcards):
         "splits": [run_path(p, dataset=dataset) for p in (DEV_SPLITS, DEV_MANIFEST, SEALED_MANIFEST)],
         "sealed": [run_path(p, dataset=dataset) for p in (SEALED_FEATURES, SEALED_SPLITS)],
     }
-
-
-def flat(outputs):
-    """Every path of an output spec (a dict of lists), in order."""
-    return [path for paths in outputs.values() for path in paths]
 
 
 def in_report(outputs, caption, category):

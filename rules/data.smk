@@ -73,9 +73,52 @@ rule demo_table:
         SCRIPT
 
 
+# A dataset enters the workflow through the content of its files, never through its folder:
+# touching the folder or a file, or a stray file in it, reruns nothing; a changed table reruns
+# the image table and what follows, a changed image the features and what follows.
+LAYOUT_FILES = run_path(LAYOUT_FINGERPRINT)
+IMAGE_FILES = run_path(IMAGE_FINGERPRINT)
+
+
+rule layout_fingerprint:
+    input:
+        rendered_demo,
+    output:
+        LAYOUT_FILES,
+    log:
+        log_for(LAYOUT_FILES),
+    benchmark:
+        benchmark_for(LAYOUT_FILES)
+    params:
+        **code("stages.images", script="fingerprint"),
+        kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
+        part="layout",
+        content=folder_content("layout"),
+        cache=lambda wildcards: hash_cache(wildcards.dataset),
+    conda:
+        ENVIRONMENT
+    script:
+        SCRIPT
+
+
+use rule layout_fingerprint as image_fingerprint with:
+    output:
+        IMAGE_FILES,
+    log:
+        log_for(IMAGE_FILES),
+    benchmark:
+        benchmark_for(IMAGE_FILES)
+    params:
+        **code("stages.images", script="fingerprint"),
+        kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
+        part="images",
+        content=folder_content("images"),
+        cache=lambda wildcards: hash_cache(wildcards.dataset),
+
+
 rule image_table:
     input:
-        dataset_root,
+        LAYOUT_FILES,
     output:
         IMAGES,
     log:
@@ -84,7 +127,6 @@ rule image_table:
         benchmark_for(IMAGES)
     params:
         **code("stages.images", script="image_table"),
-        source=folder_source,
         kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
     conda:
         ENVIRONMENT

@@ -9,7 +9,7 @@ rule features_dev:
         splits=run_path(DEV_SPLITS),
         images=run_path(IMAGE_TABLE),
         taxonomy=run_path(TAXONOMY),
-        root=dataset_root,
+        files=run_path(IMAGE_FINGERPRINT),
         weights=backbone_weights_input,
     output:
         DEV_FEATURE_TABLE,
@@ -23,7 +23,7 @@ rule features_dev:
     params:
         **code("stages.features", script="features"),
         partition="dev",
-        source=real_sources,
+        weights_source=weights_source,
         backbone=config["backbone"],
         images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
         device=config["device"],
@@ -42,7 +42,7 @@ use rule features_dev as features_sealed_test with:
         splits=run_path(SEALED_SPLITS),
         images=run_path(IMAGE_TABLE),
         taxonomy=run_path(TAXONOMY),
-        root=dataset_root,
+        files=run_path(IMAGE_FINGERPRINT),
         weights=backbone_weights_input,
     output:
         SEALED_FEATURE_TABLE,
@@ -53,7 +53,7 @@ use rule features_dev as features_sealed_test with:
     params:
         **code("stages.features", script="features"),
         partition="sealed_test",
-        source=real_sources,
+        weights_source=weights_source,
         backbone=config["backbone"],
         images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
         device=config["device"],
@@ -73,7 +73,7 @@ use rule features_dev as features_dev_crops with:
     params:
         **code("stages.features", script="features"),
         partition="dev_crops",
-        source=real_sources,
+        weights_source=weights_source,
         backbone=config["backbone"],
         images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
         device=config["device"],

@@ -61,7 +61,7 @@ rule taxonomy_nabirds:
 # Your own collection: taxonomy.csv, read together with images.csv (the reader checks both).
 rule taxonomy_table:
     input:
-        root=dataset_root,
+        layout=run_path(LAYOUT_FINGERPRINT),
     output:
         TAXONOMY_TABLE,
     log:
@@ -70,7 +70,6 @@ rule taxonomy_table:
         dataset=kind_constraint("table"),
     params:
         **code("stages.taxonomy", script="taxonomy_table"),
-        source=folder_source,
         levels=lambda wildcards: level_names(config, wildcards.dataset),
     conda:
         ENVIRONMENT

@@ -164,6 +164,18 @@ def test_check_dataset_prints_counts_per_level_and_writes_nothing(tmp_path: Path
     assert after == before
 
 
+def test_check_dataset_warns_about_weak_queries_and_deep_opens_every_image(
+    tmp_path: Path, capsys
+):
+    config = _table_config(tmp_path, _dataset(tmp_path / "beetles"))
+    assert main(["check-dataset", str(config), "beetles", "--schema", SCHEMA]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 3 genus group(s) hold a single species" in err
+    assert "cannot be read as an image" not in err  # only --deep opens the images
+    assert main(["check-dataset", str(config), "beetles", "--schema", SCHEMA, "--deep"]) == 0
+    assert capsys.readouterr().err.count("cannot be read as an image") == 4
+
+
 def test_check_dataset_names_the_file_and_line_of_a_flaw(tmp_path: Path, capsys):
     root = _dataset(tmp_path / "beetles", images=IMAGES + "a/9.jpg,robin,test,0,0,1,1\n")
     config = _table_config(tmp_path, root)

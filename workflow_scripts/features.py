@@ -2,6 +2,7 @@
 sealed test."""
 
 from hierbench.jobs import start_job
+from hierbench.paths import dataset_folder
 from hierbench.stages.features import build_features
 
 job = start_job(snakemake)
@@ -11,7 +12,7 @@ build_features(
     snakemake.input.splits,
     snakemake.input.images,
     snakemake.input.taxonomy,
-    snakemake.input.root,
+    dataset_folder(snakemake.config, snakemake.wildcards.dataset),
     snakemake.params.backbone,
     snakemake.output[0],
     job,

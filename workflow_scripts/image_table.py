@@ -1,12 +1,13 @@
 """Read a dataset folder (demo or real) into its checked image table."""
 
 from hierbench.jobs import start_job
+from hierbench.paths import dataset_folder
 from hierbench.stages.images import build_image_table
 
 job = start_job(snakemake)
 build_image_table(
     snakemake.wildcards.dataset,
-    snakemake.input[0],
+    dataset_folder(snakemake.config, snakemake.wildcards.dataset),
     snakemake.output[0],
     job,
     kind=snakemake.params.kind,

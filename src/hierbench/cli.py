@@ -14,8 +14,7 @@ from pathlib import Path
 
 from hierbench import __version__
 from hierbench.config import ConfigError, check_inputs_exist, load_config
-from hierbench.data.kinds import TABLE_KIND, dataset_kind, level_names, table_folder
-from hierbench.data.table_reader import level_counts, read_table_dataset
+from hierbench.data.quality import check_report
 from hierbench.effects import EffectsError, plan_effects, read_per_seed
 from hierbench.provenance import codehash, seal
 from hierbench.provenance.artifacts import write_parquet
@@ -69,32 +68,14 @@ def _config_check(args: argparse.Namespace) -> int:
 
 
 def _check_dataset(args: argparse.Namespace) -> int:
-    """Validate a table dataset of a config without running anything; print its counts."""
+    """Validate a table dataset of a config without running anything; print its counts and
+    warn about what makes its queries invalid or weak."""
     schema = _input_file("--schema", args.schema, DEFAULT_SCHEMA)
     config = load_config(_input_file("CONFIG", args.config), schema)
-    kind = dataset_kind(config, args.name)
-    if kind != TABLE_KIND:
-        raise ValueError(
-            f"check-dataset validates table datasets; {args.name!r} is of kind {kind!r}"
-        )
-    root = table_folder(config, args.name)
-    if config["datasets"][args.name]["source"] == "demo" and not Path(root).is_dir():
-        raise ValueError(
-            f"{args.name!r} renders its example collection into {root} when Snakemake runs "
-            "(rule demo_table); run it first, or set source: folder and root: to your folder"
-        )
-    counts = level_counts(read_table_dataset(root))
-    leaf, middle, high = level_names(config, args.name)
-    print(f"{args.name}: {root} is a valid table dataset")
-    rows = [("images", counts["images"]), (f"{leaf} (leaf)", counts["classes"])]
-    rows += [(f"{middle} (middle)", counts["middle"]), (f"{high} (high)", counts["high"])]
-    rows += [
-        (f"{split} images", counts[f"{split}_images"])
-        for split in ("train", "test")
-        if f"{split}_images" in counts
-    ]
-    for label, count in rows:
-        print(f"  {label:<24} {count:>8}")
+    lines, warnings = check_report(config, args.name, deep=args.deep)
+    print("\n".join(lines))
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -353,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     dataset.add_argument(
         "--schema", type=Path, help=f"config schema (default: the shipped {DEFAULT_SCHEMA})"
     )
+    dataset.add_argument("--deep", action="store_true", help="also open every image (slow)")
     dataset.set_defaults(handler=_check_dataset)
 
     hashing = commands.add_parser(

@@ -18,12 +18,14 @@ from hierbench.cells.companion import companion_enabled
 from hierbench.controls.curvature import control_variants, point_geometry
 from hierbench.controls.outer import outer_seeds, outer_splits
 from hierbench.controls.semantic import semantic_arms
+from hierbench.data.kinds import dataset_kind, layout_folder
 from hierbench.protocol import (
     BASELINES,
     COMPANION_ANGLE_TABLE,
     COMPANION_CELLS,
     COMPANION_LOSS,
     CURVATURE_CONTROL,
+    CURVATURE_TABLES,
     EFFECT_TABLES,
     EUCLIDEAN,
     FIGURE_FORMATS,
@@ -39,9 +41,15 @@ from hierbench.protocol import (
     PER_SEED_TABLE,
     REGRESSION,
     SEMANTIC_CONTROL,
+    SEMANTIC_TABLES,
+    SUMMARY_PAGE,
     SUPCON,
     TABLE_FORMATS,
 )
+from hierbench.protocol import (
+    FIGURES as FIGURE_NAMES,
+)
+from hierbench.runs import run_folder
 
 # One file each, below the run folder.
 INPUT_FILE = "{dataset}/inputs/{name}.txt"
@@ -51,6 +59,8 @@ SHUFFLED_TAXONOMY = "{dataset}/taxonomy/shuffled.parquet"
 SHUFFLE_REPORT = "{dataset}/taxonomy/shuffle_report.json"
 DEMO_FOLDER = "{dataset}/demo/{layout}"
 IMAGE_TABLE = "{dataset}/data/images.parquet"
+LAYOUT_FINGERPRINT = "{dataset}/data/layout_files.parquet"  # the layout's tables, hashed
+IMAGE_FINGERPRINT = "{dataset}/data/image_files.parquet"  # the images they list, hashed
 DEV_SPLITS = "{dataset}/splits/dev.parquet"
 DEV_MANIFEST = "{dataset}/splits/manifest.parquet"
 SEALED_SPLITS = "{dataset}/splits/sealed/test.parquet"
@@ -95,6 +105,17 @@ WILDCARD = re.compile(r"\{(\w+)\}")
 def fill(pattern: str, **values: Any) -> str:
     """``pattern`` with the named wildcards filled in and every other wildcard kept."""
     return WILDCARD.sub(lambda m: str(values.get(m[1], m[0])), pattern)
+
+
+def dataset_folder(config: Mapping[str, Any], dataset: str) -> str:
+    """The folder a run reads a dataset from: its rendered demo inside the config's run folder,
+    or the real folder the config names. Jobs read it from the config, not from an input or a
+    param: a dataset enters the workflow through its content (``data.fingerprint``)."""
+    block = config["datasets"][dataset]
+    if block["source"] != "demo":
+        return str(block["root"])
+    demo = fill(DEMO_FOLDER, dataset=dataset, layout=layout_folder(config, dataset))
+    return f"{run_folder(dict(config))}/{demo}"
 
 
 def cell_folder(kind: str) -> str:
@@ -251,3 +272,27 @@ class RunPaths:
         name = COMPANION_ANGLE_TABLE
         per_seed = [self.at(f"{TABLES}/{name}_{PER_SEED_TABLE}.parquet", dataset=dataset)]
         return {"per_seed": per_seed, "table": self.table_files(TABLES, [name], dataset)}
+
+    def final_targets(self, datasets: Sequence[str]) -> list[str]:
+        """What a run makes for each enabled dataset: its summary page and figures, the
+        shuffled taxonomy (NABirds kind), and every control's and baseline's files that the
+        config switches on."""
+        targets = []
+        for dataset in datasets:
+            targets.append(self.at(f"{TABLES}/{SUMMARY_PAGE}", dataset=dataset))
+            targets += [path for name in FIGURE_NAMES for path in self.figure_files(name, dataset)]
+            if dataset_kind(self.config, dataset) == "nabirds":
+                targets.append(self.at(SHUFFLED_TAXONOMY, dataset=dataset))
+            parts: list[dict[str, list[str]]] = []
+            if control_variants(self.config, dataset):
+                parts.append(self.control_outputs(CURVATURE_CONTROL, CURVATURE_TABLES, dataset))
+            if semantic_arms(self.config, dataset):
+                parts.append(self.control_outputs(SEMANTIC_CONTROL, SEMANTIC_TABLES, dataset))
+            if baselines_enabled(self.config, dataset):
+                parts.append(self.baselines_outputs(dataset))
+            if outer_splits(self.config, dataset):
+                parts.append(self.outer_outputs(dataset))
+            if companion_enabled(self.config):
+                parts.append(self.companion_angle_outputs(dataset))
+            targets += [path for outputs in parts for paths in outputs.values() for path in paths]
+        return targets

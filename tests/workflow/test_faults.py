@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import SNAKEMAKE, TINY, TINY_LOGS, TINY_RUN, TINY_SEEDS, snakemake
+from conftest import SNAKEMAKE, TINY, TINY_LOGS, TINY_RUN, TINY_SEEDS, scheduled_rules, snakemake
 
 from hierbench.provenance.artifacts import provenance_path
 from hierbench.provenance.hashing import sha256_file
@@ -230,6 +230,23 @@ def _as_real_folder(repo: Path) -> tuple[Path, tuple[str, str]]:
 def _first_image(root: Path) -> tuple[str, Path]:
     image_id, relative = (root / "images.txt").read_text().splitlines()[0].split(" ", 1)
     return image_id, root / "images" / relative
+
+
+def test_a_dataset_folder_enters_the_workflow_through_its_content(built_repo: Path):
+    """Touching the folder or a file, or a stray file, schedules nothing; a changed image
+    schedules its features and what follows, never the image table or the splits."""
+    root, config = _as_real_folder(built_repo)
+    target = f"{TINY_RUN}/cub/features/dev.parquet"
+    snakemake(built_repo, target, *config)
+    assert scheduled_rules(built_repo, target, *config) == {}
+    _, image = _first_image(root)
+    os.utime(root)
+    os.utime(image)
+    (root / "images" / "notes.txt").write_text("a stray file")
+    assert scheduled_rules(built_repo, target, *config) == {}
+    image.write_bytes(image.read_bytes() + b"\0")  # the same picture, other bytes
+    expected = {"image_fingerprint": 1, "features_dev": 1}
+    assert scheduled_rules(built_repo, target, *config) == expected
 
 
 def test_a_corrupt_jpeg_in_a_dataset_folder_is_named(built_repo: Path):

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from conftest import COPY_IGNORE, REPO, snakemake
+from table_collections import table_dataset_folder
 
 from hierbench.cli import main
 from hierbench.config import load_yaml
@@ -90,3 +92,17 @@ def test_a_flawed_images_csv_stops_the_run_naming_file_and_line(table_run: Path,
     log = "\n".join(p.read_text() for p in (table_run / f"{TABLE_LOGS}/mine").rglob("*.log"))
     assert f"{folder / 'images.csv'}:4: " in log and "Strix unknownensis" in log
     assert not list((table_run / f"{TABLE_RUN}/mine").rglob("*.parquet"))
+
+
+def test_the_dry_run_of_a_collection_of_your_own_prints_its_warnings(tmp_path: Path):
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO, repo, ignore=COPY_IGNORE)
+    table_dataset_folder(repo / "beetles")
+    config = load_yaml(REPO / "configs/table-example.yaml")
+    block = config["datasets"].pop(NAME)
+    block.pop("demo")
+    config["datasets"]["beetles"] = block | {"source": "folder", "root": "beetles"}
+    (repo / "configs/beetles.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    result = snakemake(repo, "--dry-run", "--configfile", "configs/beetles.yaml")
+    assert "warning: beetles: 3 genus group(s) hold a single species" in result.stdout
+    assert "warning: beetles: 5 species class(es) have fewer than 2 test images" in result.stdout

@@ -40,6 +40,8 @@ CUB_AFTER_TAXONOMY = {
     "taxonomy_cub": 1,
     "taxonomy_shuffled": 1,
     "demo_cub": 1,
+    "layout_fingerprint": 1,
+    "image_fingerprint": 1,
     "image_table": 1,
     "splits": 1,
     "features_dev": 1,

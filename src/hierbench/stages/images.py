@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from hierbench.data.fingerprint import ABSENT, fingerprint
 from hierbench.data.layouts import read_cub, read_nabirds
 from hierbench.data.table_reader import read_table_dataset
 from hierbench.provenance.artifacts import write_parquet
@@ -38,3 +39,34 @@ def build_image_table(
     write_parquet(images, out_table, job, sort_by=(), metadata={"dataset": dataset}, facts=facts)
     log.info("%s image table: %s", dataset, facts)
     return images
+
+
+def build_fingerprint(
+    dataset: str,
+    root: str | Path,
+    out_table: str | Path,
+    job: JobContext,
+    *,
+    kind: str,
+    part: str,
+    cache_file: str | Path | None,
+) -> pd.DataFrame:
+    """Write one part of a dataset's content identity (its layout's tables, or the images they
+    list): every file with its size and SHA256, hashes cached by path, size and time."""
+    table = fingerprint(root, kind, part, cache_file)
+    absent = int((table["sha256"] == ABSENT).sum())
+    facts = {
+        "files": len(table),
+        "bytes": int(table["bytes"].clip(lower=0).sum()),
+        "absent": absent,
+    }
+    write_parquet(
+        table,
+        out_table,
+        job,
+        sort_by=["path"],
+        metadata={"dataset": dataset, "part": part},
+        facts=facts,
+    )
+    log.info("%s %s files: %s", dataset, part, facts)
+    return table

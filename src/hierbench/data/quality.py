@@ -1,0 +1,168 @@
+"""What makes a table dataset's queries invalid or weak, said before anything runs.
+
+A query is valid at a level when the gallery holds a strict positive for it there: an image of
+its class (leaf), of another class of its middle group (middle), of another middle group of its
+high group (high), as ``hierbench.relations`` defines them. A high group with one middle group
+therefore has no valid query at the high level, a middle group with one class none at the
+middle level, and a class needs two test images (a query and a gallery positive) to be scored
+at its leaf. The counts here are those of the test side (the split column when the dataset has
+one) and of a query draw of the configured size; ``unreadable_images`` opens every image.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from PIL import Image
+
+from hierbench.data.kinds import TABLE_KIND, dataset_kind, level_names, table_folder
+from hierbench.data.layouts import DatasetFormatError
+from hierbench.data.table_reader import TableDataset, level_counts, read_table_dataset
+from hierbench.relations import strict_positive_counts
+
+MIN_VALID_QUERIES = 10  # fewer valid queries per draw than this make a level's score weak
+MIN_CLASS_IMAGES = 2  # a query and one gallery positive at its leaf
+NAMED = 8  # groups named in a warning before "and N more"
+
+
+def _named(values: list[str]) -> str:
+    """A short list of names for a message."""
+    shown = ", ".join(repr(value) for value in values[:NAMED])
+    return shown + (f" and {len(values) - NAMED} more" if len(values) > NAMED else "")
+
+
+def query_count(queries: float | int, test_images: int) -> int:
+    """How many queries a draw takes from ``test_images``: a fraction of them, or a count."""
+    if isinstance(queries, float) and queries <= 1.0:
+        return round(queries * test_images)
+    return min(int(queries), test_images)
+
+
+def dataset_warnings(
+    dataset: TableDataset, levels: tuple[str, str, str], queries: float | int
+) -> list[str]:
+    """Every warning about a table dataset's queries, in the user's level names."""
+    leaf, middle, high = levels
+    taxonomy = dataset.taxonomy
+    warnings = []
+    per_high = taxonomy.groupby("high")["middle"].agg(lambda names: sorted(set(names)))
+    lonely = [name for name, groups in per_high.items() if len(groups) == 1]
+    if lonely:
+        warnings.append(
+            f"{len(lonely)} {high} group(s) hold a single {middle} ({_named(lonely)}): their "
+            f"queries have no strict positive at the {high} (high) level and are not scored there"
+        )
+    per_middle = taxonomy.groupby("middle")["leaf"].nunique()
+    single = sorted(per_middle[per_middle == 1].index)
+    if single:
+        warnings.append(
+            f"{len(single)} {middle} group(s) hold a single {leaf} ({_named(single)}): their "
+            f"queries have no strict positive at the {middle} (middle) level"
+        )
+    test = dataset.images[~dataset.images["is_train"]] if dataset.has_split else dataset.images
+    per_class = test.groupby("class_name").size().reindex(sorted(taxonomy["leaf"]), fill_value=0)
+    scarce = sorted(per_class[per_class < MIN_CLASS_IMAGES].index)
+    if scarce:
+        warnings.append(
+            f"{len(scarce)} {leaf} class(es) have fewer than {MIN_CLASS_IMAGES} test images "
+            f"({_named(scarce)}): their queries have no {leaf} positive in the gallery"
+        )
+    return warnings + _weak_levels(test, taxonomy, levels, queries)
+
+
+def _weak_levels(
+    test: pd.DataFrame, taxonomy: pd.DataFrame, levels: tuple[str, str, str], queries: float | int
+) -> list[str]:
+    """A warning per level where a query draw would hold fewer than MIN_VALID_QUERIES valid
+    queries (an image is valid when another test image is a strict positive for it)."""
+    codes = taxonomy.set_index("leaf")[["leaf_code", "middle_code", "high_code"]]
+    labels = codes.loc[test["class_name"]].to_numpy(np.int64)
+    if len(labels) == 0:
+        return ["the test side holds no image: no query can be drawn at any level"]
+    positives = strict_positive_counts(labels, labels)
+    positives[:, 0] -= 1  # an image is not its own leaf positive
+    draw = query_count(queries, len(labels))
+    warnings = []
+    for index, name in enumerate(levels):
+        expected = draw * float((positives[:, index] > 0).mean())
+        if expected < MIN_VALID_QUERIES:
+            warnings.append(
+                f"a query draw of {draw} images would hold about {expected:.0f} valid queries at "
+                f"the {name} level (fewer than {MIN_VALID_QUERIES}): its scores will be noisy"
+            )
+    return warnings
+
+
+def unreadable_images(root: str | os.PathLike[str], paths: list[str]) -> list[str]:
+    """Each listed image that cannot be decoded, with why (opening every image: slow)."""
+    problems = []
+    for relative in paths:
+        try:
+            with Image.open(Path(root) / relative) as image:
+                image.load()
+        except (OSError, ValueError, SyntaxError) as error:
+            problems.append(f"{Path(root) / relative}: cannot be read as an image ({error})")
+    return problems
+
+
+class DatasetCheckError(ValueError):
+    """A dataset cannot be checked as asked; the message says what to do instead."""
+
+
+def check_report(
+    config: dict[str, Any], name: str, *, deep: bool = False
+) -> tuple[list[str], list[str]]:
+    """``hierbench check-dataset``: a table dataset read and checked, without running anything.
+    Returns the report's lines (its counts per level) and the warnings (``deep``: opening
+    every image too)."""
+    kind = dataset_kind(config, name)
+    if kind != TABLE_KIND:
+        raise DatasetCheckError(
+            f"check-dataset validates table datasets; {name!r} is of kind {kind!r}"
+        )
+    root = table_folder(config, name)
+    if config["datasets"][name]["source"] == "demo" and not Path(root).is_dir():
+        raise DatasetCheckError(
+            f"{name!r} renders its example collection into {root} when Snakemake runs "
+            "(rule demo_table); run it first, or set source: folder and root: to your folder"
+        )
+    dataset = read_table_dataset(root)
+    counts = level_counts(dataset)
+    levels = level_names(config, name)
+    rows = [("images", counts["images"]), (f"{levels[0]} (leaf)", counts["classes"])]
+    rows += [(f"{levels[1]} (middle)", counts["middle"]), (f"{levels[2]} (high)", counts["high"])]
+    rows += [
+        (f"{split} images", counts[f"{split}_images"])
+        for split in ("train", "test")
+        if f"{split}_images" in counts
+    ]
+    lines = [f"{name}: {root} is a valid table dataset"]
+    lines += [f"  {label:<24} {count:>8}" for label, count in rows]
+    queries = config["datasets"][name]["splits"]["query_gallery"]["queries"]
+    warnings = dataset_warnings(dataset, levels, queries)
+    if deep:
+        warnings += unreadable_images(root, dataset.images["path"].tolist())
+    return lines, warnings
+
+
+def plan_warnings(config: dict[str, Any], datasets: list[str]) -> list[str]:
+    """The check-dataset warnings of every table dataset a run reads whose folder is there (a
+    demo collection once rendered), each starting with the dataset's name. A folder its reader
+    refuses gets none here: the run's first job names that flaw."""
+    warnings = []
+    for name in datasets:
+        root = table_folder(config, name) if dataset_kind(config, name) == TABLE_KIND else None
+        if root is None or not Path(root).is_dir():
+            continue
+        try:
+            dataset = read_table_dataset(root)
+        except DatasetFormatError:
+            continue
+        queries = config["datasets"][name]["splits"]["query_gallery"]["queries"]
+        found = dataset_warnings(dataset, level_names(config, name), queries)
+        warnings += [f"{name}: {warning}" for warning in found]
+    return warnings

@@ -1,0 +1,16 @@
+"""Take one part of a dataset's content identity: its layout's tables or the images they list."""
+
+from hierbench.jobs import start_job
+from hierbench.paths import dataset_folder
+from hierbench.stages.images import build_fingerprint
+
+job = start_job(snakemake)
+build_fingerprint(
+    snakemake.wildcards.dataset,
+    dataset_folder(snakemake.config, snakemake.wildcards.dataset),
+    snakemake.output[0],
+    job,
+    kind=snakemake.params.kind,
+    part=snakemake.params.part,
+    cache_file=snakemake.params.cache,
+)
