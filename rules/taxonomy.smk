@@ -62,6 +62,7 @@ rule taxonomy_nabirds:
 rule taxonomy_table:
     input:
         layout=run_path(LAYOUT_FINGERPRINT),
+        images=run_path(IMAGE_TABLE),  # read after the image table: one flaw, one message
     output:
         TAXONOMY_TABLE,
     log:

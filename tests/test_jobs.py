@@ -183,3 +183,20 @@ def test_start_job_refuses_an_input_edited_after_it_was_written(
     smk = fake_job(input=Named(features=str(features)), log=Named(log=str(tmp_path / "j.log")))
     with pytest.raises(TamperedArtifactError, match=r"features/dev\.parquet does not match"):
         start_job(smk)
+
+
+def test_a_user_error_ends_a_job_in_one_line_and_a_bug_keeps_its_traceback(capsys):
+    from hierbench.data.layouts import DatasetFormatError
+    from hierbench.jobs import report_user_errors
+
+    try:
+        raise DatasetFormatError("data/x/images.txt:4: unknown class 7")
+    except DatasetFormatError as error:
+        report_user_errors(type(error), error, error.__traceback__)
+    assert capsys.readouterr().err == "error: data/x/images.txt:4: unknown class 7\n"
+    try:
+        raise KeyError("a bug")
+    except KeyError as error:
+        report_user_errors(type(error), error, error.__traceback__)
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last)") and "KeyError: 'a bug'" in err

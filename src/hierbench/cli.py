@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,7 +29,7 @@ from hierbench.provenance.verify import (
     verify,
 )
 from hierbench.runs import DEFAULT_RUN, logs_folder
-from hierbench.runtools import jobstats
+from hierbench.runtools import jobstats, resume
 from hierbench.runtools.compare import NotARunError, compare_runs_report, render_markdown
 from hierbench.shipped import shipped_file
 from hierbench.stages.tables import write_plan
@@ -271,6 +272,26 @@ def _add_unseal(commands: argparse._SubParsersAction) -> None:
     unseal.set_defaults(handler=_unseal)
 
 
+def _resume(args: argparse.Namespace) -> int:
+    """Release a killed run's stale lock and rerun its incomplete jobs (never a live run's)."""
+    repo = Path.cwd()
+    config, locked = resume.resume_plan(repo, args.run)
+    snakemake = [str(Path(sys.executable).with_name("snakemake")), *args.targets]
+    snakemake += ["--configfile", str(config)]  # after the targets: it takes several values
+    if locked:
+        print(f"{args.run}: releasing the stale lock of a killed run", file=sys.stderr)
+        subprocess.run([*snakemake, "--unlock"], cwd=repo, check=True, capture_output=True)
+    return subprocess.run([*snakemake, "--rerun-incomplete"], cwd=repo, check=False).returncode
+
+
+def _add_resume(commands: argparse._SubParsersAction) -> None:
+    """The `resume` subcommand."""
+    again = commands.add_parser("resume", help="release a killed run's lock and finish the run")
+    again.add_argument("run", nargs="?", default=DEFAULT_RUN, help="the run folder (config run)")
+    again.add_argument("targets", nargs="*", help="only these files (default: the whole run)")
+    again.set_defaults(handler=_resume)
+
+
 def _add_effects(commands: argparse._SubParsersAction) -> None:
     """The `effects` subcommand."""
     effects = commands.add_parser("effects", help="mean ± SD per arm and simple effects")
@@ -349,6 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_effects(commands)
     _add_audit(commands)
     _add_compare(commands)
+    _add_resume(commands)
     _add_unseal(commands)
     _add_jobs(commands)
     return parser

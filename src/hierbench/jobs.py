@@ -69,9 +69,21 @@ def limit_threads(threads: int) -> None:
         torch.set_num_threads(max(1, int(threads)))
 
 
+def report_user_errors(kind: type, error: BaseException, trace: Any) -> None:
+    """A job's last word: an error of hierbench's own (bad input, a refused artifact: its
+    message names the file, line, class or key) as one line; anything else, a bug, with its
+    traceback."""
+    if type(error).__module__.startswith("hierbench.") and isinstance(error, ValueError):
+        print(f"error: {error}", file=sys.stderr)
+        return
+    sys.__excepthook__(kind, error, trace)
+
+
 def start_job(smk: Any) -> JobContext:
-    """Send the job's stderr to its log file, cap its threads, refuse inputs that no longer match
-    their provenance records, and return the job's provenance context."""
+    """Send the job's stderr to its log file, cap its threads, report user errors in one line,
+    refuse inputs that no longer match their provenance records, and return the job's
+    provenance context."""
+    sys.excepthook = report_user_errors
     if smk.log:
         send_stderr_to_log(smk.log[0])
     limit_threads(getattr(smk, "threads", 1))

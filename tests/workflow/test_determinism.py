@@ -1,4 +1,5 @@
-"""A run killed mid-training recovers and matches a clean run in another folder, byte for byte.
+"""A run killed mid-training recovers with `hierbench resume` and matches a clean run in another
+folder, byte for byte.
 
 The killed run builds CUB's part of the tiny run: every arm runs on CUB (NABirds adds only its
 taxonomy and demo rules, whose bytes test_pipeline_stages pins), at two thirds of the cost of
@@ -14,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import SNAKEMAKE, TINY, TINY_LOGS, TINY_RUN, snakemake
+from conftest import SNAKEMAKE, TINY, TINY_LOGS, TINY_RUN
 
 from hierbench.provenance.artifacts import PROVENANCE_SUFFIX
 from hierbench.provenance.verify import verify
@@ -22,15 +23,20 @@ from hierbench.runtools.compare import compare_runs_report, render_markdown
 from hierbench.runtools.rundiff import compare_runs, dataset_targets, result_hashes
 
 
+def _env(repo: Path) -> dict[str, str]:
+    """The environment of a process in ``repo``: that copy's library, this Python's tools."""
+    env = {**os.environ, "PYTHONPATH": str(repo / "src"), "HF_HUB_OFFLINE": "1"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
 def _kill_during_training(repo: Path, targets: list[str]) -> None:
     """Start the pipeline on ``targets``, SIGKILL its whole process group once a training job
     is running."""
-    env = {**os.environ, "PYTHONPATH": str(repo / "src"), "HF_HUB_OFFLINE": "1"}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     process = subprocess.Popen(
         [SNAKEMAKE, *targets, "--cores", "2", *TINY],  # targets first: --configfile takes many
         cwd=repo,
-        env=env,
+        env=_env(repo),
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -49,8 +55,16 @@ def test_a_killed_run_recovers_and_matches_a_clean_run(built_repo: Path, repo_co
     targets = dataset_targets(built_repo, TINY_RUN, "cub")
     _kill_during_training(repo_copy, targets)
     assert not (repo_copy / f"{TINY_RUN}/cub/lock/final_lock.json").exists()
-    snakemake(repo_copy, "--unlock", *TINY)
-    snakemake(repo_copy, *targets, *TINY)
+    resumed = subprocess.run(  # the one command a user types after a kill
+        [sys.executable, "-m", "hierbench.cli", "resume", TINY_RUN, *targets],
+        cwd=repo_copy,
+        env=_env(repo_copy),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-4000:]
+    assert "releasing the stale lock of a killed run" in resumed.stderr
     shutil.rmtree(built_repo / TINY_RUN / "nabirds")  # the clean run's CUB part, to compare
     assert not [p for p in (repo_copy / TINY_RUN).rglob(".*.tmp")]
     findings = verify(repo_copy / TINY_RUN, repo_copy)

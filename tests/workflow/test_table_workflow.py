@@ -89,9 +89,12 @@ def test_a_flawed_images_csv_stops_the_run_naming_file_and_line(table_run: Path,
     (table_run / "configs/mine.yaml").write_text(config.replace(NAME, "mine"))
     result = snakemake(table_run, "--configfile", "configs/mine.yaml", check=False)
     assert result.returncode != 0
-    log = "\n".join(p.read_text() for p in (table_run / f"{TABLE_LOGS}/mine").rglob("*.log"))
-    assert f"{folder / 'images.csv'}:4: " in log and "Strix unknownensis" in log
-    assert not list((table_run / f"{TABLE_RUN}/mine").rglob("*.parquet"))
+    logs = table_run / f"{TABLE_LOGS}/mine"
+    log = (logs / "data/images.parquet.log").read_text()  # the first job that reads it
+    assert f"error: {folder / 'images.csv'}:4: " in log and "Strix unknownensis" in log
+    assert "Traceback" not in log and not (logs / "taxonomy/taxonomy.parquet.log").exists()
+    written = {p.name for p in (table_run / f"{TABLE_RUN}/mine").rglob("*.parquet")}
+    assert written == {"layout_files.parquet", "image_files.parquet"}  # the folder's content
 
 
 def test_the_dry_run_of_a_collection_of_your_own_prints_its_warnings(tmp_path: Path):

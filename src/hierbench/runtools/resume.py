@@ -1,0 +1,93 @@
+"""Resuming a run after a kill: its stale Snakemake lock released, its killed jobs rerun.
+
+Snakemake locks the working folder (``.snakemake/locks/``) while it runs; a killed Snakemake
+leaves the lock behind and the next run refuses to start. A lock is stale when no Snakemake
+process works in that folder; only a stale lock is released, never a live run's. The run's
+config is the one whose ``run`` key names the run folder (``config.yaml`` for the default run).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+from hierbench.runs import DEFAULT_RUN
+
+LOCKS = Path(".snakemake/locks")
+PROC = Path("/proc")
+
+
+class ResumeError(ValueError):
+    """A run cannot be resumed as asked; the message says why and what to do."""
+
+
+def lock_files(repo: Path) -> list[Path]:
+    """The Snakemake lock files of a working folder (none when it is not locked)."""
+    folder = repo / LOCKS
+    return sorted(folder.glob("*.lock")) if folder.is_dir() else []
+
+
+def live_snakemake(repo: Path, proc: Path = PROC) -> list[int]:
+    """The ids of the Snakemake processes working in ``repo`` (read from ``/proc``)."""
+    if not proc.is_dir():
+        raise ResumeError(
+            f"{proc} is not available, so a live Snakemake cannot be told from a stale lock; "
+            "run `snakemake --unlock` yourself once no Snakemake runs in this folder"
+        )
+    found = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+            folder = Path(os.readlink(entry / "cwd"))
+        except OSError:
+            continue  # a process that ended, or one of another user
+        if _is_snakemake(command) and folder.resolve() == repo.resolve():
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def _is_snakemake(command: list[bytes]) -> bool:
+    """Whether a command line runs Snakemake: its program, or Python running its script or
+    module."""
+    names = [Path(part.decode(errors="replace")).name for part in command if part]
+    if not names:
+        return False
+    if names[0] == "snakemake":
+        return True
+    python = names[0].startswith("python")
+    return python and (names[1:2] == ["snakemake"] or names[1:3] == ["-m", "snakemake"])
+
+
+def config_for_run(repo: Path, run: str) -> Path:
+    """The config file (``config.yaml`` or ``configs/*.yaml``) whose ``run`` is ``run``."""
+    candidates = [repo / "config.yaml", *sorted((repo / "configs").glob("*.yaml"))]
+    matches = []
+    for path in candidates:
+        if path.is_file():
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            if isinstance(data, dict) and data.get("run", DEFAULT_RUN) == run:
+                matches.append(path.relative_to(repo))
+    if len(matches) != 1:
+        found = ", ".join(str(path) for path in matches) or "none"
+        raise ResumeError(
+            f"run {run!r} needs exactly one config whose 'run' key names it; found {found} "
+            "among config.yaml and configs/*.yaml"
+        )
+    return matches[0]
+
+
+def resume_plan(repo: Path, run: str) -> tuple[Path, bool]:
+    """The run's config and whether a stale lock must be released first; an error when a
+    Snakemake still works in ``repo`` (its lock is never touched)."""
+    config = config_for_run(repo, run)
+    live = live_snakemake(repo)
+    if live:
+        raise ResumeError(
+            f"a Snakemake run is live in {repo} (process {', '.join(map(str, live))}); its lock "
+            "is not touched: let it finish, or stop it and resume"
+        )
+    return config, bool(lock_files(repo))
