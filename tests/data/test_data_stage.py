@@ -10,7 +10,7 @@ from conftest import TINY, TINY_RUN, snakemake
 
 from hierbench.data.layouts import CUB_FILES, NABIRDS_FILES
 from hierbench.provenance.artifacts import read_provenance
-from hierbench.provenance.hashing import sha256_tree
+from hierbench.provenance.hashing import sha256_file, sha256_tree
 
 
 def test_demo_folders_have_the_real_layouts_and_records(built_repo: Path):
@@ -36,11 +36,11 @@ def test_image_tables_cover_the_rendered_images(built_repo: Path):
     assert len(nabirds) == 48 * 6
     record = read_provenance(built_repo / f"{TINY_RUN}/nabirds/data/images.parquet")
     assert record["facts"]["images"] == 48 * 6
-    assert record["inputs"] == {
-        f"{TINY_RUN}/nabirds/demo/nabirds": sha256_tree(
-            built_repo / f"{TINY_RUN}/nabirds/demo/nabirds"
-        )
-    }
+    # The image table reads the folder through its content: the layout's tables, hashed.
+    layout = f"{TINY_RUN}/nabirds/data/layout_files.parquet"
+    assert record["inputs"] == {layout: sha256_file(built_repo / layout)}
+    demo = f"{TINY_RUN}/nabirds/demo/nabirds"  # a rendered demo is its fingerprints' input
+    assert read_provenance(built_repo / layout)["inputs"] == {demo: sha256_tree(built_repo / demo)}
 
 
 def _folder_config(repo: Path, root: Path) -> Path:
@@ -66,9 +66,13 @@ def test_a_real_dataset_folder_runs_through_the_same_rules(built_repo: Path, tmp
     snakemake(built_repo, f"{TINY_RUN}/cub/data/images.parquet", "--configfile", str(config))
     table = pd.read_parquet(built_repo / f"{TINY_RUN}/cub/data/images.parquet")
     assert len(table) == 24 * 6
+    layout = f"{TINY_RUN}/cub/data/layout_files.parquet"
     assert read_provenance(built_repo / f"{TINY_RUN}/cub/data/images.parquet")["inputs"] == {
-        str(real): sha256_tree(real)
+        layout: sha256_file(built_repo / layout)
     }
+    assert read_provenance(built_repo / layout)["inputs"] == {}  # a real folder is no input
+    hashed = pd.read_parquet(built_repo / layout).set_index("path")["sha256"]
+    assert hashed["images.txt"] == sha256_file(real / "images.txt")
 
 
 def test_a_broken_dataset_folder_fails_naming_file_and_line(built_repo: Path, tmp_path: Path):
