@@ -31,6 +31,9 @@ from hierbench.taxonomy import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
+# The workflow tests reuse helpers of the unit tests in other folders: those folders go on the
+# import path, whichever tests run first (test module names are unique across folders).
+sys.path[:0] = [str(REPO / "tests" / name) for name in ("cells", "features", "splits", "training")]
 COPY_IGNORE = shutil.ignore_patterns(*COPY_IGNORED)
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
