@@ -164,9 +164,7 @@ def test_check_dataset_prints_counts_per_level_and_writes_nothing(tmp_path: Path
     assert after == before
 
 
-def test_check_dataset_warns_about_weak_queries_and_deep_opens_every_image(
-    tmp_path: Path, capsys
-):
+def test_check_dataset_warns_about_weak_queries_and_deep_opens_every_image(tmp_path: Path, capsys):
     config = _table_config(tmp_path, _dataset(tmp_path / "beetles"))
     assert main(["check-dataset", str(config), "beetles", "--schema", SCHEMA]) == 0
     err = capsys.readouterr().err

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from hierbench.geometry.euclidean import exterior_angle as euclidean_exterior_angle
+from hierbench.geometry.lorentz import angle_fn as lorentz_angle_fn
 from hierbench.geometry.lorentz import exterior_angle as lorentz_exterior_angle
 from hierbench.losses.entailment import (
     MAX_TEMPERATURE,
@@ -17,7 +18,6 @@ from hierbench.losses.entailment import (
     LearnableTemperature,
     NoEntailmentPairError,
     angle_entailment_loss,
-    lorentz_angle_fn,
 )
 
 F64 = torch.float64

@@ -16,11 +16,11 @@ from test_entailment import (
 )
 
 from hierbench.geometry.euclidean import exterior_angle as euclidean_exterior_angle
+from hierbench.geometry.lorentz import angle_fn as lorentz_angle_fn
 from hierbench.geometry.lorentz import exterior_angle as lorentz_exterior_angle
 from hierbench.losses.entailment import (
     NoEntailmentPairError,
     angle_entailment_loss,
-    lorentz_angle_fn,
 )
 from hierbench.losses.entailment_fused import fused_angle_entailment_loss, paired_exterior_angles
 

@@ -165,6 +165,18 @@ class _LorentzDistance(torch.autograd.Function):
         return grad_a, grad_b, grad_c
 
 
+def angle_fn(c: Curvature) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """The exterior angle at curvature −c as a function of the two point sets (for the
+    angle-entailment loss and the angle ranking); c is checked once, here."""
+    check_curvature(c)
+
+    def angles(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Pairwise exterior angles (N_x, N_y) at the closed-over curvature."""
+        return exterior_angle(x, y, c)
+
+    return angles
+
+
 def lorentz_distance(a: torch.Tensor, b: torch.Tensor, c: Curvature) -> torch.Tensor:
     """Pairwise geodesic distances (1/√c)·acosh(−c⟨x, y⟩_L), shape (n_a, n_b).
 

@@ -28,9 +28,7 @@ from numbers import Real
 import torch
 from torch import nn
 
-from hierbench.geometry import lorentz
-from hierbench.geometry.lorentz import Curvature
-from hierbench.geometry.validation import check_curvature, check_pair
+from hierbench.geometry.validation import check_pair
 
 MIN_TEMPERATURE = 0.01  # CLIP's logit-scale cap of 100
 MAX_TEMPERATURE = 1.0  # CLIP's logit-scale floor of 1
@@ -40,17 +38,6 @@ AngleFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 class NoEntailmentPairError(ValueError):
     """An entailment matrix without a single True entry: the loss has no anchor."""
-
-
-def lorentz_angle_fn(c: Curvature) -> AngleFn:
-    """The Lorentz exterior angle at curvature −c, as an ``angle_fn(a, b)`` for the loss."""
-    check_curvature(c)
-
-    def angle_fn(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Pairwise Lorentz exterior angles (N_x, N_y) at the closed-over curvature."""
-        return lorentz.exterior_angle(x, y, c)
-
-    return angle_fn
 
 
 def _check_loss_inputs(
@@ -131,9 +118,9 @@ def angle_entailment_loss(
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """L_pc + L_cp for parents (P, D), children (C, D), entails (P, C), and the two terms.
 
-    ``angle_fn(a, b)`` gives pairwise exterior angles (N_a, N_b), e.g. ``lorentz_angle_fn(c)``
-    or ``geometry.euclidean.exterior_angle``. Raises ``NoEntailmentPairError`` when entails
-    is all False.
+    ``angle_fn(a, b)`` gives pairwise exterior angles (N_a, N_b), e.g.
+    ``geometry.lorentz.angle_fn(c)`` or ``geometry.euclidean.exterior_angle``. Raises
+    ``NoEntailmentPairError`` when entails is all False.
     The readable reference: cells train with ``hierbench.losses.entailment_fused``'s
     ``fused_angle_entailment_loss``, the same loss with both angle directions in one pass.
     """

@@ -22,14 +22,12 @@ every real angle.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 import torch
 
 from hierbench.geometry import euclidean, lorentz
-from hierbench.geometry.validation import check_curvature
 from hierbench.metrics.pair_scores import PairScores
 from hierbench.protocol import EUCLIDEAN, HEAD_NAMES, LORENTZ
 
@@ -37,11 +35,7 @@ from hierbench.protocol import EUCLIDEAN, HEAD_NAMES, LORENTZ
 def exterior_angle_scores(curvature: float | None = None) -> PairScores:
     """ext(q, g) for query rows q and gallery rows g as a float64 (n_q, n_g) matrix: the Lorentz
     exterior angle at curvature −c when a curvature is given, else the Euclidean one."""
-    if curvature is None:
-        angle_fn = euclidean.exterior_angle
-    else:
-        check_curvature(curvature)
-        angle_fn = functools.partial(lorentz.exterior_angle, c=curvature)
+    angle_fn = euclidean.exterior_angle if curvature is None else lorentz.angle_fn(curvature)
 
     @torch.no_grad()
     def scores(queries: np.ndarray, gallery: np.ndarray) -> np.ndarray:

@@ -58,27 +58,17 @@ def sha256_path(path: str | os.PathLike[str]) -> str:
 
 
 def source_fingerprint(paths: list[str | os.PathLike[str]]) -> str:
-    """A cheap content identity of source inputs (files and folders no rule produces).
+    """A cheap content identity of source files (files no rule produces: shipped class lists,
+    the alias file, a checklist CSV).
 
     A Snakemake parameter, so that a changed source reruns its rules while a file that is only
-    touched does not. Files are hashed by content. A folder contributes the content of its
-    top-level files (a dataset's metadata tables) and the relative path and size of every file
-    below them (images are not read: a same-size edit of an image is not detected). A missing
-    path contributes the word "absent".
+    touched does not. A missing path contributes the word "absent". A folder is refused: a
+    dataset folder enters the workflow through ``hierbench.data.fingerprint``.
     """
     parts = []
     for path in sorted(Path(p) for p in paths):
-        if path.is_file():
-            parts.append(f"{path.as_posix()}\0{sha256_file(path)}")
-        elif path.is_dir():
-            for file in sorted(p for p in path.rglob("*") if p.is_file()):
-                relative = file.relative_to(path).as_posix()
-                if file.name in TREE_HASH_IGNORED:
-                    continue
-                if file.parent == path:
-                    parts.append(f"{relative}\0{sha256_file(file)}")
-                else:
-                    parts.append(f"{relative}\0{file.stat().st_size}")
-        else:
-            parts.append(f"{path.as_posix()}\0absent")
+        if path.is_dir():
+            raise ValueError(f"{path} is a folder; source fingerprints take files only")
+        digest = sha256_file(path) if path.is_file() else "absent"
+        parts.append(f"{path.as_posix()}\0{digest}")
     return sha256_bytes("\n".join(parts).encode())
