@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -145,3 +146,17 @@ def test_temporaries_of_a_killed_writer_are_removed_by_the_next_write(tmp_path: 
     other.write_text("another target's temporary stays")
     write_json({"a": 1}, target, JOB)
     assert not stale.exists() and other.exists()
+
+
+def test_a_source_fingerprint_follows_file_content_and_refuses_a_folder(tmp_path: Path):
+    from hierbench.provenance.hashing import source_fingerprint
+
+    source = tmp_path / "aliases.json"
+    source.write_text("{}")
+    first = source_fingerprint([source, tmp_path / "missing.csv"])
+    os.utime(source, ns=(1, 1))
+    assert source_fingerprint([source, tmp_path / "missing.csv"]) == first
+    source.write_text("[]")
+    assert source_fingerprint([source, tmp_path / "missing.csv"]) != first
+    with pytest.raises(ValueError, match="is a folder; source fingerprints take files only"):
+        source_fingerprint([tmp_path])
