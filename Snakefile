@@ -11,6 +11,7 @@ from hierbench.controls.curvature import POINT_PATTERN
 from hierbench.data.kinds import name_constraint
 from hierbench.data.quality import plan_warnings
 from hierbench.devices import check_device_before_scheduling
+from hierbench.paths import BACKBONE_PASSES
 from hierbench.protocol import COMPANION_CELLS, GEOMETRIES, LOSSES, alternatives
 
 min_version("9.0")
@@ -39,6 +40,7 @@ onstart:
 wildcard_constraints:
     dataset=name_constraint(enabled_datasets(config)),
     name="classes|hierarchy",
+    backbone_pass=alternatives(BACKBONE_PASSES),
     geometry=alternatives(GEOMETRIES),
     loss=alternatives(LOSSES),
     seed=r"\d+",

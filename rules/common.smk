@@ -8,6 +8,7 @@ from hierbench.config import (
     enabled_datasets,
     evaluation_config,
     locked_config,
+    pool_config,
     split_config,
     training_config,
 )
@@ -27,6 +28,7 @@ from hierbench.data.fingerprint import fingerprint, identity, weights_identity
 from hierbench.devices import gpus_per_job
 from hierbench.paths import (
     AUDITED_KINDS,
+    BACKBONE_PASS,
     CELL_FILES,
     CELLS,
     CROP_FEATURES,
@@ -55,6 +57,7 @@ from hierbench.paths import (
     SHUFFLED_TAXONOMY,
     TABLES,
     TAXONOMY,
+    TAXONOMY_FINGERPRINT,
     TUNING_SCORE,
     TUNING_SELECTION,
     RunPaths,
@@ -276,6 +279,11 @@ def in_report(outputs, caption, category):
     """A tables rule's outputs, its figure shown in Snakemake's report."""
     figure = report(outputs["figure"], caption=f"../report/{caption}.rst", category=category, subcategory="{dataset}")
     return {**outputs, "figure": figure}
+
+
+def dataset_levels(wildcards):
+    """The dataset's level names, leaf to high (a params value: what a person reads shows them)."""
+    return list(level_names(config, wildcards.dataset))
 
 
 def aggregation(wildcards):

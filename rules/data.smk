@@ -6,32 +6,10 @@ CUB_DEMO = run_path(DEMO_FOLDER, layout=LAYOUT_FOLDERS["cub"])
 NABIRDS_DEMO = run_path(DEMO_FOLDER, layout=LAYOUT_FOLDERS["nabirds"])
 TABLE_DEMO = run_path(DEMO_FOLDER, layout=TABLE_LAYOUT_FOLDER)
 IMAGES = run_path(IMAGE_TABLE)
+CUB_DEMO_TREE = "resources/cub_demo_taxonomy.csv"
 
 
-rule demo_cub:
-    input:
-        taxonomy=run_path(TAXONOMY),
-        classes=run_path(INPUT_FILE, name="classes"),
-    output:
-        directory(CUB_DEMO),
-    log:
-        log_for(CUB_DEMO),
-    benchmark:
-        benchmark_for(CUB_DEMO)
-    wildcard_constraints:
-        dataset=kind_constraint("cub"),
-    threads: workflow.cores
-    params:
-        **code("stages.demo", script="demo"),
-        kind="cub",
-        demo=lambda wildcards: config["datasets"][wildcards.dataset]["demo"],
-    conda:
-        ENVIRONMENT
-    script:
-        SCRIPT
-
-
-use rule demo_cub as demo_nabirds with:
+rule demo_nabirds:
     input:
         taxonomy=run_path(TAXONOMY),
         classes=run_path(INPUT_FILE, name="classes"),
@@ -44,10 +22,36 @@ use rule demo_cub as demo_nabirds with:
         benchmark_for(NABIRDS_DEMO)
     wildcard_constraints:
         dataset=kind_constraint("nabirds"),
+    threads: workflow.cores
     params:
         **code("stages.demo", script="demo"),
         kind="nabirds",
         demo=lambda wildcards: config["datasets"][wildcards.dataset]["demo"],
+    conda:
+        ENVIRONMENT
+    script:
+        SCRIPT
+
+
+# The CUB demo's birds are drawn from a shipped tree (tools/cub_demo_taxonomy.py), never from
+# the run's taxonomy: a taxonomy setting changes the protocol's labels, not the photographs.
+use rule demo_nabirds as demo_cub with:
+    input:
+        taxonomy=CUB_DEMO_TREE,
+        classes=run_path(INPUT_FILE, name="classes"),
+    output:
+        directory(CUB_DEMO),
+    log:
+        log_for(CUB_DEMO),
+    benchmark:
+        benchmark_for(CUB_DEMO)
+    wildcard_constraints:
+        dataset=kind_constraint("cub"),
+    params:
+        **code("stages.demo", script="demo"),
+        kind="cub",
+        demo=lambda wildcards: config["datasets"][wildcards.dataset]["demo"],
+        tree=source_identity(CUB_DEMO_TREE),
 
 
 # A table dataset's example collection (source "demo"): rendered from the shipped taxonomy.
@@ -113,6 +117,27 @@ use rule layout_fingerprint as image_fingerprint with:
         kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
         part="images",
         content=folder_content("images"),
+        cache=lambda wildcards: hash_cache(wildcards.dataset),
+
+
+# A table dataset's taxonomy.csv: an identity of its own, read by its taxonomy rule only.
+TAXONOMY_FILES = run_path(TAXONOMY_FINGERPRINT)
+
+
+use rule layout_fingerprint as taxonomy_fingerprint with:
+    output:
+        TAXONOMY_FILES,
+    log:
+        log_for(TAXONOMY_FILES),
+    benchmark:
+        benchmark_for(TAXONOMY_FILES)
+    wildcard_constraints:
+        dataset=kind_constraint("table"),
+    params:
+        **code("stages.images", script="fingerprint"),
+        kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
+        part="taxonomy",
+        content=folder_content("taxonomy"),
         cache=lambda wildcards: hash_cache(wildcards.dataset),
 
 

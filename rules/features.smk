@@ -1,32 +1,58 @@
-# Stage: features. Frozen backbone features, computed once per image. The sealed test images
-# get an artifact of their own, which no training or tuning rule takes as input.
+# Stage: features. One frozen-backbone pass per dataset over its images (and one over the crops
+# the companion method needs), depending on the images and the backbone only: a taxonomy edit
+# never reruns it. The labelled slices join each image's codes; the sealed test images get a
+# slice of their own, which no training or tuning rule takes as input. Only the slices read a
+# pass.
+
+BACKBONE_FEATURES = run_path(BACKBONE_PASS)
+
+
+rule backbone_features:
+    input:
+        images=run_path(IMAGE_TABLE),
+        files=run_path(IMAGE_FINGERPRINT),
+        weights=backbone_weights_input,
+    output:
+        BACKBONE_FEATURES,
+    log:
+        log_for(BACKBONE_FEATURES),
+    benchmark:
+        benchmark_for(BACKBONE_FEATURES)
+    threads: workflow.cores
+    resources:
+        gpu=GPUS_PER_JOB,
+    params:
+        **code("stages.features", script="backbone_pass"),
+        weights_source=weights_source,
+        backbone=config["backbone"],
+        kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
+        pool=lambda wildcards: pool_config(config, wildcards.dataset),
+        images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
+        device=config["device"],
+    conda:
+        ENVIRONMENT
+    script:
+        SCRIPT
+
 
 DEV_FEATURE_TABLE = run_path(DEV_FEATURES)
 
 
 rule features_dev:
     input:
+        backbone=run_path(BACKBONE_PASS, backbone_pass="images"),
         splits=run_path(DEV_SPLITS),
         images=run_path(IMAGE_TABLE),
         taxonomy=run_path(TAXONOMY),
-        files=run_path(IMAGE_FINGERPRINT),
-        weights=backbone_weights_input,
     output:
         DEV_FEATURE_TABLE,
     log:
         log_for(DEV_FEATURE_TABLE),
     benchmark:
         benchmark_for(DEV_FEATURE_TABLE)
-    threads: workflow.cores
-    resources:
-        gpu=GPUS_PER_JOB,
     params:
-        **code("stages.features", script="features"),
+        **code("stages.features", script="feature_slice"),
         partition="dev",
-        weights_source=weights_source,
-        backbone=config["backbone"],
-        images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
-        device=config["device"],
     conda:
         ENVIRONMENT
     script:
@@ -39,11 +65,10 @@ SEALED_FEATURE_TABLE = run_path(SEALED_FEATURES)
 
 use rule features_dev as features_sealed_test with:
     input:
+        backbone=run_path(BACKBONE_PASS, backbone_pass="images"),
         splits=run_path(SEALED_SPLITS),
         images=run_path(IMAGE_TABLE),
         taxonomy=run_path(TAXONOMY),
-        files=run_path(IMAGE_FINGERPRINT),
-        weights=backbone_weights_input,
     output:
         SEALED_FEATURE_TABLE,
     log:
@@ -51,12 +76,7 @@ use rule features_dev as features_sealed_test with:
     benchmark:
         benchmark_for(SEALED_FEATURE_TABLE)
     params:
-        **code("stages.features", script="features"),
         partition="sealed_test",
-        weights_source=weights_source,
-        backbone=config["backbone"],
-        images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
-        device=config["device"],
 
 
 # The companion method's crop features (box and cross-image entailment pairs): development only.
@@ -64,6 +84,11 @@ CROP_FEATURE_TABLE = run_path(CROP_FEATURES)
 
 
 use rule features_dev as features_dev_crops with:
+    input:
+        backbone=run_path(BACKBONE_PASS, backbone_pass="crops"),
+        splits=run_path(DEV_SPLITS),
+        images=run_path(IMAGE_TABLE),
+        taxonomy=run_path(TAXONOMY),
     output:
         CROP_FEATURE_TABLE,
     log:
@@ -71,9 +96,4 @@ use rule features_dev as features_dev_crops with:
     benchmark:
         benchmark_for(CROP_FEATURE_TABLE)
     params:
-        **code("stages.features", script="features"),
         partition="dev_crops",
-        weights_source=weights_source,
-        backbone=config["backbone"],
-        images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
-        device=config["device"],

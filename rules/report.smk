@@ -18,6 +18,7 @@ rule effect_tables:
         **code("stages.tables", script="effect_tables"),
         out_dir=lambda wildcards: run_path(TABLES, dataset=wildcards.dataset),
         aggregation=aggregation,
+        levels=dataset_levels,
     conda:
         ENVIRONMENT
     script:
@@ -43,6 +44,7 @@ rule figures:
         log_for(FIGURE_FILES),
     params:
         **code("stages.figures", script="figures"),
+        levels=dataset_levels,
     conda:
         ENVIRONMENT
     script:
@@ -66,6 +68,7 @@ rule semantic_tables:
     params:
         **code("stages.controls", script="semantic_tables"),
         aggregation=aggregation,
+        levels=dataset_levels,
     conda:
         ENVIRONMENT
     script:
@@ -86,6 +89,7 @@ use rule semantic_tables as curvature_tables with:
         **code("stages.controls", script="curvature_tables"),
         operating_point=lambda wildcards: config["datasets"][wildcards.dataset]["hyperbolic"],
         aggregation=aggregation,
+        levels=dataset_levels,
 
 
 BASELINES_OUTPUTS = PATHS.baselines_outputs()
@@ -102,6 +106,7 @@ use rule semantic_tables as baselines_tables with:
         **code("stages.controls", script="baselines_tables"),
         dimensions=lambda wildcards: pca_dimensions(config, wildcards.dataset),
         aggregation=aggregation,
+        levels=dataset_levels,
 
 
 OUTER_OUTPUTS = PATHS.outer_outputs()
@@ -117,6 +122,7 @@ use rule semantic_tables as outer_tables with:
     params:
         **code("stages.controls", script="outer_tables"),
         aggregation=aggregation,
+        levels=dataset_levels,
 
 
 COMPANION_ANGLE_OUTPUTS = PATHS.companion_angle_outputs()
@@ -133,3 +139,4 @@ use rule semantic_tables as companion_angle_tables with:
     params:
         **code("stages.angle_table", script="companion_angle_tables"),
         aggregation=aggregation,
+        levels=dataset_levels,

@@ -61,7 +61,7 @@ rule taxonomy_nabirds:
 # Your own collection: taxonomy.csv, read together with images.csv (the reader checks both).
 rule taxonomy_table:
     input:
-        layout=run_path(LAYOUT_FINGERPRINT),
+        taxonomy=run_path(TAXONOMY_FINGERPRINT),
         images=run_path(IMAGE_TABLE),  # read after the image table: one flaw, one message
     output:
         TAXONOMY_TABLE,

@@ -21,20 +21,21 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer.split())
     for layer in (
         "protocol relations runs devices idnames shipped",
-        "provenance geometry taxonomy splits effects",
-        "data cells jobs runtools features",
+        "provenance geometry taxonomy splits levelnames",
+        "data cells jobs runtools features effects",
         "losses baselines controls config demo",
         "training metrics paths",
         "stages",
         "cli",
     )
 )
-# Modules that publish artifacts themselves: the artifact layer, the feature store's typed
-# writer, the stages, and the entry points that call stages.
+# Modules that publish artifacts themselves: the artifact layer, the typed writers (features,
+# tables), the stages, and the entry points that call stages.
 # The artifact layer: writers every stage shares (a cell's three files come from cell_publishing).
 PUBLISHERS = {
     "provenance.artifacts",
     "features.store",
+    "effects.table_files",
     "training.publishing",
     "data.inputs",
     "cli",

@@ -12,4 +12,5 @@ build_curvature_tables(
     {name: list(files) for name, files in snakemake.output.items()},
     job,
     aggregation=snakemake.params.aggregation,
+    levels=tuple(snakemake.params.levels),
 )

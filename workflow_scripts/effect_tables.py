@@ -10,4 +10,5 @@ build_tables(
     snakemake.params.out_dir,
     job,
     aggregation=snakemake.params.aggregation,
+    levels=tuple(snakemake.params.levels),
 )

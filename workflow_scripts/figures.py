@@ -14,4 +14,5 @@ build_figures(
     snakemake.input.features,
     {name: list(snakemake.output[name]) for name in FIGURES},
     job,
+    levels=tuple(snakemake.params.levels),
 )

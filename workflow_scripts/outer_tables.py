@@ -10,4 +10,5 @@ build_outer_tables(
     {name: list(files) for name, files in snakemake.output.items()},
     job,
     aggregation=snakemake.params.aggregation,
+    levels=tuple(snakemake.params.levels),
 )

@@ -11,4 +11,5 @@ build_semantic_tables(
     {name: list(files) for name, files in snakemake.output.items()},
     job,
     aggregation=snakemake.params.aggregation,
+    levels=tuple(snakemake.params.levels),
 )

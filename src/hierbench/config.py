@@ -247,6 +247,18 @@ def split_config(config: dict[str, Any], dataset: str) -> dict[str, Any]:
     return {key: block[key] for key in ("splits", "image_pool") if key in block}
 
 
+def pool_config(config: dict[str, Any], dataset: str) -> dict[str, Any]:
+    """The config keys a backbone pass reads for a dataset (its params): the image pool and
+    the split protocol, which say which images the pass holds; nothing of the taxonomy."""
+    block = config["datasets"][dataset]
+    keys: dict[str, Any] = {"splits": {}}
+    if "protocol" in block["splits"]:
+        keys["splits"]["protocol"] = block["splits"]["protocol"]
+    if "image_pool" in block:
+        keys["image_pool"] = block["image_pool"]
+    return keys
+
+
 def evaluation_config(
     config: dict[str, Any], dataset: str, *, distance_clip: bool = True
 ) -> dict[str, Any]:

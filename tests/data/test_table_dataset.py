@@ -18,6 +18,7 @@ from hierbench.data.table_reader import (
     TableDatasetError,
     level_counts,
     read_table_dataset,
+    read_table_images,
 )
 
 
@@ -60,8 +61,8 @@ def test_valid_dataset_gives_the_documented_tables(tmp_path: Path):
     assert images["image_id"].tolist() == ["z.jpg", "a/9.jpg", "a/10.jpg", "gull/1.jpg"]
     assert images["path"].tolist() == images["image_id"].tolist()
     assert images["class_name"].tolist() == ["wren", "blackbird", "robin", "gull"]
-    # classes sorted by name: blackbird 1, gull 2, robin 3, tern 4, wren 5
-    assert images["class_id"].tolist() == [5, 1, 3, 2]
+    # classes with images sorted by name: blackbird 1, gull 2, robin 3, wren 4; then tern 5
+    assert images["class_id"].tolist() == [4, 1, 3, 2]
     assert images["is_train"].tolist() == [True, False, True, False]
     boxes = images[["bbox_x", "bbox_y", "bbox_w", "bbox_h"]].to_numpy().tolist()
     assert boxes == [[2.5, 0, 1, 1], [0, 3, 2, 2], [0, 0, 5.5, 6], [1, 2, 3, 4]]
@@ -76,14 +77,14 @@ def test_valid_dataset_gives_the_documented_tables(tmp_path: Path):
         "high_code",
     ]
     assert taxonomy["class_id"].tolist() == [1, 2, 3, 4, 5]
-    assert taxonomy["class_name"].tolist() == ["blackbird", "gull", "robin", "tern", "wren"]
+    assert taxonomy["class_name"].tolist() == ["blackbird", "gull", "robin", "wren", "tern"]
     assert taxonomy["leaf"].tolist() == taxonomy["class_name"].tolist()
-    assert taxonomy["middle"].tolist() == ["thrushes", "gulls", "thrushes", "terns", "wrens"]
+    assert taxonomy["middle"].tolist() == ["thrushes", "gulls", "thrushes", "wrens", "terns"]
     song, sea = "songbirds", "seabirds"
-    assert taxonomy["high"].tolist() == [song, sea, song, sea, song]
-    assert taxonomy["leaf_code"].tolist() == [0, 1, 2, 3, 4]
-    assert taxonomy["middle_code"].tolist() == [2, 0, 2, 1, 3]
-    assert taxonomy["high_code"].tolist() == [1, 0, 1, 0, 1]
+    assert taxonomy["high"].tolist() == [song, sea, song, song, sea]
+    assert taxonomy["leaf_code"].tolist() == [0, 1, 2, 4, 3]
+    assert taxonomy["middle_code"].tolist() == [2, 0, 2, 3, 1]
+    assert taxonomy["high_code"].tolist() == [1, 0, 1, 1, 0]
     assert all(taxonomy[c].dtype == "int64" for c in ("class_id", "leaf_code", "high_code"))
 
 
@@ -406,3 +407,21 @@ def test_the_taxonomy_csv_alone_gives_the_datasets_taxonomy(tmp_path: Path):
     assert taxonomy["high"].nunique() == 6
     assert taxonomy["class_id"].tolist() == list(range(1, 37))
     assert taxonomy["class_name"].is_monotonic_increasing
+
+
+def test_the_image_table_reads_images_csv_alone(tmp_path: Path):
+    """A taxonomy edit (a class moved to another middle, a class without images added) leaves
+    the image table as it was: the features computed from it never rerun for one."""
+    root = _dataset(tmp_path / "birds")
+    before = read_table_images(root)
+    pd.testing.assert_frame_equal(before, read_table_dataset(root).images)
+    taxonomy = root / TAXONOMY_FILE
+    edited = taxonomy.read_text(encoding="utf-8").replace("robin,thrushes", "robin,wrens")
+    assert edited != taxonomy.read_text(encoding="utf-8")
+    taxonomy.write_text(edited + "albatross,albatrosses,seabirds\n", encoding="utf-8")
+    pd.testing.assert_frame_equal(before, read_table_images(root))
+    after = read_table_dataset(root)
+    pd.testing.assert_frame_equal(before, after.images)
+    assert after.taxonomy.set_index("class_name").at["albatross", "class_id"] == 5
+    taxonomy.unlink()
+    pd.testing.assert_frame_equal(before, read_table_images(root))

@@ -39,6 +39,7 @@ from hierbench.features.store import (
     feature_table,
     features_to_arrow,
     read_feature_matrix,
+    read_labelled_features,
     write_feature_parquet,
 )
 from hierbench.provenance.artifacts import read_parquet_metadata, read_provenance
@@ -490,26 +491,142 @@ def test_feature_metadata_records_the_weights_actually_loaded() -> None:
     assert resolve_weights(DEMO_WEIGHTS).name == "efficientnet-lite0-57934424.pth"
 
 
-@pytest.mark.parametrize("partition", ["dev", "dev_crops", "sealed_test"])
-def test_every_feature_partition_passes_the_image_folder_and_device_through(
-    partition, monkeypatch, tmp_path
+def _image_table(path: Path) -> Path:
+    """Six images of three classes, the first four flagged train, written as parquet."""
+    images = pd.DataFrame(
+        {
+            "image_id": [str(i) for i in range(1, 7)],
+            "path": [f"c/{i}.jpg" for i in range(1, 7)],
+            "class_id": [1, 1, 2, 2, 3, 3],
+            "is_train": [True, True, True, True, False, False],
+            **{c: [0.0] * 6 for c in ("bbox_x", "bbox_y")},
+            **{c: [1.0] * 6 for c in ("bbox_w", "bbox_h")},
+        }
+    )
+    images.to_parquet(path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "pool", "expected", "crop"),
+    [
+        ("images", "cub", {"splits": {}}, ["1", "2", "3", "4", "5", "6"], False),
+        ("crops", "cub", {"splits": {}}, ["1", "2", "3", "4"], True),
+        ("crops", "table", {"splits": {"protocol": "middle-disjoint"}}, list("123456"), True),
+    ],
+)
+def test_a_backbone_pass_holds_its_images_unlabelled(
+    name, kind, pool, expected, crop, monkeypatch, tmp_path
 ):
+    """The images a pass holds come from the image table alone; it has no label column."""
     from hierbench.stages import features as stage
 
     seen = {}
-    monkeypatch.setattr(stage, "role_ids", lambda *_: ["1"])
-    monkeypatch.setattr(stage.pd, "read_parquet", lambda _: pd.DataFrame({"image_id": ["1"]}))
-    monkeypatch.setattr(stage, "_build", lambda *args, **kwargs: seen.update(args=args, **kwargs))
-    stage.build_features(
-        partition, "beetles", "s", "i", "t", "root", {}, "out", None, images_dir="", device="cuda"
+
+    def extract(model, chosen, root, **options):
+        seen.update(options, ids=chosen["image_id"].tolist())
+        return np.arange(len(chosen) * 2, dtype=np.float32).reshape(-1, 2)
+
+    monkeypatch.setattr(stage, "create_backbone", lambda *args, **kwargs: None)
+    monkeypatch.setattr(stage, "extract_features", extract)
+    monkeypatch.setattr(stage, "feature_metadata", lambda *args: {"backbone": "b"})
+    backbone = {"name": "b", "weights": "w", "image_size": 8, "batch_size": 2}
+    backbone |= {"num_workers": 0, "crop_to_bbox": False}
+    out = tmp_path / "pass.parquet"
+    images = _image_table(tmp_path / "images.parquet")
+    stage.build_backbone_pass(
+        name,
+        "beetles",
+        images,
+        "root",
+        backbone,
+        out,
+        JOB,
+        kind=kind,
+        pool=pool,
+        images_dir="",
+        device="cpu",
     )
-    assert seen["args"][1] == ["1"] and seen["args"][8] == partition
-    assert seen["args"][5] == ({"crop_to_bbox": True} if partition == "dev_crops" else {})
-    assert seen["images_dir"] == "" and seen["device"] == "cuda"
+    assert seen["ids"] == expected and seen["crop_to_bbox"] is crop
+    assert seen["images_dir"] == "" and str(seen["device"]) == "cpu"
+    frame, matrix = read_feature_matrix(out)
+    assert list(frame.columns) == ["image_id"] and frame["image_id"].tolist() == expected
+    assert matrix.shape == (len(expected), 2)
 
 
-def test_an_unknown_feature_partition_is_an_error_naming_the_partitions():
-    from hierbench.stages.features import build_features
+def _slice_inputs(tmp_path: Path) -> dict[str, Path]:
+    """A backbone pass over six images, their image table and taxonomy, and split tables."""
+    images = _image_table(tmp_path / "images.parquet")
+    taxonomy = pd.DataFrame(
+        {"class_id": [1, 2, 3], "leaf_code": [0, 1, 2], "middle_code": [0, 0, 1]}
+    ).assign(high_code=lambda t: t["middle_code"])
+    taxonomy.to_parquet(tmp_path / "taxonomy.parquet")
+    ids = pd.DataFrame({"image_id": [str(i) for i in range(6, 0, -1)]})  # any row order
+    matrix = np.arange(12, dtype=np.float32).reshape(6, 2)[::-1].copy()
+    write_feature_parquet(feature_table(ids, matrix, labelled=False), tmp_path / "p.parquet", JOB)
+    dev = pd.DataFrame({"split": "final", "role": "train", "image_id": ["2", "1", "3", "1"]})
+    sealed = pd.DataFrame({"split": "final", "role": "test", "image_id": ["5", "6"]})
+    dev.to_parquet(tmp_path / "dev.parquet")
+    sealed.to_parquet(tmp_path / "sealed.parquet")
+    return {"images": images, "taxonomy": tmp_path / "taxonomy.parquet"} | {
+        "backbone": tmp_path / "p.parquet",
+        "dev": tmp_path / "dev.parquet",
+        "sealed": tmp_path / "sealed.parquet",
+    }
 
+
+@pytest.mark.parametrize(
+    ("partition", "splits", "expected"),
+    [("dev", "dev", ["1", "2", "3"]), ("sealed_test", "sealed", ["5", "6"])],
+)
+def test_a_feature_slice_holds_its_images_with_their_labels(partition, splits, expected, tmp_path):
+    from hierbench.stages.features import build_feature_slice
+
+    given = _slice_inputs(tmp_path)
+    out = tmp_path / f"{partition}.parquet"
+    build_feature_slice(
+        partition,
+        "beetles",
+        given["backbone"],
+        given[splits],
+        given["images"],
+        given["taxonomy"],
+        out,
+        JOB,
+    )
+    ids, labels, matrix = read_labelled_features(out)
+    assert ids.tolist() == expected
+    rows = [int(i) - 1 for i in expected]
+    np.testing.assert_array_equal(matrix, np.arange(12, dtype=np.float32).reshape(6, 2)[rows])
+    leaf = {"1": 0, "2": 0, "3": 1, "4": 1, "5": 2, "6": 2}
+    assert labels[:, 0].tolist() == [leaf[i] for i in expected]
+    assert read_parquet_metadata(out)["partition"] == partition
+
+
+def test_a_slice_of_an_image_the_pass_lacks_names_the_pass(tmp_path):
+    from hierbench.stages.features import build_feature_slice
+
+    given = _slice_inputs(tmp_path)
+    pd.DataFrame({"split": "final", "role": "test", "image_id": ["7"]}).to_parquet(given["sealed"])
+    with pytest.raises(ValueError, match=r"p\.parquet \(sealed_test\): 1 image id\(s\)"):
+        build_feature_slice(
+            "sealed_test",
+            "b",
+            given["backbone"],
+            given["sealed"],
+            given["images"],
+            given["taxonomy"],
+            tmp_path / "o.parquet",
+            JOB,
+        )
+
+
+def test_an_unknown_pass_or_partition_is_an_error_naming_the_known_ones():
+    from hierbench.paths import BACKBONE_PASSES
+    from hierbench.stages.features import PASSES, build_backbone_pass, build_feature_slice
+
+    assert tuple(PASSES) == BACKBONE_PASSES
+    with pytest.raises(ValueError, match=r"no backbone pass 'tiles'; passes: \['crops'"):
+        build_backbone_pass("tiles", "cub", "i", "r", {}, "o", None, kind="cub", pool={})
     with pytest.raises(ValueError, match=r"no feature partition 'train'; partitions: \['dev'"):
-        build_features("train", "cub", "s", "i", "t", "r", {}, "o", None)
+        build_feature_slice("train", "cub", "p", "s", "i", "t", "o", None)

@@ -74,6 +74,20 @@ def test_no_rule_upstream_of_the_lock_reads_a_sealed_artifact(repo_copy: Path):
     assert controls | baselines <= {job["rule"] for job in upstream}
 
 
+def test_only_the_feature_slices_read_a_backbone_pass(repo_copy: Path):
+    """A backbone pass holds every image, test images included (unlabelled): only the three
+    slice rules take it in, so training reaches test images through none of them."""
+    jobs = _jobs(snakemake(repo_copy, "-n", "-F", *TINY).stdout)
+    readers = {job["rule"] for job in jobs if any("/features/backbone/" in p for p in job["input"])}
+    assert readers == {"features_dev", "features_dev_crops", "features_sealed_test"}
+    producers = {
+        job["rule"] for job in jobs if any("/features/backbone/" in p for p in job["output"])
+    }
+    assert producers == {"backbone_features"}
+    inputs = {p for job in jobs if job["rule"] == "backbone_features" for p in job["input"]}
+    assert not any("/taxonomy/" in p or "/splits/" in p for p in inputs), sorted(inputs)
+
+
 def test_the_pca_fit_and_the_outer_splits_see_development_data_only(repo_copy: Path):
     """PCA is fitted on development rows only: neither it nor anything it needs takes a sealed
     artifact or the lock in; the outer splits (development data) need neither either."""

@@ -13,6 +13,7 @@ from hierbench.splits.construction import (
     allocate,
     canonical_id_text,
     cub_split_table,
+    development_candidates,
     nabirds_split_table,
     parent_counts,
     proportional_draws,
@@ -21,6 +22,7 @@ from hierbench.splits.construction import (
     sealed_query_gallery_rows,
     split_identity,
     split_manifest,
+    study_pool,
 )
 
 CUB_QG = QueryGallerySpec(seeds=(42, 2024, 3407), queries=870, gallery=4924)
@@ -239,13 +241,30 @@ def test_allocate_is_proportional_capped_and_exact():
     assert share.sum() == 8 and share["c"] == 0 and (share <= sizes - 1).all()
 
 
-def test_pool_sample_is_stratified_and_seeded():
-    frame = _images({leaf: 20 for leaf in range(10)})
+def test_pool_sample_is_stratified_by_class_and_seeded():
+    frame = _images({leaf: 20 for leaf in range(10)}).assign(class_id=lambda f: f["leaf_code"] + 1)
     pool = sample_pool(frame, 100, seed=3)
-    assert len(pool) == 100 and pool["leaf_code"].value_counts().eq(10).all()
+    assert len(pool) == 100 and pool["class_id"].value_counts().eq(10).all()
     assert pool["image_id"].tolist() == sample_pool(frame, 100, seed=3)["image_id"].tolist()
     with pytest.raises(SplitError, match="exceeds the 200 images"):
         sample_pool(frame, 201, seed=3)
+
+
+def test_the_pool_and_the_development_candidates_need_no_taxonomy():
+    """Drawn from the image table alone: without a single label column they are the same."""
+    frame = _images({leaf: 8 for leaf in range(6)}).assign(class_id=lambda f: f["leaf_code"] + 1)
+    unlabelled = frame.drop(columns=["leaf_code", "middle_code", "high_code"])
+    pooled = {"image_pool": {"size": 24, "seed": 1}, "splits": {}}
+    for kind, config in (("nabirds", pooled), ("cub", {"splits": {}})):
+        for choose in (study_pool, development_candidates):
+            assert choose(kind, frame, config)["image_id"].tolist() == (
+                choose(kind, unlabelled, config)["image_id"].tolist()
+            )
+    assert len(study_pool("nabirds", frame, pooled)) == 24
+    assert development_candidates("cub", frame, {"splits": {}})["is_train"].all()
+    middle_disjoint = {"splits": {"protocol": "middle-disjoint"}}
+    assert len(development_candidates("table", frame, middle_disjoint)) == len(frame)
+    assert len(development_candidates("table", frame, {"splits": {"protocol": "official"}})) == 24
 
 
 def assert_outer_splits_disjoint(table: pd.DataFrame, labels: pd.DataFrame, count: int) -> None:

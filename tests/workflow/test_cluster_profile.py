@@ -20,9 +20,7 @@ SLURM = REPO / "profiles" / "slurm" / "config.yaml"
 DEFAULT = REPO / "profiles" / "default" / "config.yaml"
 # The rules that do the heavy lifting, each with its own memory and wall time.
 HEAVY = (
-    "features_dev",
-    "features_sealed_test",
-    "features_dev_crops",
+    "backbone_features",
     "demo_cub",
     "demo_nabirds",
     "demo_table",
@@ -123,13 +121,15 @@ def test_without_slurm_and_apt_get_the_check_skips(monkeypatch, capsys):
 def test_a_dry_run_with_the_profile_resolves_the_features_request(repo_copy: Path):
     """The plugin is importable and the profile's requests reach a features job."""
     result = snakemake(repo_copy, "-n", "--workflow-profile", "profiles/slurm", *TINY)
-    resources = re.search(r"rule features_dev:\n(?: +.*\n)*? +resources: (.*)", result.stdout)[1]
+    resources = re.search(r"rule backbone_features:\n(?: +.*\n)*? +resources: (.*)", result.stdout)[
+        1
+    ]
     # --cores 2 (the test helper's) caps the profile's 8 threads; the CPUs follow the threads
     assert "mem_mb=16000" in resources and "runtime=240" in resources
     assert "cpus_per_task=2" in resources
 
 
-GPU_RULES = {"features_dev", "features_sealed_test", "features_dev_crops", "tune"}
+GPU_RULES = {"backbone_features", "tune"}
 GPU_RULES |= {"select_semantic_duration"} | {r for r in HEAVY if r.startswith("train_")}
 
 

@@ -245,7 +245,7 @@ def test_a_dataset_folder_enters_the_workflow_through_its_content(built_repo: Pa
     (root / "images" / "notes.txt").write_text("a stray file")
     assert scheduled_rules(built_repo, target, *config) == {}
     image.write_bytes(image.read_bytes() + b"\0")  # the same picture, other bytes
-    expected = {"image_fingerprint": 1, "features_dev": 1}
+    expected = {"image_fingerprint": 1, "backbone_features": 1, "features_dev": 1}
     assert scheduled_rules(built_repo, target, *config) == expected
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import COPY_IGNORE, REPO, snakemake
+from conftest import COPY_IGNORE, REPO, scheduled_rules, snakemake
 from table_collections import table_dataset_folder
 
 from hierbench.cli import main
@@ -78,23 +78,53 @@ def test_the_audit_passes_and_check_dataset_reads_the_rendered_collection(
     assert "genus (middle)                 12" in capsys.readouterr().out
 
 
+def _as_own_folder(repo: Path, folder: Path) -> tuple[str, str]:
+    """The rendered collection copied to ``folder`` as a collection of one's own, named mine;
+    the config arguments that read it."""
+    shutil.copytree(repo / TABLE_RUN / NAME / "demo/collection", folder)
+    config = (repo / "configs/table-example.yaml").read_text()
+    config = config.replace("source: demo ", f"source: folder\n    root: {folder}\n    # ")
+    (repo / "configs/mine.yaml").write_text(config.replace(NAME, "mine"))
+    return ("--configfile", "configs/mine.yaml")
+
+
 def test_a_flawed_images_csv_stops_the_run_naming_file_and_line(table_run: Path, tmp_path):
     folder = tmp_path / "mine"
-    shutil.copytree(table_run / TABLE_RUN / NAME / "demo/collection", folder)
+    config = _as_own_folder(table_run, folder)
     lines = (folder / "images.csv").read_text().splitlines()
-    lines[3] = lines[3].replace(lines[3].split(",")[1], "Strix unknownensis")
+    lines[3] = lines[3].replace(",train,", ",training,").replace(",test,", ",training,")
     (folder / "images.csv").write_text("\n".join(lines) + "\n")
-    config = (table_run / "configs/table-example.yaml").read_text()
-    config = config.replace("source: demo ", f"source: folder\n    root: {folder}\n    # ")
-    (table_run / "configs/mine.yaml").write_text(config.replace(NAME, "mine"))
-    result = snakemake(table_run, "--configfile", "configs/mine.yaml", check=False)
+    result = snakemake(table_run, *config, check=False)
     assert result.returncode != 0
     logs = table_run / f"{TABLE_LOGS}/mine"
     log = (logs / "data/images.parquet.log").read_text()  # the first job that reads it
-    assert f"error: {folder / 'images.csv'}:4: " in log and "Strix unknownensis" in log
+    assert f"error: {folder / 'images.csv'}:4: split 'training'" in log
     assert "Traceback" not in log and not (logs / "taxonomy/taxonomy.parquet.log").exists()
     written = {p.name for p in (table_run / f"{TABLE_RUN}/mine").rglob("*.parquet")}
     assert written == {"layout_files.parquet", "image_files.parquet"}  # the folder's content
+
+
+def test_a_taxonomy_edit_never_reruns_the_image_table_or_the_backbone(table_run: Path, tmp_path):
+    """Moving a class to another middle group in taxonomy.csv reruns the taxonomy, the splits
+    and the feature slices, never the image table or the backbone pass over the images."""
+    folder = tmp_path / "mine"
+    config = _as_own_folder(table_run, folder)
+    base = f"{TABLE_RUN}/mine"
+    snakemake(table_run, f"{base}/features/backbone/images.parquet", *config)
+    target = f"{base}/features/dev.parquet"
+    before = scheduled_rules(table_run, target, *config)
+    assert "backbone_features" not in before and "image_table" not in before
+    header, first, *rest = (folder / "taxonomy.csv").read_text().splitlines()
+    elsewhere = next(row for row in rest if row.split(",")[1] != first.split(",")[1])
+    moved = ",".join([first.split(",")[0], *elsewhere.split(",")[1:]])
+    (folder / "taxonomy.csv").write_text("\n".join([header, moved, *rest]) + "\n")
+    after = scheduled_rules(table_run, target, *config)
+    assert after["taxonomy_fingerprint"] == 1 and after["taxonomy_table"] == 1
+    assert after["features_dev"] == 1 and after["splits"] == 1
+    assert "backbone_features" not in after and "image_table" not in after
+    (folder / "taxonomy.csv").write_text("\n".join(["class,middle,high", "x,y"]) + "\n")
+    broken = snakemake(table_run, target, *config, check=False)
+    assert broken.returncode != 0 and "taxonomy.csv" in broken.stdout
 
 
 def test_the_dry_run_of_a_collection_of_your_own_prints_its_warnings(tmp_path: Path):

@@ -35,14 +35,11 @@ CUB_CONTROL = {
     "train_outer_cell": 12,
     **OUTER_SCORING,
 }
-# An alias edit reruns the CUB taxonomy and everything after it, companion cells included.
+# An alias edit reruns the CUB taxonomy and everything after it, companion cells included;
+# never the demo's images nor the backbone (the feature slices join the new labels).
 CUB_AFTER_TAXONOMY = {
     "taxonomy_cub": 1,
     "taxonomy_shuffled": 1,
-    "demo_cub": 1,
-    "layout_fingerprint": 1,
-    "image_fingerprint": 1,
-    "image_table": 1,
     "splits": 1,
     "features_dev": 1,
     "features_dev_crops": 1,

@@ -1,10 +1,11 @@
-"""A dataset folder's content identity: the files that make the dataset (its layout's tables and
-the images they list), each with its size and SHA256.
+"""A dataset folder's content identity: the files that make the dataset (its layout's tables, its
+taxonomy's tables and the images they list), each with its size and SHA256.
 
 The workflow takes a dataset through these identities, never through the folder itself, so
 only a changed file reruns anything: touching the folder or a file, or leaving a stray file in
-it, schedules nothing. The layout's tables and its images are two identities, so a changed image
-reruns the feature extraction and what follows, not the image table or the splits. Hashing every
+it, schedules nothing. The layout's tables, the taxonomy's and the images are three identities, so
+a changed image reruns the feature extraction and what follows, not the image table or the
+splits, and a taxonomy edit reruns the taxonomy and what follows, not the features. Hashing every
 image of NABirds takes a minute, so hashes are kept in a cache keyed by path, size and
 modification time: an unchanged collection is not read again.
 """
@@ -29,9 +30,12 @@ from hierbench.provenance.hashing import canonical_json, sha256_bytes, sha256_fi
 LAYOUT_TABLES = {
     "cub": CUB_FILES,
     "nabirds": NABIRDS_FILES,
-    TABLE_KIND: (IMAGES_FILE, TAXONOMY_FILE),
+    TABLE_KIND: (IMAGES_FILE,),
 }
-PARTS = ("layout", "images")  # the two identities of a dataset
+# The tables a kind's taxonomy is read from inside its folder (the bird kinds' taxonomies come
+# from shipped files): apart from the layout, so that a taxonomy edit leaves the image table.
+TAXONOMY_TABLES = {"cub": (), "nabirds": (), TABLE_KIND: (TAXONOMY_FILE,)}
+PARTS = ("layout", "taxonomy", "images")  # the three identities of a dataset
 COLUMNS = ("path", "bytes", "sha256")
 ABSENT = "absent"  # the hash of a listed file that does not exist (its reader names it)
 
@@ -65,6 +69,8 @@ def part_files(root: str | os.PathLike[str], kind: str, part: str) -> list[str]:
         )
     if part == "layout":
         return sorted(LAYOUT_TABLES[kind])
+    if part == "taxonomy":
+        return sorted(TAXONOMY_TABLES[kind])
     if part == "images":
         return listed_images(root, kind)
     raise FingerprintError(f"no dataset part {part!r}; parts: {list(PARTS)}")

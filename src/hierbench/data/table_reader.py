@@ -16,7 +16,9 @@ each cell is ignored):
 :func:`read_table_dataset` returns a :class:`TableDataset`: the per-image table in the columns of
 :data:`hierbench.data.layouts.COLUMNS` (``image_id`` is the ``path`` as written, rows sorted by
 :func:`hierbench.data.layouts.image_sort_key`), and the taxonomy table with integer level codes.
-Class ids are 1..n in the order of the sorted class names, so they do not depend on row order.
+Class ids are 1..m for the classes with images in the order of their sorted names (so they depend
+neither on row order nor on ``taxonomy.csv``: :func:`read_table_images` reads the image table from
+``images.csv`` alone), then m+1.. for the taxonomy's classes without images.
 Every inconsistency raises :class:`TableDatasetError` naming the file and, where there is one,
 the 1-based line (line 1 is the header), as ``ROOT/images.csv:7: ...``. The reader writes nothing.
 """
@@ -96,33 +98,66 @@ class _Image:
 def read_table_dataset(root: str | os.PathLike[str]) -> TableDataset:
     """Read and check a ``kind: table`` folder (see module docstring); raise on any flaw."""
     root = Path(root)
-    _require_layout(root)
+    _require_layout(root, (IMAGES_FILE, TAXONOMY_FILE))
     classes = _read_taxonomy(root / TAXONOMY_FILE)
-    table = read_csv(root / IMAGES_FILE, IMAGE_COLUMNS, (SPLIT_COLUMN, *BOX_COLUMNS))
-    has_split, has_boxes = _image_options(root / IMAGES_FILE, table)
-    images = _parse_images(root / IMAGES_FILE, table.rows, classes, root / TAXONOMY_FILE)
-    _check_on_disk(root, images)
-    class_ids = _class_ids(classes)
+    rows, has_split, has_boxes = _read_image_rows(root)
+    _check_classes(root / IMAGES_FILE, rows, classes, root / TAXONOMY_FILE)
+    _check_on_disk(root, rows)
+    class_ids = _class_ids([image.class_name for image in rows], classes)
     dataset = TableDataset(
-        images=_images_frame(images, class_ids),
+        images=_images_frame(rows, class_ids),
         taxonomy=_taxonomy_frame(classes, class_ids),
         has_split=has_split,
         has_boxes=has_boxes,
     )
-    logger.info("read %d images in %d classes from %s", len(images), len(classes), root)
+    logger.info("read %d images in %d classes from %s", len(rows), len(classes), root)
     return dataset
+
+
+def read_table_images(root: str | os.PathLike[str]) -> pd.DataFrame:
+    """The per-image table of a ``kind: table`` folder from ``images.csv`` alone (checked as
+    in :func:`read_table_dataset`, less the classes' presence in ``taxonomy.csv``), so that a
+    taxonomy edit leaves it, and the features computed from it, untouched."""
+    root = Path(root)
+    _require_layout(root, (IMAGES_FILE,))
+    rows, _, _ = _read_image_rows(root)
+    _check_on_disk(root, rows)
+    return _images_frame(rows, _class_ids([image.class_name for image in rows], {}))
+
+
+def _read_image_rows(root: Path) -> tuple[list[_Image], bool, bool]:
+    """The checked rows of ``images.csv`` and whether it gives the split and the boxes."""
+    table = read_csv(root / IMAGES_FILE, IMAGE_COLUMNS, (SPLIT_COLUMN, *BOX_COLUMNS))
+    has_split, has_boxes = _image_options(root / IMAGES_FILE, table)
+    return _parse_images(root / IMAGES_FILE, table.rows), has_split, has_boxes
+
+
+def _check_classes(
+    path: Path, images: list[_Image], classes: dict[str, _Class], taxonomy_path: Path
+) -> None:
+    """Every image's class must be listed in the taxonomy; the error names the first line."""
+    for image in images:
+        if image.class_name not in classes:
+            raise TableDatasetError(
+                f"{path}:{image.line}: unknown class {image.class_name!r}, not listed in "
+                f"{taxonomy_path}"
+            )
 
 
 def read_taxonomy_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
     """The taxonomy table of a ``taxonomy.csv`` alone (checked as in a dataset folder), e.g. the
-    example collection the demo renders."""
+    example collection the demo renders; class ids follow the sorted class names."""
     classes = _read_taxonomy(Path(path))
-    return _taxonomy_frame(classes, _class_ids(classes))
+    return _taxonomy_frame(classes, _class_ids(list(classes), classes))
 
 
-def _class_ids(classes: dict[str, _Class]) -> dict[str, int]:
-    """Class ids 1..n in the order of the sorted class names (independent of row order)."""
-    return {name: index for index, name in enumerate(sorted(classes), start=1)}
+def _class_ids(image_classes: list[str], classes: dict[str, _Class]) -> dict[str, int]:
+    """Class ids 1..m for the classes with images, in sorted name order (independent of row
+    order and of the taxonomy, so the image table does not change when the taxonomy does),
+    then m+1.. for the taxonomy's classes without images, in sorted name order."""
+    with_images = sorted(set(image_classes))
+    without = sorted(set(classes) - set(with_images))
+    return {name: index for index, name in enumerate([*with_images, *without], start=1)}
 
 
 def level_counts(dataset: TableDataset) -> dict[str, int]:
@@ -143,11 +178,11 @@ def level_counts(dataset: TableDataset) -> dict[str, int]:
     return counts
 
 
-def _require_layout(root: Path) -> None:
-    """The folder and both CSV files must exist; the error names what is missing."""
+def _require_layout(root: Path, names: tuple[str, ...]) -> None:
+    """The folder and the named CSV files must exist; the error names what is missing."""
     if not root.is_dir():
         raise TableDatasetError(f"dataset folder {root} does not exist")
-    for name in (IMAGES_FILE, TAXONOMY_FILE):
+    for name in names:
         if not (root / name).is_file():
             raise TableDatasetError(f"missing file {root / name} in dataset folder {root}")
 
@@ -216,10 +251,8 @@ def _image_options(path: Path, table: Table) -> tuple[bool, bool]:
     return SPLIT_COLUMN in table.columns, bool(boxes)
 
 
-def _parse_images(
-    path: Path, rows: list[Row], classes: dict[str, _Class], taxonomy_path: Path
-) -> list[_Image]:
-    """Check every image row in line order: path form, unique path, class, split and box."""
+def _parse_images(path: Path, rows: list[Row]) -> list[_Image]:
+    """Check every image row in line order: path form, unique path, split and box."""
     seen: dict[str, int] = {}
     images: list[_Image] = []
     for row in rows:
@@ -232,10 +265,6 @@ def _parse_images(
             )
         seen[relpath] = row.line
         name = row.cells["class"]
-        if name not in classes:
-            raise TableDatasetError(
-                f"{path}:{row.line}: unknown class {name!r}, not listed in {taxonomy_path}"
-            )
         is_train = _is_train(path, row)
         images.append(_Image(row.line, relpath, name, is_train, _box(path, row)))
     if not images:

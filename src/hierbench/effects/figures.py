@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -63,14 +63,20 @@ def effects_figure(effects: pd.DataFrame, title: str) -> Figure:
     return figure
 
 
+def _level_ticks(labels: Mapping[str, str] | None) -> list[str]:
+    """The x tick labels of the three levels: the dataset's level names (or the keys)."""
+    return [(labels or {}).get(level, level) for level in LEVEL_ORDER]
+
+
 def map_by_level_figure(
     arms: pd.DataFrame,
     title: str,
     order: tuple[str, ...] | list[str] = ARM_ORDER,
     ylabel: str = "mAP (query-micro)",
+    labels: Mapping[str, str] | None = None,
 ) -> Figure:
-    """Grouped bars of mAP per level for each arm (in ``order``), the SD over seeds as error
-    bars."""
+    """Grouped bars of mAP per level (named by ``labels``) for each arm (in ``order``), the SD
+    over seeds as error bars."""
     figure = Figure(figsize=(6.5, 3.5))
     axis = figure.subplots()
     present = [arm for arm in order if arm in set(arms["arm"])]
@@ -79,7 +85,7 @@ def map_by_level_figure(
         rows = arms[arms["arm"] == arm].set_index("level").reindex(list(LEVEL_ORDER))
         positions = np.arange(len(LEVEL_ORDER)) + (index - (len(present) - 1) / 2) * width
         axis.bar(positions, rows["mean"], width, yerr=rows["sd"].fillna(0), label=arm, capsize=2)
-    axis.set_xticks(range(len(LEVEL_ORDER)), LEVEL_ORDER)
+    axis.set_xticks(range(len(LEVEL_ORDER)), _level_ticks(labels))
     axis.set_ylabel(ylabel)
     axis.set_title(title)
     axis.legend(ncol=len(present), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12))
@@ -162,8 +168,11 @@ def _ot_at_tree(axis: Axes, arms: pd.DataFrame, present: list[str]) -> None:
     axis.set_title("K = the query's tree size")
 
 
-def norms_figure(norms: pd.DataFrame, title: str) -> Figure:
-    """Prototype norms per taxonomy level for each Poincaré cell (strip plot with means)."""
+def norms_figure(
+    norms: pd.DataFrame, title: str, labels: Mapping[str, str] | None = None
+) -> Figure:
+    """Prototype norms per taxonomy level (named by ``labels``) for each Poincaré cell (strip
+    plot with means)."""
     figure = Figure(figsize=(6, 3.5))
     axis = figure.subplots()
     cells = sorted(norms["cell"].unique())
@@ -174,7 +183,7 @@ def norms_figure(norms: pd.DataFrame, title: str) -> Figure:
             jitter = np.linspace(-0.03, 0.03, len(values)) if len(values) > 1 else np.zeros(1)
             axis.scatter(x + jitter[: len(values)], values, s=6, alpha=0.5, color=f"C{offset}")
             axis.plot([x - 0.05, x + 0.05], [values.mean()] * 2, color="k", linewidth=1.5)
-    axis.set_xticks(range(len(LEVEL_ORDER)), LEVEL_ORDER)
+    axis.set_xticks(range(len(LEVEL_ORDER)), _level_ticks(labels))
     axis.set_ylabel("prototype norm in the ball")
     axis.set_title(title)
     handles = [Line2D([], [], marker="o", linestyle="", color=f"C{i}") for i in range(len(cells))]
@@ -221,11 +230,16 @@ def control_figure(per_seed: pd.DataFrame, order: list[str], title: str) -> Figu
 
 
 def baselines_figure(
-    per_seed: pd.DataFrame, order: list[str], aggregation: str, title: str
+    per_seed: pd.DataFrame,
+    order: list[str],
+    aggregation: str,
+    title: str,
+    labels: Mapping[str, str] | None = None,
 ) -> Figure:
     """mAP by level of the context baselines and the factorial's arms (per-seed rows with a
     ``variant`` naming the arm), mean ± SD over seeds."""
     grouped = per_seed.groupby(["variant", "level"], sort=True)["value"]
     arms = grouped.agg(mean="mean", sd=lambda v: v.std(ddof=1)).reset_index()
     arms = arms.rename(columns={"variant": "arm"})
-    return map_by_level_figure(arms, title, order, f"mAP ({aggregation.replace('_', '-')})")
+    ylabel = f"mAP ({aggregation.replace('_', '-')})"
+    return map_by_level_figure(arms, title, order, ylabel, labels)

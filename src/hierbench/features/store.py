@@ -1,4 +1,5 @@
-"""Feature tables and their parquet form: ids, label codes and a FixedSizeList<float32> column.
+"""Feature tables and their parquet form: ids, label codes (in the labelled slices; a backbone
+pass has none) and a FixedSizeList<float32> column.
 
 Kept apart from :mod:`hierbench.features.extraction` so that training and evaluation jobs can read
 features without importing timm and torchvision (seconds of start-up per job).
@@ -33,16 +34,19 @@ class FeatureError(ValueError):
 # ---------------------------------------------------------------------------------------------
 
 
-def feature_table(images_with_labels: pd.DataFrame, features: np.ndarray) -> pd.DataFrame:
-    """One row per image: id, leaf/middle/high codes and its float32 feature vector."""
-    needed = ["image_id", *LABEL_COLUMNS]
-    missing = [column for column in needed if column not in images_with_labels.columns]
+def feature_table(
+    images: pd.DataFrame, features: np.ndarray, *, labelled: bool = True
+) -> pd.DataFrame:
+    """One row per image: its id, its leaf/middle/high codes (when ``labelled``; a backbone
+    pass has none) and its float32 feature vector."""
+    needed = ["image_id", *(LABEL_COLUMNS if labelled else ())]
+    missing = [column for column in needed if column not in images.columns]
     if missing:
-        raise FeatureError(f"labelled image table lacks column(s) {missing}")
-    matrix = _check_matrix(features, len(images_with_labels))
-    frame = pd.DataFrame({"image_id": images_with_labels["image_id"].astype(str).to_numpy()})
-    for column in LABEL_COLUMNS:
-        frame[column] = images_with_labels[column].to_numpy(np.int64)
+        raise FeatureError(f"image table lacks column(s) {missing}")
+    matrix = _check_matrix(features, len(images))
+    frame = pd.DataFrame({"image_id": images["image_id"].astype(str).to_numpy()})
+    for column in needed[1:]:
+        frame[column] = images[column].to_numpy(np.int64)
     frame[FEATURE_COLUMN] = list(matrix)
     return frame
 
@@ -74,7 +78,11 @@ def features_to_arrow(table: pd.DataFrame, metadata: dict[str, Any] | None = Non
     values = pa.array(matrix.reshape(-1), type=pa.float32())
     columns = {
         "image_id": pa.array(table["image_id"].astype(str).tolist(), type=pa.string()),
-        **{c: pa.array(table[c].to_numpy(np.int64), type=pa.int64()) for c in LABEL_COLUMNS},
+        **{
+            c: pa.array(table[c].to_numpy(np.int64), type=pa.int64())
+            for c in LABEL_COLUMNS
+            if c in table.columns
+        },
         FEATURE_COLUMN: pa.FixedSizeListArray.from_arrays(values, matrix.shape[1]),
     }
     arrow = pa.table(columns)

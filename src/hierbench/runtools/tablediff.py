@@ -19,6 +19,9 @@ from typing import Any
 
 import pandas as pd
 
+from hierbench.levelnames import LEVEL_COLUMN, LEVELS_METADATA
+from hierbench.provenance.artifacts import read_parquet_metadata
+
 ROW_ORDER = "#row"  # the key shown when rows are matched by their order
 TABLE_FOLDERS = ("tables", "outer")
 MARKDOWN_ROWS = 20  # differing rows a table shows in Markdown (the JSON report has them all)
@@ -164,13 +167,14 @@ def render_table_diff(name: str, diff: dict[str, Any], limit: int = MARKDOWN_ROW
         return [f"`{name}`: the same values (the files differ in encoding or metadata).", ""]
     if not rows:
         return [*lines, ""]
+    named = diff.get("levels") or {}  # the dataset's level names, for the reader
     header = list(diff["keys"])
     for column in diff["columns"]:
-        header += [f"{column['name']} A", f"{column['name']} B"]
-        header += [f"{column['name']} Δ"] if column["numeric"] else []
+        shown = named.get(column["name"], column["name"])
+        header += [f"{shown} A", f"{shown} B"] + ([f"{shown} Δ"] if column["numeric"] else [])
     lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows[:limit]:
-        cells = [_show(row["key"][key]) for key in diff["keys"]]
+        cells = [_show(_named_key(key, row["key"][key], named)) for key in diff["keys"]]
         for column in diff["columns"]:
             cell = row["cells"].get(column["name"])
             if cell is None:
@@ -184,6 +188,11 @@ def render_table_diff(name: str, diff: dict[str, Any], limit: int = MARKDOWN_ROW
     return [*lines, ""]
 
 
+def _named_key(column: str, value: Any, named: dict[str, str]) -> Any:
+    """A key cell as a person reads it: a level key in the ``level`` column by its name."""
+    return named.get(value, value) if column == LEVEL_COLUMN else value
+
+
 def table_paths(hashes: dict[str, str]) -> set[str]:
     """The table parquets among a run's artifact paths (relative to the run folder)."""
     return {
@@ -193,6 +202,13 @@ def table_paths(hashes: dict[str, str]) -> set[str]:
         and len(parts := path.split("/")) > 2
         and parts[1] in TABLE_FOLDERS
     }
+
+
+def _level_names(table: Path) -> dict[str, str]:
+    """The level names a table's parquet metadata records (none for an older run's table)."""
+    if not table.is_file():
+        return {}
+    return dict(read_parquet_metadata(table).get(LEVELS_METADATA, {}))
 
 
 def _read_table(folder: Path, path: str) -> pd.DataFrame:
@@ -218,7 +234,11 @@ def compare_tables(
     return {
         "identical": len(common) - len(changed),
         "differing": [
-            {"table": p, **diff_table(_read_table(folder_a, p), _read_table(folder_b, p))}
+            {
+                "table": p,
+                **diff_table(_read_table(folder_a, p), _read_table(folder_b, p)),
+                "levels": _level_names(folder_b / p) or _level_names(folder_a / p),
+            }
             for p in changed
         ],
         "only_a": sorted(tables_a - tables_b),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,7 @@ from hierbench.splits.sampling import (  # noqa: F401  (re-exported: the splits'
 )
 
 SPLIT_COLUMNS = ("split", "role", "seed", "sealed", "image_id")
+OFFICIAL, MIDDLE_DISJOINT = "official", "middle-disjoint"  # the split protocols
 
 
 # --------------------------------------------------------------------------- split sets
@@ -239,12 +241,41 @@ def parent_counts(spec: dict[str, int | float], n_parents: int) -> dict[str, int
 
 
 def sample_pool(images: pd.DataFrame, size: int | None, seed: int) -> pd.DataFrame:
-    """The protocol's image pool: every image, or a seeded sample stratified by leaf."""
+    """The protocol's image pool: every image, or a seeded sample stratified by class.
+
+    Drawn from the image table alone (a leaf is a class), so that the pool, and the features
+    computed for it, do not depend on the taxonomy.
+    """
     if size is None:
         return images
     if size > len(images):
         raise SplitError(f"image_pool.size {size} exceeds the {len(images)} images available")
-    return images.loc[stratified_pick(images, "leaf_code", size, np.random.default_rng(seed))]
+    return images.loc[stratified_pick(images, "class_id", size, np.random.default_rng(seed))]
+
+
+def split_protocol(kind: str, splits: dict[str, Any]) -> str:
+    """The split protocol of a dataset: ``official`` (the images' own train/test flags, CUB's
+    default) or ``middle-disjoint`` (whole middle groups, the default of the others)."""
+    return splits.get("protocol", OFFICIAL if kind == "cub" else MIDDLE_DISJOINT)
+
+
+def study_pool(kind: str, images: pd.DataFrame, config: dict[str, Any]) -> pd.DataFrame:
+    """Every image a dataset's study may use (``config``: its ``image_pool`` and ``splits``
+    blocks), known before any taxonomy: NABirds' sampled pool, otherwise every image."""
+    if kind == "nabirds":
+        pool = config["image_pool"]
+        return sample_pool(images, pool["size"], pool["seed"])
+    return images
+
+
+def development_candidates(kind: str, images: pd.DataFrame, config: dict[str, Any]) -> pd.DataFrame:
+    """The pool's images that may become development images whatever the taxonomy: the
+    train-flagged ones under the official protocol, the whole pool when whole middle groups
+    are held out (which groups, only the taxonomy says)."""
+    pool = study_pool(kind, images, config)
+    if split_protocol(kind, config["splits"]) == OFFICIAL:
+        return pool[pool["is_train"]]
+    return pool
 
 
 def nabirds_split_table(

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from hierbench.effects import PER_SEED_KEYS, render_csv, render_latex, render_markdown
+from hierbench.effects import PER_SEED_KEYS
 from hierbench.effects.companion_angle import ranking_per_seed, ranking_table
+from hierbench.effects.table_files import write_table
+from hierbench.levelnames import level_labels
 from hierbench.protocol import ANGLE_RANKING, DISTANCE_RANKING
-from hierbench.provenance.artifacts import write_parquet, write_text
+from hierbench.provenance.artifacts import write_parquet
 from hierbench.provenance.records import JobContext
 
 log = logging.getLogger(__name__)
@@ -31,6 +33,7 @@ def build_companion_angle_table(
     job: JobContext,
     *,
     aggregation: str,
+    levels: tuple[str, str, str] | None = None,
 ) -> pd.DataFrame:
     """Write the per-seed rows and the ranking table (parquet, Markdown, LaTeX, CSV) of the
     companion cells under the dataset's registered aggregation."""
@@ -46,9 +49,6 @@ def build_companion_angle_table(
     write_parquet(per_seed[[*keys, "value"]], outputs["per_seed"][0], job, sort_by=keys)
     table = ranking_table(per_seed)
     stem = Path(outputs["table"][0]).with_suffix("")
-    write_parquet(table, stem.with_suffix(".parquet"), job, sort_by=())
-    write_text(render_markdown(table), stem.with_suffix(".md"), job)
-    write_text(render_latex(table), stem.with_suffix(".tex"), job)
-    write_text(render_csv(table), stem.with_suffix(".csv"), job)
+    write_table(table, stem, job, labels=level_labels(levels))
     log.info("%s companion ranking table (%s): %d rows", dataset, aggregation, len(table))
     return per_seed

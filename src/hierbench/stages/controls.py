@@ -22,22 +22,16 @@ from hierbench.controls.curvature import (
 )
 from hierbench.controls.outer import figure_rows, outer_gains, outer_per_split, outer_table
 from hierbench.controls.semantic_tables import arm_order, semantic_contrasts, semantic_table
-from hierbench.effects import PER_SEED_KEYS, render_csv, render_latex, render_markdown
+from hierbench.effects import PER_SEED_KEYS
 from hierbench.effects.figures import baselines_figure, control_figure, figure_writer
+from hierbench.effects.table_files import write_table
 from hierbench.effects.variants import per_seed_by_variant
+from hierbench.levelnames import level_labels
 from hierbench.protocol import ARM_ORDER
-from hierbench.provenance.artifacts import publish, write_parquet, write_text
+from hierbench.provenance.artifacts import publish, write_parquet
 from hierbench.provenance.records import JobContext
 
 log = logging.getLogger(__name__)
-
-
-def _write_table(table: pd.DataFrame, stem: Path, job: JobContext) -> None:
-    """A table as parquet, Markdown, LaTeX and CSV."""
-    write_parquet(table, stem.with_suffix(".parquet"), job, sort_by=())
-    write_text(render_markdown(table), stem.with_suffix(".md"), job)
-    write_text(render_latex(table), stem.with_suffix(".tex"), job)
-    write_text(render_csv(table), stem.with_suffix(".csv"), job)
 
 
 def build_curvature_tables(
@@ -48,6 +42,7 @@ def build_curvature_tables(
     job: JobContext,
     *,
     aggregation: str,
+    levels: tuple[str, str, str] | None = None,
 ) -> pd.DataFrame:
     """Write the curvature control's per-seed table, its two tables and its figure, from its
     own cells only (the base point and matched Euclidean included), under the dataset's
@@ -60,8 +55,7 @@ def build_curvature_tables(
     keys = ["variant", *PER_SEED_KEYS]
     write_parquet(per_seed[[*keys, "value"]], outputs["per_seed"][0], job, sort_by=keys)
     table, contrasts = curvature_table(per_seed, base), curvature_contrasts(per_seed, base)
-    _write_table(table, Path(outputs["table"][0]).with_suffix(""), job)
-    _write_table(contrasts, Path(outputs["contrasts"][0]).with_suffix(""), job)
+    _write_tables({"table": table, "contrasts": contrasts}, outputs, job, levels)
     order = variant_order(sorted(set(per_seed["variant"])))
     title = f"{dataset}: curvature/radius control (H_R, {aggregation})"
     _publish_figure(control_figure(per_seed, order, title), outputs["figure"], job)
@@ -77,6 +71,7 @@ def build_semantic_tables(
     job: JobContext,
     *,
     aggregation: str,
+    levels: tuple[str, str, str] | None = None,
 ) -> pd.DataFrame:
     """Write the semantic-alignment control's per-seed table, its two tables and its figure,
     under the dataset's registered aggregation, scored with the true taxonomy."""
@@ -88,15 +83,24 @@ def build_semantic_tables(
         epochs[record["arm"]] = int(record["epochs"])
     keys = ["variant", *PER_SEED_KEYS]
     write_parquet(per_seed[[*keys, "value"]], outputs["per_seed"][0], job, sort_by=keys)
-    _write_table(semantic_table(per_seed, epochs), Path(outputs["table"][0]).with_suffix(""), job)
-    contrasts = semantic_contrasts(per_seed)
-    _write_table(contrasts, Path(outputs["contrasts"][0]).with_suffix(""), job)
+    tables = {"table": semantic_table(per_seed, epochs), "contrasts": semantic_contrasts(per_seed)}
+    _write_tables(tables, outputs, job, levels)
     order = arm_order(sorted(epochs))
     figure = control_figure(per_seed, order, f"{dataset}: semantic-alignment control (E_S)")
-    for target in outputs["figure"]:
-        publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)
+    _publish_figure(figure, outputs["figure"], job)
     log.info("%s semantic control: arms %s, epochs %s", dataset, order, epochs)
     return per_seed
+
+
+def _write_tables(
+    tables: dict[str, pd.DataFrame],
+    outputs: dict[str, list[str]],
+    job: JobContext,
+    levels: tuple[str, str, str] | None,
+) -> None:
+    """Each table at its output (parquet, Markdown, LaTeX, CSV), read with the level names."""
+    for name, table in tables.items():
+        write_table(table, Path(outputs[name][0]).with_suffix(""), job, labels=level_labels(levels))
 
 
 def _publish_figure(figure: Any, targets: list[str], job: JobContext) -> None:
@@ -128,17 +132,16 @@ def build_baselines_tables(
     job: JobContext,
     *,
     aggregation: str,
+    levels: tuple[str, str, str] | None = None,
 ) -> pd.DataFrame:
     """Write the context baselines' per-seed rows, their table beside the factorial's arms and
     its figure, under the dataset's registered aggregation."""
     per_seed = baselines_per_seed(_concat(summaries), aggregation)
     _write_arm_per_seed(per_seed, outputs["per_seed"][0], job)
-    _write_table(
-        baselines_table(per_seed, dimensions), Path(outputs["table"][0]).with_suffix(""), job
-    )
+    _write_tables({"table": baselines_table(per_seed, dimensions)}, outputs, job, levels)
     order = baseline_order(sorted(set(per_seed["variant"])))
     title = f"{dataset}: context baselines beside the factorial"
-    figure = baselines_figure(per_seed, order, aggregation, title)
+    figure = baselines_figure(per_seed, order, aggregation, title, level_labels(levels))
     _publish_figure(figure, outputs["figure"], job)
     log.info("%s baselines: %s", dataset, order)
     return per_seed
@@ -151,14 +154,15 @@ def build_outer_tables(
     job: JobContext,
     *,
     aggregation: str,
+    levels: tuple[str, str, str] | None = None,
 ) -> pd.DataFrame:
     """Write the outer splits' per-split rows, their table, their paired gains and figure,
     under the dataset's registered ``aggregation``."""
     per_split = outer_per_split(_concat(scores), aggregation)
     keys = ["split", *PER_SEED_KEYS]
     write_parquet(per_split[[*keys, "value"]], outputs["per_split"][0], job, sort_by=keys)
-    _write_table(outer_table(per_split), Path(outputs["table"][0]).with_suffix(""), job)
-    _write_table(outer_gains(per_split), Path(outputs["gains"][0]).with_suffix(""), job)
+    tables = {"table": outer_table(per_split), "gains": outer_gains(per_split)}
+    _write_tables(tables, outputs, job, levels)
     order = [arm for arm in ARM_ORDER if arm in set(per_split["arm"])]
     title = f"{dataset}: outer hierarchy-disjoint splits ({aggregation})"
     _publish_figure(control_figure(figure_rows(per_split), order, title), outputs["figure"], job)

@@ -21,6 +21,7 @@ from hierbench.effects.figures import (
     prototype_norms,
 )
 from hierbench.features.store import read_labelled_features
+from hierbench.levelnames import level_labels
 from hierbench.protocol import FIGURES, MEAN_HIERARCHY, POINCARE
 from hierbench.provenance.artifacts import publish
 from hierbench.provenance.records import JobContext
@@ -55,8 +56,11 @@ def build_figures(
     features: str | Path,
     outputs: dict[str, list[str]],
     job: JobContext,
+    *,
+    levels: tuple[str, str, str] | None = None,
 ) -> None:
-    """Write the figures of a dataset, each as PNG and PDF."""
+    """Write the figures of a dataset, each as PNG and PDF, levels named as ``levels`` do."""
+    labels = level_labels(levels)
     effects = pd.read_parquet(effects_by_seed)
     chosen = effects[(effects["level"] == MEAN_HIERARCHY) & (effects["metric"] == METRIC)]
     summary = add_arm(pd.read_parquet(arms_summary))
@@ -65,8 +69,8 @@ def build_figures(
     norms = hyperbolic_norms(records, checkpoints, features)
     drawn = (
         effects_figure(chosen, f"{dataset}: simple effects (mean hierarchy mAP)"),
-        map_by_level_figure(arms, f"{dataset}: mAP by level"),
-        norms_figure(norms, f"{dataset}: prototype norms, Poincaré cells"),
+        map_by_level_figure(arms, f"{dataset}: mAP by level", labels=labels),
+        norms_figure(norms, f"{dataset}: prototype norms, Poincaré cells", labels),
         ot_by_k_figure(ot, f"{dataset}: OT@K by K (distance to the ideal relation mix)"),
     )
     for name, figure in zip(FIGURES, drawn, strict=True):

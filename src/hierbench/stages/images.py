@@ -9,7 +9,7 @@ import pandas as pd
 
 from hierbench.data.fingerprint import ABSENT, fingerprint
 from hierbench.data.layouts import read_cub, read_nabirds
-from hierbench.data.table_reader import read_table_dataset
+from hierbench.data.table_reader import read_table_images
 from hierbench.provenance.artifacts import write_parquet
 from hierbench.provenance.records import JobContext
 
@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 READERS = {
     "cub": read_cub,
     "nabirds": read_nabirds,
-    "table": lambda root: read_table_dataset(root).images,
+    "table": read_table_images,
 }
 
 

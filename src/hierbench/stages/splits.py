@@ -11,18 +11,19 @@ import pandas as pd
 from hierbench.provenance.artifacts import write_parquet
 from hierbench.provenance.records import JobContext
 from hierbench.splits.construction import (
+    OFFICIAL,
     QueryGallerySpec,
     cub_split_table,
     nabirds_split_table,
-    sample_pool,
     split_manifest,
+    split_protocol,
+    study_pool,
     with_labels,
 )
 from hierbench.splits.sampling import SplitError
 
 log = logging.getLogger(__name__)
 
-OFFICIAL, MIDDLE_DISJOINT = "official", "middle-disjoint"  # the split protocols
 SORT_TABLE = ["split", "role", "image_id"]
 SORT_MANIFEST = ["split", "role"]
 
@@ -44,7 +45,7 @@ def make_split_table(kind: str, images: pd.DataFrame, config: dict[str, Any]) ->
         "outer_seed": splits["outer"]["seed"],
         "outer_test_fraction": splits["outer"]["test_fraction"],
     }
-    protocol = splits.get("protocol", OFFICIAL if kind == "cub" else MIDDLE_DISJOINT)
+    protocol = split_protocol(kind, splits)
     if kind == "table" and protocol == OFFICIAL and not images["is_train"].any():
         raise SplitError(
             "split protocol 'official' needs images.csv's split column with train images; "
@@ -53,8 +54,7 @@ def make_split_table(kind: str, images: pd.DataFrame, config: dict[str, Any]) ->
     if protocol == OFFICIAL:
         return cub_split_table(images, validation_fraction=splits["validation_fraction"], **common)
     if kind == "nabirds":
-        pool = config["image_pool"]
-        pooled = sample_pool(images, pool["size"], pool["seed"])
+        pooled = study_pool(kind, images, config)
         return nabirds_split_table(pooled, parents=splits["parents"], **common)
     return nabirds_split_table(images, parents=splits["middles"], **common)
 

@@ -24,10 +24,10 @@ from hierbench.effects import (
     per_seed_from_evaluations,
     plan_effects,
     read_per_seed,
-    render_csv,
-    render_latex,
     render_markdown,
 )
+from hierbench.effects.table_files import write_renderings
+from hierbench.levelnames import LEVELS_METADATA, for_readers, legend_line, level_labels
 from hierbench.protocol import (
     AGGREGATION_LABELS,
     EFFECT_TABLES,
@@ -64,32 +64,25 @@ SUMMARY_SECTIONS: dict[str, str] = {
 }
 
 
-def summary_markdown(dataset: str, plan: EffectsPlan, aggregation: str) -> str:
+def summary_markdown(
+    dataset: str, plan: EffectsPlan, aggregation: str, labels: dict[str, str] | None = None
+) -> str:
     """The paper's tables for one dataset that its metrics support, as Markdown, headed by the
-    aggregation they use (the dataset's registered one)."""
+    aggregation they use (the dataset's registered one) and the dataset's level names."""
+    labels = labels or level_labels(None)
     label = AGGREGATION_LABELS[aggregation]
     sensitivity = AGGREGATION_LABELS[sensitivity_aggregation(aggregation)]
     parts = [
         f"# {dataset}: results ({label}, mean ± SD over training seeds)",
         "",
-        f"The {sensitivity} sensitivity tables are in `{SENSITIVITY_FOLDER}/`.",
+        f"{legend_line(labels)} The {sensitivity} sensitivity tables are in "
+        f"`{SENSITIVITY_FOLDER}/`.",
         "",
     ]
     for name, heading in SUMMARY_SECTIONS.items():
         if name in plan.paper:
-            parts += [f"## {heading}", "", render_markdown(plan.paper[name])]
+            parts += [f"## {heading}", "", render_markdown(for_readers(plan.paper[name], labels))]
     return "\n".join(parts)
-
-
-def _write_renderings(frame: pd.DataFrame, stem: Path, job: JobContext, csv: bool) -> list[Path]:
-    """Write the Markdown, LaTeX (and optionally CSV) renderings of one table."""
-    paths = [
-        write_text(render_markdown(frame), stem.with_suffix(".md"), job),
-        write_text(render_latex(frame), stem.with_suffix(".tex"), job),
-    ]
-    if csv:
-        paths.append(write_text(render_csv(frame), stem.with_suffix(".csv"), job))
-    return paths
 
 
 def write_effects(
@@ -110,9 +103,15 @@ def write_effects(
 
 
 def write_plan(
-    plan: EffectsPlan, out_dir: str | os.PathLike[str], job: JobContext, *, complete: bool = False
+    plan: EffectsPlan,
+    out_dir: str | os.PathLike[str],
+    job: JobContext,
+    *,
+    complete: bool = False,
+    labels: dict[str, str] | None = None,
 ) -> dict[str, Path]:
-    """Write the tables of a plan; with ``complete``, every paper table must be in it."""
+    """Write the tables of a plan, renderings with the level names of ``labels``; with
+    ``complete``, every paper table must be in it."""
     if complete and plan.skipped:
         raise EffectsError(
             "per-seed table lacks metrics of paper tables: " + "; ".join(plan.notes())
@@ -129,22 +128,30 @@ def write_plan(
             metadata["effects"] = EFFECT_DEFINITIONS
         if plan.derived:
             metadata["derived"] = list(plan.derived)
+        if labels:
+            metadata[LEVELS_METADATA] = labels
         target = out / f"{name}.parquet"
         paths.append(write_parquet(table, target, job, sort_by=(), metadata=metadata, facts=facts))
-        paths.extend(_write_renderings(table, out / name, job, csv=True))
+        paths.extend(write_renderings(table, out / name, job, labels=labels))
     for name, table in plan.paper.items():
-        paths.extend(_write_renderings(table, out / name, job, csv=False))
+        paths.extend(write_renderings(table, out / name, job, csv=False, labels=labels))
     return {path.name: path for path in paths}
 
 
 def _write_aggregation(
-    frames: pd.DataFrame, aggregation: str, target: Path, job: JobContext
+    frames: pd.DataFrame, aggregation: str, target: Path, job: JobContext, labels: dict[str, str]
 ) -> tuple[pd.DataFrame, EffectsPlan]:
     """The per-seed table and every effect table of one aggregation, written under ``target``."""
     per_seed = per_seed_from_evaluations(frames, aggregation)
-    write_parquet(per_seed, target / f"{PER_SEED_TABLE}.parquet", job, sort_by=list(PER_SEED_KEYS))
+    write_parquet(
+        per_seed,
+        target / f"{PER_SEED_TABLE}.parquet",
+        job,
+        sort_by=list(PER_SEED_KEYS),
+        metadata={LEVELS_METADATA: labels},
+    )
     plan = plan_effects(per_seed)
-    write_plan(plan, target, job, complete=True)
+    write_plan(plan, target, job, complete=True, labels=labels)
     return per_seed, plan
 
 
@@ -155,15 +162,18 @@ def build_tables(
     job: JobContext,
     *,
     aggregation: str,
+    levels: tuple[str, str, str] | None = None,
 ) -> pd.DataFrame:
     """Aggregate a dataset's evaluation summaries into every table of the study: the main
-    tables under its registered ``aggregation``, the other one's in ``sensitivity/``."""
+    tables under its registered ``aggregation``, the other one's in ``sensitivity/``; what a
+    person reads names the levels as ``levels`` (leaf, middle, high) do."""
     out = Path(out_dir)
+    labels = level_labels(levels)
     frames = pd.concat([pd.read_parquet(path) for path in summaries], ignore_index=True)
-    per_seed, plan = _write_aggregation(frames, aggregation, out, job)
+    per_seed, plan = _write_aggregation(frames, aggregation, out, job, labels)
     other = sensitivity_aggregation(aggregation)
-    _write_aggregation(frames, other, out / SENSITIVITY_FOLDER, job)
-    write_text(summary_markdown(dataset, plan, aggregation), out / SUMMARY_PAGE, job)
+    _write_aggregation(frames, other, out / SENSITIVITY_FOLDER, job, labels)
+    write_text(summary_markdown(dataset, plan, aggregation, labels), out / SUMMARY_PAGE, job)
     log.info(
         "%s tables (%s; %s in %s/) written to %s",
         dataset,

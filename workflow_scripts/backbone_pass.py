@@ -1,21 +1,20 @@
-"""Extract frozen-backbone features of one partition: development images, their crops, or the
-sealed test."""
+"""One frozen-backbone pass over a dataset's images (whole images, or crops to their boxes)."""
 
 from hierbench.jobs import start_job
 from hierbench.paths import dataset_folder
-from hierbench.stages.features import build_features
+from hierbench.stages.features import build_backbone_pass
 
 job = start_job(snakemake)
-build_features(
-    snakemake.params.partition,
+build_backbone_pass(
+    snakemake.wildcards.backbone_pass,
     snakemake.wildcards.dataset,
-    snakemake.input.splits,
     snakemake.input.images,
-    snakemake.input.taxonomy,
     dataset_folder(snakemake.config, snakemake.wildcards.dataset),
     snakemake.params.backbone,
     snakemake.output[0],
     job,
+    kind=snakemake.params.kind,
+    pool=snakemake.params.pool,
     images_dir=snakemake.params.images_dir,
     device=snakemake.params.device,
 )
