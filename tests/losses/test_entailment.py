@@ -190,8 +190,8 @@ def test_loss_matches_a_loop_in_value_and_gradients(kind):
         expected = _loop_loss(*theirs[:2], ENTAILS, theirs[2], _loop_euclidean_angle)
         mine_checked, theirs_checked = mine[:3], theirs[:3]
     torch.testing.assert_close(got, expected[0], rtol=0, atol=1e-10)
-    assert parts["loss_parent_child"] == pytest.approx(expected[1].item(), abs=1e-10)
-    assert parts["loss_child_parent"] == pytest.approx(expected[2].item(), abs=1e-10)
+    assert float(parts["loss_parent_child"]) == pytest.approx(expected[1].item(), abs=1e-10)
+    assert float(parts["loss_child_parent"]) == pytest.approx(expected[2].item(), abs=1e-10)
     got.backward()
     expected[0].backward()
     for a, b in zip(mine_checked, theirs_checked, strict=True):
@@ -211,7 +211,7 @@ def test_loss_is_invariant_to_permuting_the_children_with_the_mask(kind):
     )
     torch.testing.assert_close(shuffled, loss, rtol=1e-13, atol=1e-13)
     for key, value in parts.items():
-        assert shuffled_parts[key] == pytest.approx(value, rel=1e-13)
+        assert float(shuffled_parts[key]) == pytest.approx(float(value), rel=1e-13)
 
 
 # ---------------------------------------------------------------- errors

@@ -12,6 +12,7 @@ from hierbench.geometry import TRAIN_DISTANCE_CLIP, build_head, sanitise_and_cli
 from hierbench.losses import (
     DEFAULT_REGRESSION_TARGETS,
     NoPositiveError,
+    level_floats,
     regression_loss,
     taxonomy_supcon_loss,
 )
@@ -19,6 +20,12 @@ from hierbench.losses import (
 IN_DIM = 16
 CURVATURE = {"H": 2.0, "H_small_c": 0.1}
 TARGETS = DEFAULT_REGRESSION_TARGETS
+
+
+def _supcon(*args, **kwargs):
+    """taxonomy_supcon_loss with its per-level values as numbers (None: inactive)."""
+    total, levels = taxonomy_supcon_loss(*args, **kwargs)
+    return total, level_floats(levels)
 
 
 # ---------------------------------------------------------------- plain-loop references
@@ -192,7 +199,7 @@ def test_supcon_matches_loop_values_and_gradients(geometry, seed, tau, weights):
     labels = _tree_labels(seed)
 
     def loss(distances, y):
-        total, levels = taxonomy_supcon_loss(distances, y, tau, weights)
+        total, levels = _supcon(distances, y, tau, weights)
         assert all(levels[f"loss_{level}"] is not None for level in "cmh")
         return total
 
@@ -207,7 +214,7 @@ def test_supcon_per_level_values_match_loop(geometry):
     labels = _tree_labels(3)
     head, x, curvature = _head_and_input(geometry)
     z = head(x)
-    _, levels = taxonomy_supcon_loss(head.distance(z, z), torch.as_tensor(labels), 0.3)
+    _, levels = _supcon(head.distance(z, z), torch.as_tensor(labels), 0.3)
     expected = _loop_supcon_levels(z, labels.tolist(), curvature, 0.3)
     for level in "cmh":
         assert levels[f"loss_{level}"] == pytest.approx(expected[level].item(), abs=1e-9)
@@ -229,7 +236,7 @@ def _random_distances(n: int, seed: int = 0) -> torch.Tensor:
 
 def test_supcon_skipped_level_renormalises_the_weights():
     labels, distances = _skipped_middle_batch(), _random_distances(6)
-    total, levels = taxonomy_supcon_loss(distances, labels, 0.2, (1.0, 2.0, 3.0))
+    total, levels = _supcon(distances, labels, 0.2, (1.0, 2.0, 3.0))
     assert levels["loss_m"] is None
     assert levels["loss_c"] is not None and levels["loss_h"] is not None
     expected = (1.0 * levels["loss_c"] + 3.0 * levels["loss_h"]) / 4.0
@@ -241,15 +248,15 @@ def test_supcon_skipped_level_renormalises_the_weights():
 
 def test_supcon_zero_weight_makes_a_level_inactive():
     labels, distances = torch.as_tensor(_tree_labels(0)), _random_distances(12, seed=1)
-    full_total, full = taxonomy_supcon_loss(distances, labels, 0.3, (1.0, 1.0, 1.0))
-    leaf_total, leaf = taxonomy_supcon_loss(distances, labels, 0.3, (0.25, 0.0, 0.0))
+    full_total, full = _supcon(distances, labels, 0.3, (1.0, 1.0, 1.0))
+    leaf_total, leaf = _supcon(distances, labels, 0.3, (0.25, 0.0, 0.0))
     assert leaf == {"loss_c": full["loss_c"], "loss_m": None, "loss_h": None}
     assert leaf_total.item() == pytest.approx(full["loss_c"], abs=1e-12)
-    two_total, two = taxonomy_supcon_loss(distances, labels, 0.3, (0.25, 0.5, 0.0))
+    two_total, two = _supcon(distances, labels, 0.3, (0.25, 0.5, 0.0))
     assert two["loss_h"] is None
     expected = (0.25 * full["loss_c"] + 0.5 * full["loss_m"]) / 0.75
     assert two_total.item() == pytest.approx(expected, abs=1e-12)
-    three_total, _ = taxonomy_supcon_loss(distances, labels, 0.3, (0.25, 0.5, 1.0))
+    three_total, _ = _supcon(distances, labels, 0.3, (0.25, 0.5, 1.0))
     expected = (0.25 * full["loss_c"] + 0.5 * full["loss_m"] + full["loss_h"]) / 1.75
     assert three_total.item() == pytest.approx(expected, abs=1e-12)
     assert full_total.item() == pytest.approx(sum(full.values()) / 3, abs=1e-12)
@@ -258,9 +265,9 @@ def test_supcon_zero_weight_makes_a_level_inactive():
 def test_supcon_zero_weight_level_gets_no_gradient():
     labels = torch.as_tensor(_tree_labels(0))
     distances = _random_distances(12, seed=2).requires_grad_()
-    total, _ = taxonomy_supcon_loss(distances, labels, 0.3, (0.0, 1.0, 0.0))
+    total, _ = _supcon(distances, labels, 0.3, (0.0, 1.0, 0.0))
     (grad,) = torch.autograd.grad(total, distances)
-    middle_only, _ = taxonomy_supcon_loss(distances, labels, 0.3, (0.0, 2.0, 0.0))
+    middle_only, _ = _supcon(distances, labels, 0.3, (0.0, 2.0, 0.0))
     (expected,) = torch.autograd.grad(middle_only, distances)
     torch.testing.assert_close(grad, expected, rtol=0, atol=1e-12)
 
@@ -268,16 +275,16 @@ def test_supcon_zero_weight_level_gets_no_gradient():
 def test_supcon_without_any_positive_raises():
     labels = torch.tensor([[0, 0, 0], [1, 1, 1], [2, 2, 2], [3, 3, 3]])
     with pytest.raises(NoPositiveError, match=r"leaf \(c\), middle \(m\), high \(h\)"):
-        taxonomy_supcon_loss(_random_distances(4), labels, 0.2)
+        _supcon(_random_distances(4), labels, 0.2)
 
 
 def test_supcon_raises_when_only_inactive_levels_have_positives():
     labels = torch.tensor([[0, 0, 0], [1, 0, 0], [2, 1, 0], [3, 1, 0]])  # no shared leaf
     with pytest.raises(NoPositiveError, match=r"leaf \(c\)") as error:
-        taxonomy_supcon_loss(_random_distances(4), labels, 0.2, (0.25, 0.0, 0.0))
+        _supcon(_random_distances(4), labels, 0.2, (0.25, 0.0, 0.0))
     assert "middle" not in str(error.value)
     assert isinstance(error.value, ValueError)
-    total, levels = taxonomy_supcon_loss(_random_distances(4), labels, 0.2, (0.25, 0.5, 0.0))
+    total, levels = _supcon(_random_distances(4), labels, 0.2, (0.25, 0.5, 0.0))
     assert levels["loss_c"] is None
     assert total.item() == pytest.approx(levels["loss_m"], abs=1e-12)
 
@@ -287,7 +294,7 @@ def test_supcon_keeps_every_non_self_item_in_the_denominator():
     distances = torch.tensor(
         [[0.0, 1.0, 2.0], [1.0, 0.0, 3.0], [2.0, 3.0, 0.0]], dtype=torch.float64
     )
-    _, levels = taxonomy_supcon_loss(distances, labels, 1.0, (1.0, 0.0, 0.0))
+    _, levels = _supcon(distances, labels, 1.0, (1.0, 0.0, 0.0))
     anchor0 = -(-1.0 - math.log(math.exp(-1.0) + math.exp(-2.0)))
     anchor1 = -(-1.0 - math.log(math.exp(-1.0) + math.exp(-3.0)))
     assert levels["loss_c"] == pytest.approx((anchor0 + anchor1) / 2, abs=1e-12)
@@ -297,7 +304,7 @@ def test_supcon_is_stable_for_tiny_temperatures():
     labels = torch.as_tensor(_tree_labels(1))
     distances = (_random_distances(12, seed=3) * 10).clamp(max=TRAIN_DISTANCE_CLIP).float()
     distances.requires_grad_()
-    total, _ = taxonomy_supcon_loss(distances, labels, 1e-3)
+    total, _ = _supcon(distances, labels, 1e-3)
     (grad,) = torch.autograd.grad(total, distances)
     assert torch.isfinite(total) and torch.isfinite(grad).all()
 
@@ -306,9 +313,9 @@ def test_supcon_rejects_bad_settings():
     labels, distances = _skipped_middle_batch(), _random_distances(6)
     for tau in (0.0, -1.0, float("inf")):
         with pytest.raises(ValueError, match="tau"):
-            taxonomy_supcon_loss(distances, labels, tau)
+            _supcon(distances, labels, tau)
     for weights in ((1.0, 1.0), (1.0, -1.0, 1.0), (1.0, float("nan"), 1.0)):
         with pytest.raises(ValueError, match="three finite numbers"):
-            taxonomy_supcon_loss(distances, labels, 0.2, weights)
+            _supcon(distances, labels, 0.2, weights)
     with pytest.raises(ValueError, match="at least one"):
-        taxonomy_supcon_loss(distances, labels, 0.2, (0.0, 0.0, 0.0))
+        _supcon(distances, labels, 0.2, (0.0, 0.0, 0.0))

@@ -104,6 +104,36 @@ def test_non_finite_loss_names_dataset_cell_seed_epoch_and_step():
         train_cell(x, y, _spec())
 
 
+def test_a_batch_without_positives_stops_naming_its_step():
+    x, y = _data()
+    y[:] = np.arange(len(y))[:, None] * np.array([1, 1, 1])  # every image its own group
+    with pytest.raises(NonFiniteLossError, match=r"step 1; no level of this batch had a strict"):
+        train_cell(x, y, _spec("E", "S"))
+
+
+@pytest.mark.parametrize("cell", ["ER", "HR", "ES", "HS"])
+def test_the_update_loop_never_waits_for_the_device(cell, monkeypatch):
+    """No update reads a value back to the host (.item(), bool(), float(), .tolist()); the log
+    reads each epoch's values once, so the same loop keeps a GPU busy."""
+    import torch
+
+    from hierbench.training import trainer
+
+    reads = []
+    real_update = trainer._update
+
+    def counted(*args, **kwargs):
+        with pytest.MonkeyPatch.context() as patch:
+            for name in ("item", "tolist", "__bool__", "__float__", "__int__"):
+                patch.setattr(torch.Tensor, name, lambda *a, _n=name: reads.append(_n))
+            return real_update(*args, **kwargs)
+
+    monkeypatch.setattr(trainer, "_update", counted)
+    result = train_cell(*_data(), _spec(cell[0], cell[1]))
+    assert reads == [] and result.updates == 2 * 3
+    assert result.log["loss"].notna().all()
+
+
 def test_training_runs_deterministic_kernels_without_nan_filling_allocations():
     import torch
 

@@ -14,6 +14,7 @@ from hierbench.losses.objective import (
     DistanceObjective,
     LevelValues,
     Objective,
+    level_floats,
 )
 from hierbench.losses.regression import DEFAULT_REGRESSION_TARGETS, regression_loss
 from hierbench.losses.supcon import NoPositiveError, taxonomy_supcon_loss
@@ -27,6 +28,7 @@ __all__ = [
     "LevelValues",
     "NoPositiveError",
     "Objective",
+    "level_floats",
     "regression_loss",
     "taxonomy_supcon_loss",
 ]

@@ -99,13 +99,12 @@ def entailment_nce(
     child_parent: torch.Tensor,
     entails: torch.Tensor,
     temperature: torch.Tensor,
-) -> tuple[torch.Tensor, dict[str, float]]:
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """L_pc + L_cp from the angles, both (P, C): ``parent_child[i, j]`` = ext(p_i, q_j) and
     ``child_parent[i, j]`` = ext(q_j, p_i) (the child → parent softmax runs down the columns)."""
     loss_pc = multi_positive_nce((math.pi - parent_child) / temperature, entails, dim=1)
     loss_cp = multi_positive_nce(child_parent / temperature, entails, dim=0)
-    values = torch.stack([loss_pc, loss_cp]).detach().tolist()
-    parts = {"loss_parent_child": values[0], "loss_child_parent": values[1]}
+    parts = {"loss_parent_child": loss_pc.detach(), "loss_child_parent": loss_cp.detach()}
     return loss_pc + loss_cp, parts
 
 
@@ -115,7 +114,7 @@ def angle_entailment_loss(
     entails: torch.Tensor,
     temperature: torch.Tensor,
     angle_fn: AngleFn,
-) -> tuple[torch.Tensor, dict[str, float]]:
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """L_pc + L_cp for parents (P, D), children (C, D), entails (P, C), and the two terms.
 
     ``angle_fn(a, b)`` gives pairwise exterior angles (N_a, N_b), e.g.

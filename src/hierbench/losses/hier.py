@@ -233,7 +233,7 @@ class HierObjective(Objective):
 
     def forward(
         self, embeddings: torch.Tensor, labels: torch.Tensor
-    ) -> tuple[torch.Tensor, dict[str, float | None]]:
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor | None]]:
         """The loss of a batch of ball points (B, D) with (B, 3) labels, and its parts for the log.
 
         Only the leaf labels are used. Draws, in order: item triplets, their two noises, proxy
@@ -275,16 +275,16 @@ class HierObjective(Objective):
         )
         loss = settings.metric_weight * metric + settings.hier_weight * hier
         parts = {
-            "loss_c": float(metric.detach()),
+            "loss_c": metric.detach(),
             "loss_m": None,
             "loss_h": None,
-            "loss_hier": float(hier.detach()),
+            "loss_hier": hier.detach(),
         }
         return loss, parts
 
     def batch_loss(
         self, model: nn.Module, features: torch.Tensor, labels: torch.Tensor, batch: torch.Tensor
-    ) -> tuple[torch.Tensor, dict[str, float | None]]:
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor | None]]:
         """The trainer's entry: the head's embeddings of the batch, then ``forward``."""
         return self(model(features), labels)
 

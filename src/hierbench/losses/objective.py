@@ -10,6 +10,7 @@ temperature beside the head. A new objective subclasses ``Objective`` in a modul
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -22,7 +23,20 @@ from hierbench.losses.regression import regression_objective
 from hierbench.losses.supcon import supcon_objective
 from hierbench.protocol import REGRESSION, SUPCON
 
-LevelValues = dict[str, float | None]
+# The per-level values an objective logs: detached 0-d tensors (NaN where a level is inactive at
+# this batch; None where the objective never has it), read by the trainer once per epoch.
+LevelValues = dict[str, torch.Tensor | None]
+
+
+def level_floats(levels: LevelValues) -> dict[str, float | None]:
+    """Per-level values as numbers for a reader (None where a level is inactive): one read
+    back per value, so never in the update loop."""
+    floats = {key: None if value is None else float(value) for key, value in levels.items()}
+    return {
+        key: None if value is None or math.isnan(value) else value for key, value in floats.items()
+    }
+
+
 DistanceLoss = Callable[[torch.Tensor, torch.Tensor, Any], tuple[torch.Tensor, LevelValues]]
 # The plain objectives by loss code: each takes the (B, B) distances, the labels and the spec.
 DISTANCE_LOSSES: dict[str, DistanceLoss] = {

@@ -46,9 +46,12 @@ def regression_loss(
     distances: torch.Tensor,
     labels: torch.Tensor,
     targets: Mapping[str, float] = DEFAULT_REGRESSION_TARGETS,
+    *,
+    sanitised: bool = False,
 ) -> torch.Tensor:
-    """SmoothL1 (beta 1) of distance vs relation target, mean over ordered pairs i ≠ j."""
-    check_batch(distances, labels)
+    """SmoothL1 (beta 1) of distance vs relation target, mean over ordered pairs i ≠ j
+    (``sanitised``: the distances are known finite, not checked)."""
+    check_batch(distances, labels, finite=not sanitised)
     target = _relation_targets(labels, _checked_targets(targets), distances.dtype)
     per_pair = F.smooth_l1_loss(distances, target, reduction="none", beta=SMOOTH_L1_BETA)
     size = len(labels)
@@ -59,6 +62,7 @@ def regression_loss(
 
 def regression_objective(
     distances: torch.Tensor, labels: torch.Tensor, spec: Any
-) -> tuple[torch.Tensor, dict[str, float | None]]:
-    """The R objective of a cell (``spec.regression_targets``); no per-level values to log."""
-    return regression_loss(distances, labels, spec.regression_targets), {}
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The R objective of a cell (``spec.regression_targets``) on sanitised distances; no
+    per-level values to log."""
+    return regression_loss(distances, labels, spec.regression_targets, sanitised=True), {}

@@ -1,8 +1,8 @@
 """Taxonomy-SupCon (S): logits s_ij = −d_ij/τ; for each level ℓ ∈ {c, m, h} with strict
 positives P_ℓ(i), L_ℓ = −mean_{i∈A_ℓ} mean_{p∈P_ℓ(i)} [s_ip − log Σ_{a≠i} exp(s_ia)], where A_ℓ
 are the items with at least one positive. Every non-self item stays in the denominator. The total
-is the weighted mean over active levels (weight > 0 and A_ℓ non-empty). The per-level values are
-read back once per call, for the training log.
+is the weighted mean over active levels (weight > 0 and A_ℓ non-empty). The per-level values stay
+on the device (the trainer reads them once per epoch).
 """
 
 from __future__ import annotations
@@ -51,13 +51,19 @@ def taxonomy_supcon_loss(
     labels: torch.Tensor,
     tau: float,
     weights: Sequence[float] = (1.0, 1.0, 1.0),
-) -> tuple[torch.Tensor, dict[str, float | None]]:
-    """Taxonomy-SupCon total and per-level values (``loss_c/m/h``; None where inactive).
+    *,
+    strict: bool = True,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Taxonomy-SupCon total and per-level values (``loss_c/m/h``, detached 0-d tensors, NaN
+    where the level is inactive).
 
     A level is inactive when its weight is 0 or no item of the batch has a strict positive at
-    it; active weights are renormalised. Raises ``NoPositiveError`` when no level is active.
+    it; active weights are renormalised. When no level is active, ``strict`` raises
+    ``NoPositiveError`` (a read back to the host); otherwise the total is NaN, which the
+    trainer reports with the batch's step. ``strict=False`` also takes the distances as
+    sanitised (finite), so the call never waits for the device.
     """
-    check_batch(distances, labels)
+    check_batch(distances, labels, finite=strict)
     level_weights = _check_supcon_settings(tau, weights)
     size, device = len(labels), distances.device
     logits = (-distances / tau).masked_fill(~off_diagonal(size, device), float("-inf"))
@@ -67,34 +73,34 @@ def taxonomy_supcon_loss(
     anchors = (counts > 0).sum(dim=1)  # (3,) anchors per level
     per_anchor = torch.where(positives, log_prob, 0.0).sum(dim=2) / counts.clamp_min(1)
     level_values = -per_anchor.sum(dim=1) / anchors.clamp_min(1)  # 0 at levels without anchors
-    active = [w > 0 and n > 0 for w, n in zip(level_weights, anchors.tolist(), strict=True)]
-    weight_sum = sum(w for w, on in zip(level_weights, active, strict=True) if on)
-    values = level_values.detach().tolist()
-    per_level: dict[str, float | None] = {
-        f"loss_{level}": value if on else None
-        for level, value, on in zip(LEVEL_CODES, values, active, strict=True)
-    }
-    if weight_sum == 0:
-        active = [
-            f"{LEVEL_NAMES[level]} ({level})"
-            for level, weight in zip(LEVEL_CODES, level_weights, strict=True)
-            if weight > 0
-        ]
-        raise NoPositiveError(
-            f"no item in this batch of {size} has a strict positive at any weighted SupCon level "
-            f"({', '.join(active)}; weights {level_weights}); use larger batches or a sampler "
-            "that guarantees positives"
-        )
-    weights = torch.tensor(
-        [w if on else 0.0 for w, on in zip(level_weights, active, strict=True)],
-        dtype=distances.dtype,
-        device=device,
+    given = torch.tensor(level_weights, dtype=distances.dtype, device=device)
+    active = (given > 0) & (anchors > 0)
+    weighted = torch.where(active, given, 0.0)
+    weight_sum = weighted.sum()
+    if strict and not bool(weight_sum > 0):
+        _raise_no_positive(size, level_weights)
+    shown = torch.where(active, level_values.detach(), torch.nan)
+    per_level = {f"loss_{level}": shown[index] for index, level in enumerate(LEVEL_CODES)}
+    return (weighted * level_values).sum() / weight_sum, per_level
+
+
+def _raise_no_positive(size: int, level_weights: tuple[float, float, float]) -> None:
+    """The error of a batch with no strict positive at any weighted level."""
+    weighted = [
+        f"{LEVEL_NAMES[level]} ({level})"
+        for level, weight in zip(LEVEL_CODES, level_weights, strict=True)
+        if weight > 0
+    ]
+    raise NoPositiveError(
+        f"no item in this batch of {size} has a strict positive at any weighted SupCon level "
+        f"({', '.join(weighted)}; weights {level_weights}); use larger batches or a sampler "
+        "that guarantees positives"
     )
-    return (weights * level_values).sum() / weight_sum, per_level
 
 
 def supcon_objective(
     distances: torch.Tensor, labels: torch.Tensor, spec: Any
-) -> tuple[torch.Tensor, dict[str, float | None]]:
-    """The S objective of a cell (``spec.tau``, ``spec.supcon_weights``), per-level values too."""
-    return taxonomy_supcon_loss(distances, labels, spec.tau, spec.supcon_weights)
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The S objective of a cell (``spec.tau``, ``spec.supcon_weights``) on sanitised
+    distances, per-level values too; never waits for the device."""
+    return taxonomy_supcon_loss(distances, labels, spec.tau, spec.supcon_weights, strict=False)

@@ -25,7 +25,7 @@ import torch
 from hierbench.cells.checkpoints import head_for
 from hierbench.cells.spec import CellSpec
 from hierbench.devices import use_deterministic_torch
-from hierbench.losses import DistanceObjective, Objective
+from hierbench.losses import DistanceObjective, LevelValues, Objective
 
 log = logging.getLogger(__name__)
 
@@ -117,21 +117,73 @@ def _update(
     spec: CellSpec,
     objective: Objective,
     batch: torch.Tensor,
-) -> dict[str, float | None]:
-    """One optimiser update; returns loss, gradient norm and per-level losses as floats.
+) -> tuple[torch.Tensor, LevelValues]:
+    """One optimiser update without waiting for the device: returns the (2,) tensor of loss
+    and gradient norm and the objective's per-level values, all detached, for the epoch's log.
 
-    A non-finite loss or gradient norm is returned, not applied: the caller stops the job.
-    Distance sanitising can hide a NaN in the loss; a NaN gradient cannot hide. The norm is the
-    head's (clipped at ``spec.grad_clip``); a trainable objective's parameters are not clipped.
+    A non-finite loss or gradient norm is never applied: it sets the fused AdamW's
+    ``found_inf``, so the step is skipped on the device; the epoch's end names the step and
+    stops the job. The norm is the head's (clipped at ``spec.grad_clip``); a trainable
+    objective's parameters are not clipped.
     """
     loss, levels = objective.batch_loss(model, features, labels, batch)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     norm = torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip, foreach=True)
-    values = {"loss": loss.item(), "grad_norm": norm.item()}
-    if math.isfinite(values["loss"]) and math.isfinite(values["grad_norm"]):
-        optimizer.step()
-    return values | levels
+    values = torch.stack([loss.detach(), norm.to(loss.dtype)])
+    optimizer.found_inf = (~torch.isfinite(values).all()).to(torch.float32)
+    optimizer.step()
+    return values, levels
+
+
+class EpochValues:
+    """The values of one epoch's updates, kept on the device and read back once at its end."""
+
+    def __init__(self) -> None:
+        self.steps: list[torch.Tensor] = []
+        self.keys: list[str] = []
+
+    def add(self, values: torch.Tensor, levels: LevelValues) -> None:
+        """One update's loss and gradient norm and its per-level values (None and NaN: the
+        level was inactive)."""
+        if not self.keys:
+            self.keys = sorted(levels)
+        nan = values.new_full((), math.nan)
+        extra = [
+            nan if levels.get(key) is None else levels[key].to(values.dtype) for key in self.keys
+        ]
+        self.steps.append(torch.cat([values, torch.stack(extra)]) if extra else values)
+
+    def read(self) -> tuple[np.ndarray, list[str]]:
+        """Every update's values as a float64 (steps, 2 + levels) array, and the level keys."""
+        return torch.stack(self.steps).cpu().numpy().astype(np.float64), self.keys
+
+
+def _epoch_means(table: np.ndarray, keys: list[str]) -> dict[str, float]:
+    """Mean loss and gradient norm, and each level's mean over the updates where it was active
+    (a level never active in the epoch is left out)."""
+    means = {"loss": float(np.mean(table[:, 0])), "grad_norm": float(np.mean(table[:, 1]))}
+    for column, key in enumerate(keys, start=2):
+        active = table[:, column][~np.isnan(table[:, column])]
+        if len(active):
+            means[key] = float(np.mean(active))
+    return means
+
+
+def _check_finite(table: np.ndarray, keys: list[str], spec: CellSpec, epoch: int) -> None:
+    """Stop at an epoch whose loss or gradient norm went non-finite, naming its first step."""
+    bad = np.flatnonzero(~np.isfinite(table[:, :2]).all(axis=1))
+    if not len(bad):
+        return
+    step = int(bad[0])
+    loss, norm = table[step, 0], table[step, 1]
+    why = ""
+    if keys and np.isnan(table[step, 2:]).all():
+        why = "; no level of this batch had a strict positive: use larger batches"
+    raise NonFiniteLossError(
+        f"non-finite loss {loss} (gradient norm {norm}) in {spec.dataset} cell {spec.cell} "
+        f"(seed {spec.seed}) at epoch {epoch}, step {step + 1}{why}"
+    )
 
 
 def train_cell(
@@ -175,8 +227,8 @@ def train_cell(
         batches = batch_order(len(x), spec.batch_size, generator)
         order_hashes.append(hashlib.sha256(batches.numpy().astype("<i8").tobytes()).hexdigest())
         model.train()
-        totals: dict[str, list[float]] = {}
-        for step, batch in enumerate(batches.to(device), start=1):
+        epoch_values = EpochValues()
+        for batch in batches.to(device):
             values = _update(
                 model,
                 optimizer,
@@ -186,18 +238,12 @@ def train_cell(
                 objective,
                 batch,
             )
-            if not all(math.isfinite(values[key]) for key in ("loss", "grad_norm")):
-                raise NonFiniteLossError(
-                    f"non-finite loss {values['loss']} (gradient norm {values['grad_norm']}) "
-                    f"in {spec.dataset} cell {spec.cell} (seed {spec.seed}) at epoch {epoch}, "
-                    f"step {step}"
-                )
-            updates += 1
-            for key, value in values.items():
-                if value is not None:
-                    totals.setdefault(key, []).append(value)
+            epoch_values.add(*values)
+        table, keys = epoch_values.read()  # the epoch's one read back
+        _check_finite(table, keys, spec, epoch)
+        updates += len(table)
         row = {"epoch": epoch, "updates": updates, "seconds": time.perf_counter() - start}
-        row |= {key: float(np.mean(values)) for key, values in totals.items()}
+        row |= _epoch_means(table, keys)
         if on_epoch is not None:
             row |= on_epoch(epoch, model)
         rows.append(row)
