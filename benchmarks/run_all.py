@@ -58,6 +58,7 @@ class Benchmark:
 
 
 BENCHMARKS: dict[str, Benchmark] = {
+    "bundle": Benchmark("bundle.py", {"epochs": 2, "repeats": 3}, {"epochs": 1, "repeats": 1}),
     "evaluation": Benchmark(
         "metrics.py",
         {"geometries": ["euclidean", "poincare"], "repeats": 5},

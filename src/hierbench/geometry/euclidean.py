@@ -37,8 +37,11 @@ class EuclideanHead(nn.Module):
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         """Embeddings of (batch, in_dim) features: unit-norm, or the projector's raw output."""
-        output = self.projector(features)
-        return F.normalize(output, p=2.0, dim=1) if self.normalise else output
+        return self.from_projection(self.projector(features))
+
+    def from_projection(self, output: torch.Tensor) -> torch.Tensor:
+        """Embeddings of projector outputs (…, out_dim): unit-norm, or as they are."""
+        return F.normalize(output, p=2.0, dim=-1) if self.normalise else output
 
     def distance(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Pairwise Euclidean distances between embeddings, shape (n_a, n_b)."""

@@ -32,7 +32,7 @@ def poincare_map(tangent: torch.Tensor, curvature: float, radius: float) -> torc
     check_positive("curvature", curvature)
     check_positive("radius", radius)
     sqrt_c = math.sqrt(curvature)
-    norm = tangent.norm(dim=1, keepdim=True)
+    norm = tangent.norm(dim=-1, keepdim=True)
     bounded = radius * torch.tanh(norm.clamp_min(MIN_TANGENT_NORM))  # ‖t'‖ for ‖t‖ ≥ 1e-6
     scale = bounded / norm.clamp_min(MIN_TANGENT_NORM)  # t' = scale·t
     rho = (scale * norm).clamp_min(1e-15)
@@ -67,7 +67,11 @@ class PoincareHead(nn.Module):
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         """Ball points of (batch, in_dim) features (see ``poincare_map``)."""
-        return poincare_map(self.projector(features), self.curvature, self.radius)
+        return self.from_projection(self.projector(features))
+
+    def from_projection(self, output: torch.Tensor) -> torch.Tensor:
+        """Ball points of projector outputs (…, out_dim) (see ``poincare_map``)."""
+        return poincare_map(output, self.curvature, self.radius)
 
     def distance(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Pairwise geodesic distances of the ball, shape (n_a, n_b)."""

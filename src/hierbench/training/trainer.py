@@ -159,7 +159,7 @@ class EpochValues:
         return torch.stack(self.steps).cpu().numpy().astype(np.float64), self.keys
 
 
-def _epoch_means(table: np.ndarray, keys: list[str]) -> dict[str, float]:
+def epoch_means(table: np.ndarray, keys: list[str]) -> dict[str, float]:
     """Mean loss and gradient norm, and each level's mean over the updates where it was active
     (a level never active in the epoch is left out)."""
     means = {"loss": float(np.mean(table[:, 0])), "grad_norm": float(np.mean(table[:, 1]))}
@@ -170,7 +170,7 @@ def _epoch_means(table: np.ndarray, keys: list[str]) -> dict[str, float]:
     return means
 
 
-def _check_finite(table: np.ndarray, keys: list[str], spec: CellSpec, epoch: int) -> None:
+def check_finite(table: np.ndarray, keys: list[str], spec: CellSpec, epoch: int) -> None:
     """Stop at an epoch whose loss or gradient norm went non-finite, naming its first step."""
     bad = np.flatnonzero(~np.isfinite(table[:, :2]).all(axis=1))
     if not len(bad):
@@ -240,10 +240,10 @@ def train_cell(
             )
             epoch_values.add(*values)
         table, keys = epoch_values.read()  # the epoch's one read back
-        _check_finite(table, keys, spec, epoch)
+        check_finite(table, keys, spec, epoch)
         updates += len(table)
         row = {"epoch": epoch, "updates": updates, "seconds": time.perf_counter() - start}
-        row |= _epoch_means(table, keys)
+        row |= epoch_means(table, keys)
         if on_epoch is not None:
             row |= on_epoch(epoch, model)
         rows.append(row)
@@ -259,7 +259,7 @@ def train_cell(
             for name, p in model.named_parameters()
             if p.requires_grad and name.startswith(PROJECTOR_PREFIX)
         ),
-        log=_log_frame(rows),
+        log=log_frame(rows),
         initial_extra_hashes=extras,
     )
 
@@ -269,7 +269,7 @@ def _brief(row: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v:.4g}" for k, v in row.items() if k not in ("epoch",))
 
 
-def _log_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+def log_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The per-epoch training log with a fixed set of columns (NaN where a level was inactive)."""
     frame = pd.DataFrame(rows)
     for column in LOG_COLUMNS:

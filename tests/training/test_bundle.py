@@ -1,0 +1,73 @@
+"""A bundle of cells gives each cell what it gets alone: its initial weights and batch order
+exactly, its trained weights within float tolerance."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from test_training import _data, _spec
+
+from hierbench.training.bundle import BundleError, train_bundle
+from hierbench.training.trainer import NonFiniteLossError, train_cell
+
+FACTORIAL = [("E", "R"), ("E", "S"), ("H", "R"), ("H", "S")]
+# The hidden bias (and the running mean that tracks it) which BatchNorm's batch mean cancels.
+BATCHNORM_CANCELLED = {"projector.hidden.bias", "projector.norm.running_mean"}
+
+
+def _specs(seeds=(42,), epochs: int = 2):
+    return [_spec(g, loss, seed=seed, epochs=epochs) for seed in seeds for g, loss in FACTORIAL]
+
+
+def test_each_bundled_cell_matches_the_cell_trained_alone():
+    x, y = _data()
+    specs = _specs(seeds=(42, 2024))
+    bundled = train_bundle(x, y, specs)
+    for spec, result in zip(specs, bundled, strict=True):
+        alone = train_cell(x, y, spec)
+        assert result.initial_weight_hash == alone.initial_weight_hash, spec.cell
+        assert result.batch_order_hashes == alone.batch_order_hashes, spec.cell
+        assert result.updates == alone.updates and result.parameters == alone.parameters
+        mine, theirs = result.model.state_dict(), alone.model.state_dict()
+        assert mine.keys() == theirs.keys()
+        for name in set(theirs) - BATCHNORM_CANCELLED:
+            torch.testing.assert_close(mine[name], theirs[name], rtol=1e-4, atol=1e-5)
+        # The bias before BatchNorm gets gradients of pure rounding noise, which AdamW scales
+        # to steps of lr: it drifts apart, but the batch statistics cancel it exactly
+        outputs = []
+        for model in (result.model, alone.model):
+            torch.manual_seed(0)  # the same dropout masks for both
+            outputs.append(model.train()(torch.as_tensor(x[:32])))
+        torch.testing.assert_close(*outputs, rtol=1e-4, atol=1e-5)
+        log, reference = result.log, alone.log
+        assert list(log.columns) == list(reference.columns)
+        np.testing.assert_allclose(log["loss"], reference["loss"], rtol=1e-4)
+
+
+def test_a_bundle_of_one_and_a_bundle_of_many_give_a_cell_the_same_bytes():
+    x, y = _data()
+    specs = _specs(seeds=(42, 2024))
+    many = train_bundle(x, y, specs)[5]
+    one = train_bundle(x, y, [specs[5]])[0]
+    for name, tensor in one.model.state_dict().items():
+        assert torch.equal(many.model.state_dict()[name], tensor), name
+
+
+def test_a_non_finite_cell_stops_the_bundle_naming_that_cell():
+    x, y = _data()
+    specs = _specs()
+    specs[2] = dataclasses.replace(specs[2], lr=1e-3)
+    bad = dataclasses.replace(specs[3], tau=1e-30)  # logits overflow: the loss goes non-finite
+    with pytest.raises(NonFiniteLossError, match=r"cell HS-42 \(seed 42\) at epoch 1, step 1"):
+        train_bundle(x, y, [*specs[:3], bad])
+
+
+def test_cells_that_cannot_share_a_step_are_refused():
+    specs = _specs()
+    with pytest.raises(BundleError, match="differ in lr"):
+        train_bundle(*_data(), [specs[0], dataclasses.replace(specs[1], lr=0.5)])
+    with pytest.raises(BundleError, match="holds a cell twice"):
+        train_bundle(*_data(), [specs[0], specs[0]])
