@@ -15,6 +15,7 @@ from test_splits import assert_outer_splits_disjoint
 from hierbench.effects.companion_angle import ranking_per_seed
 from hierbench.features.store import read_feature_matrix
 from hierbench.metrics.sealed_scoring import SealedCell
+from hierbench.protocol import LEVEL_NAMES
 from hierbench.provenance.artifacts import provenance_path, read_parquet_metadata, read_provenance
 from hierbench.provenance.hashing import sha256_file
 from hierbench.provenance.lock import LockError
@@ -394,7 +395,8 @@ def test_the_companion_cells_ranked_by_angle_and_their_table(built_repo: Path):
         seeds = len(TINY_SEEDS)
         paired = seeds if dataset == "cub" else 0
         assert table["seeds"].tolist() == [seeds, seeds, paired] * 2
-        header = "| arm | ranking | leaf | middle | high | mean_hierarchy | positive seeds |"
+        leaf, middle, high = LEVEL_NAMES[dataset]  # the dataset's own level names, for people
+        header = f"| arm | ranking | {leaf} | {middle} | {high} | mean_hierarchy | positive seeds |"
         assert (base / "tables/companion_angle.md").read_text(encoding="utf-8").startswith(header)
 
 

@@ -101,7 +101,11 @@ def test_a_flawed_images_csv_stops_the_run_naming_file_and_line(table_run: Path,
     assert f"error: {folder / 'images.csv'}:4: split 'training'" in log
     assert "Traceback" not in log and not (logs / "taxonomy/taxonomy.parquet.log").exists()
     written = {p.name for p in (table_run / f"{TABLE_RUN}/mine").rglob("*.parquet")}
-    assert written == {"layout_files.parquet", "image_files.parquet"}  # the folder's content
+    assert written == {
+        "layout_files.parquet",
+        "taxonomy_files.parquet",
+        "image_files.parquet",
+    }  # the folder's content
 
 
 def test_a_taxonomy_edit_never_reruns_the_image_table_or_the_backbone(table_run: Path, tmp_path):
