@@ -179,7 +179,10 @@ def check_finite(table: np.ndarray, keys: list[str], spec: CellSpec, epoch: int)
     loss, norm = table[step, 0], table[step, 1]
     why = ""
     if keys and np.isnan(table[step, 2:]).all():
-        why = "; no level of this batch had a strict positive: use larger batches"
+        why = (
+            "; no per-level value of this batch was active (under SupCon: no level of the batch "
+            "had a strict positive; use larger batches)"
+        )
     raise NonFiniteLossError(
         f"non-finite loss {loss} (gradient norm {norm}) in {spec.dataset} cell {spec.cell} "
         f"(seed {spec.seed}) at epoch {epoch}, step {step + 1}{why}"
