@@ -10,7 +10,7 @@ import pytest
 import torch
 from test_training import _data, _spec
 
-from hierbench.training.bundle import BundleError, train_bundle
+from hierbench.training.bundle import BundleError, loss_groups, train_bundle
 from hierbench.training.trainer import NonFiniteLossError, train_cell
 
 FACTORIAL = [("E", "R"), ("E", "S"), ("H", "R"), ("H", "S")]
@@ -71,3 +71,10 @@ def test_cells_that_cannot_share_a_step_are_refused():
         train_bundle(*_data(), [specs[0], dataclasses.replace(specs[1], lr=0.5)])
     with pytest.raises(BundleError, match="holds a cell twice"):
         train_bundle(*_data(), [specs[0], specs[0]])
+
+
+def test_cells_that_differ_only_in_their_seed_share_a_loss_group():
+    specs = _specs(seeds=(42, 2024))
+    tuned = dataclasses.replace(specs[1], tau=0.7)  # E_S at another temperature
+    assert loss_groups(specs) == [[0, 4], [1, 5], [2, 6], [3, 7]]
+    assert loss_groups([*specs, tuned]) == [[0, 4], [1, 5], [2, 6], [3, 7], [8]]

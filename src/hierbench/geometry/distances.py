@@ -6,6 +6,10 @@ intermediate); the result is cast back to the input dtype. Squared distances at 
 rounding level of that formula (≤ 1e-14·(‖x‖² + ‖y‖²)) are exactly 0 with a zero gradient, so
 identical embeddings are at distance 0 and never produce an infinite square-root gradient.
 
+The same function takes stacks of point sets, (K, n, D) → (K, n_a, n_b), for a bundle of K
+cells trained together (``stacked_self_distances``); a 2-D call runs exactly the operations it
+always ran.
+
 Distances pass through ``sanitise_and_clip`` before use: every non-finite value (NaN, +inf and
 -inf alike) becomes the upper clip value, i.e. a numerical failure is treated as "as far as
 possible", never as close, and the result is then clamped to [0, upper].
@@ -50,10 +54,11 @@ class _PairwiseDistance(torch.autograd.Function):
         """Distances from every row of ``a`` to every row of ``b`` (of ``a`` when b is None)."""
         a64 = a.detach().to(torch.float64)
         b64 = a64 if b is None else b.detach().to(torch.float64)
-        a_sq = (a64 * a64).sum(dim=1)
-        b_sq = a_sq if b is None else (b64 * b64).sum(dim=1)
-        norms = a_sq[:, None] + b_sq[None, :]
-        squared = torch.addmm(norms, a64, b64.T, alpha=-2.0)
+        a_sq = (a64 * a64).sum(dim=-1)
+        b_sq = a_sq if b is None else (b64 * b64).sum(dim=-1)
+        norms = a_sq[..., :, None] + b_sq[..., None, :]
+        gram_update = torch.addmm if a64.ndim == 2 else torch.baddbmm
+        squared = gram_update(norms, a64, b64.mT, alpha=-2.0)
         squared.masked_fill_(squared <= SQUARED_ROUNDING * norms, 0.0)
         root = squared.sqrt_()
         if curvature is None:
@@ -62,7 +67,7 @@ class _PairwiseDistance(torch.autograd.Function):
             c = float(curvature)
             a_factor = 1.0 - c * a_sq
             b_factor = a_factor if b is None else 1.0 - c * b_sq
-            kappa = torch.outer(a_factor / c, b_factor)
+            kappa = (a_factor / c)[..., :, None] * b_factor[..., None, :]
             total_root = (root * root + kappa).sqrt_()
             distance = torch.atanh(root / total_root).mul_(2.0 / math.sqrt(c))
             slopes = [
@@ -85,25 +90,30 @@ class _PairwiseDistance(torch.autograd.Function):
         grad64 = grad.to(torch.float64)
         grad_sq = grad64 * slope_sq  # ∂L/∂sq
         if ctx.self_pairs:  # x = y = z: both roles of every row add up
-            grad_sq = grad_sq + grad_sq.T
+            grad_sq = grad_sq + grad_sq.mT
         grad_kappa = None
         if hyperbolic:  # ∂κ_ij/∂‖x_i‖² = −(1 − c‖y_j‖²), ∂κ_ij/∂‖y_j‖² = −(1 − c‖x_i‖²)
             slope_kappa, a_factor, b_factor = hyperbolic
             grad_kappa = grad64 * slope_kappa
             if ctx.self_pairs:
-                grad_kappa = grad_kappa + grad_kappa.T
+                grad_kappa = grad_kappa + grad_kappa.mT
         grad_a = grad_b = None
         if ctx.needs_input_grad[0]:
-            row = grad_sq.sum(dim=1)
+            row = grad_sq.sum(dim=-1)
             if grad_kappa is not None:
-                row = row - grad_kappa @ b_factor
-            grad_a = (2.0 * (a64 * row[:, None] - grad_sq @ b64)).to(ctx.dtypes[0])
+                row = row - _matvec(grad_kappa, b_factor)
+            grad_a = (2.0 * (a64 * row[..., None] - grad_sq @ b64)).to(ctx.dtypes[0])
         if ctx.needs_input_grad[1] and not ctx.self_pairs:
-            col = grad_sq.sum(dim=0)
+            col = grad_sq.sum(dim=-2)
             if grad_kappa is not None:
-                col = col - grad_kappa.T @ a_factor
-            grad_b = (2.0 * (b64 * col[:, None] - grad_sq.T @ a64)).to(ctx.dtypes[1])
+                col = col - _matvec(grad_kappa.mT, a_factor)
+            grad_b = (2.0 * (b64 * col[..., None] - grad_sq.mT @ a64)).to(ctx.dtypes[1])
         return grad_a, grad_b, None
+
+
+def _matvec(matrix: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
+    """matrix (…, n, m) times vector (…, m): a plain matrix-vector product in 2-D."""
+    return matrix @ vector if matrix.ndim == 2 else (matrix @ vector[..., None]).squeeze(-1)
 
 
 def _apply_pairwise(a: torch.Tensor, b: torch.Tensor, curvature: float | None) -> torch.Tensor:
@@ -126,6 +136,18 @@ def poincare_distance(a: torch.Tensor, b: torch.Tensor, curvature: float) -> tor
     """
     check_positive("curvature", curvature)
     return _apply_pairwise(a, b, float(curvature))
+
+
+def stacked_self_distances(points: torch.Tensor, curvature: float | None) -> torch.Tensor:
+    """Each stacked point set's pairwise distances: (K, n, D) → (K, n, n), Euclidean for
+    ``curvature`` None, else the Poincaré ball's of that curvature (as the 2-D functions)."""
+    if not isinstance(points, torch.Tensor) or points.ndim != 3 or not points.is_floating_point():
+        shape = tuple(points.shape) if isinstance(points, torch.Tensor) else type(points).__name__
+        raise ValueError(f"stacked points must be a floating (K, n, D) tensor, got {shape}")
+    if curvature is not None:
+        check_positive("curvature", curvature)
+        curvature = float(curvature)
+    return _PairwiseDistance.apply(points, None, curvature)
 
 
 def poincare_radius(curvature: float) -> float:

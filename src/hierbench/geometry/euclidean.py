@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hierbench.geometry.cones import NORM_FLOOR, safe_acos, safe_norm
-from hierbench.geometry.distances import euclidean_distance
+from hierbench.geometry.distances import euclidean_distance, stacked_self_distances
 from hierbench.geometry.projector import Projector
 from hierbench.geometry.validation import check_pair
 
@@ -46,6 +46,10 @@ class EuclideanHead(nn.Module):
     def distance(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Pairwise Euclidean distances between embeddings, shape (n_a, n_b)."""
         return euclidean_distance(a, b)
+
+    def stacked_distances(self, points: torch.Tensor) -> torch.Tensor:
+        """Each stacked set's pairwise distances, (K, n, D) → (K, n, n), for a cell bundle."""
+        return stacked_self_distances(points, None)
 
     @classmethod
     def build(

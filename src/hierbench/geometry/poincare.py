@@ -9,7 +9,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from hierbench.geometry.distances import poincare_distance
+from hierbench.geometry.distances import poincare_distance, stacked_self_distances
 from hierbench.geometry.projector import Projector
 from hierbench.geometry.validation import check_positive
 
@@ -76,6 +76,10 @@ class PoincareHead(nn.Module):
     def distance(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Pairwise geodesic distances of the ball, shape (n_a, n_b)."""
         return poincare_distance(a, b, self.curvature)
+
+    def stacked_distances(self, points: torch.Tensor) -> torch.Tensor:
+        """Each stacked set's pairwise distances, (K, n, D) → (K, n, n), for a cell bundle."""
+        return stacked_self_distances(points, self.curvature)
 
     @classmethod
     def build(

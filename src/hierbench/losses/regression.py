@@ -22,11 +22,12 @@ SMOOTH_L1_BETA = 1.0
 def _relation_targets(
     labels: torch.Tensor, targets: Mapping[str, float], dtype: torch.dtype
 ) -> torch.Tensor:
-    """(B, B) regression target of every pair, from its (disjoint) c / m / h / o relation."""
-    masks = positive_masks(labels).to(dtype)  # o where all three masks are 0
+    """(…, B, B) regression target of every pair, from its (disjoint) c / m / h / o relation."""
+    masks = positive_masks(labels).to(dtype)  # (…, 3, B, B); o where all three masks are 0
     other = targets["o"]
-    steps = [targets[level] - other for level in LEVEL_CODES]
-    return torch.tensordot(torch.tensor(steps, dtype=dtype, device=labels.device), masks, 1) + other
+    steps = torch.tensor([targets[level] - other for level in LEVEL_CODES], dtype=dtype)
+    # the masks are disjoint 0/1 values, so this sum is exact
+    return (masks * steps.to(labels.device)[:, None, None]).sum(dim=-3) + other
 
 
 def _checked_targets(targets: Mapping[str, float]) -> dict[str, float]:
@@ -50,14 +51,14 @@ def regression_loss(
     sanitised: bool = False,
 ) -> torch.Tensor:
     """SmoothL1 (beta 1) of distance vs relation target, mean over ordered pairs i ≠ j
-    (``sanitised``: the distances are known finite, not checked)."""
+    (``sanitised``: the distances are known finite, not checked); stacked (K, B, B) distances
+    give one mean per cell, (K,)."""
     check_batch(distances, labels, finite=not sanitised)
     target = _relation_targets(labels, _checked_targets(targets), distances.dtype)
     per_pair = F.smooth_l1_loss(distances, target, reduction="none", beta=SMOOTH_L1_BETA)
-    size = len(labels)
-    return per_pair.masked_fill(~off_diagonal(size, distances.device), 0.0).sum() / (
-        size * (size - 1)
-    )
+    size = labels.shape[-2]
+    kept = per_pair.masked_fill(~off_diagonal(size, distances.device), 0.0)
+    return kept.sum(dim=(-2, -1)) / (size * (size - 1))
 
 
 def regression_objective(

@@ -55,7 +55,7 @@ def taxonomy_supcon_loss(
     strict: bool = True,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Taxonomy-SupCon total and per-level values (``loss_c/m/h``, detached 0-d tensors, NaN
-    where the level is inactive).
+    where the level is inactive); stacked (K, B, B) distances give (K,) values, one per cell.
 
     A level is inactive when its weight is 0 or no item of the batch has a strict positive at
     it; active weights are renormalised. When no level is active, ``strict`` raises
@@ -65,23 +65,24 @@ def taxonomy_supcon_loss(
     """
     check_batch(distances, labels, finite=strict)
     level_weights = _check_supcon_settings(tau, weights)
-    size, device = len(labels), distances.device
+    size, device = labels.shape[-2], distances.device
     logits = (-distances / tau).masked_fill(~off_diagonal(size, device), float("-inf"))
-    log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
-    positives = positive_masks(labels)  # (3, B, B)
-    counts = positives.sum(dim=2)  # (3, B) positives per anchor
-    anchors = (counts > 0).sum(dim=1)  # (3,) anchors per level
-    per_anchor = torch.where(positives, log_prob, 0.0).sum(dim=2) / counts.clamp_min(1)
-    level_values = -per_anchor.sum(dim=1) / anchors.clamp_min(1)  # 0 at levels without anchors
+    log_prob = logits - torch.logsumexp(logits, dim=-1, keepdim=True)
+    positives = positive_masks(labels)  # (…, 3, B, B)
+    counts = positives.sum(dim=-1)  # (…, 3, B) positives per anchor
+    anchors = (counts > 0).sum(dim=-1)  # (…, 3) anchors per level
+    per_anchor = torch.where(positives, log_prob[..., None, :, :], 0.0).sum(dim=-1)
+    per_anchor = per_anchor / counts.clamp_min(1)
+    level_values = -per_anchor.sum(dim=-1) / anchors.clamp_min(1)  # 0 at levels without anchors
     given = torch.tensor(level_weights, dtype=distances.dtype, device=device)
     active = (given > 0) & (anchors > 0)
     weighted = torch.where(active, given, 0.0)
-    weight_sum = weighted.sum()
-    if strict and not bool(weight_sum > 0):
+    weight_sum = weighted.sum(dim=-1)
+    if strict and not bool((weight_sum > 0).all()):
         _raise_no_positive(size, level_weights)
     shown = torch.where(active, level_values.detach(), torch.nan)
-    per_level = {f"loss_{level}": shown[index] for index, level in enumerate(LEVEL_CODES)}
-    return (weighted * level_values).sum() / weight_sum, per_level
+    per_level = {f"loss_{level}": shown[..., index] for index, level in enumerate(LEVEL_CODES)}
+    return (weighted * level_values).sum(dim=-1) / weight_sum, per_level
 
 
 def _raise_no_positive(size: int, level_weights: tuple[float, float, float]) -> None:

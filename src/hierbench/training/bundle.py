@@ -9,14 +9,15 @@ initialisation, as the global RNG does for a cell alone), its geometry, loss, te
 curvature, and its own gradient clipping (the norm of its slice). AdamW is elementwise, so one
 optimiser over the stacked weights steps each cell as its own would. Bundled cells must share
 what the stacked step cannot tell apart: epochs, batch size, learning rate, weight decay,
-gradient clip, the projector's shape and dropout. The geometry maps, distances and losses run
-per cell on its slice (the projector's GEMMs are the batched part); the update never reads a
-value back to the host.
+gradient clip, the projector's shape and dropout. Cells that also share their geometry map,
+distance and loss settings (all but the seed: :func:`loss_groups`) run those as one stacked
+call, (k, B, B) distances and k losses; the update never reads a value back to the host.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Sequence
 
@@ -78,6 +79,16 @@ def check_bundle(specs: Sequence[CellSpec]) -> None:
         raise BundleError(f"a bundle holds a cell twice: {[spec.cell for spec in specs]}")
 
 
+def loss_groups(specs: Sequence[CellSpec]) -> list[list[int]]:
+    """The cells (indices, in order of first appearance) that differ only in their seed: each
+    group's geometry map, distances and loss run as one stacked call."""
+    groups: dict[str, list[int]] = {}
+    for index, spec in enumerate(specs):
+        settings = {k: v for k, v in spec.as_dict().items() if k not in ("dataset", "seed")}
+        groups.setdefault(json.dumps(settings, sort_keys=True), []).append(index)
+    return list(groups.values())
+
+
 def _dropout_generator(spec: CellSpec, device: torch.device) -> torch.Generator:
     """The generator of a cell's dropout masks: on the CPU, the global RNG's state right after
     its head was built (where a cell alone continues); on a GPU, the device's generator seeded
@@ -93,8 +104,12 @@ def _dropout_generator(spec: CellSpec, device: torch.device) -> torch.Generator:
 def _clip_per_cell(parameters: Sequence[torch.nn.Parameter], clip: float) -> torch.Tensor:
     """Scale each cell's slice of the gradients to norm at most ``clip``; the (K,) norms."""
     grads = [p.grad for p in parameters]
-    squares = torch.stack([g.reshape(g.shape[0], -1).square().sum(dim=1) for g in grads])
-    norms = squares.sum(dim=0).sqrt()
+    # one full reduction per cell and tensor (torch._foreach_norm, as clip_grad_norm_): a cell's
+    # norm never depends on how many cells share the stack (a (K, n) row reduction can round by K)
+    cells = grads[0].shape[0]
+    slices = [grad[cell] for cell in range(cells) for grad in grads]
+    per_slice = torch.stack(torch._foreach_norm(slices)).view(cells, len(grads))
+    norms = torch.linalg.vector_norm(per_slice, dim=1)
     scale = (clip / (norms + CLIP_EPSILON)).clamp(max=1.0)
     for grad in grads:
         grad.mul_(scale.view(-1, *([1] * (grad.ndim - 1))))
@@ -128,6 +143,7 @@ def train_bundle(
         stacked.parameters(), lr=first.lr, weight_decay=first.weight_decay, fused=True
     )
     orders = [torch.Generator().manual_seed(spec.seed) for spec in specs]
+    groups = [(group, torch.tensor(group, device=device)) for group in loss_groups(specs)]
     rows: list[list[dict]] = [[] for _ in specs]
     order_hashes: list[list[str]] = [[] for _ in specs]
     updates = 0
@@ -141,9 +157,11 @@ def train_bundle(
         stacked.train()
         values = [EpochValues() for _ in specs]
         for step in steps:
-            losses, levels = _bundle_update(stacked, heads, specs, x, y, step, dropout_generators)
+            losses, levels = _bundle_update(
+                stacked, heads, specs, groups, x, y, step, dropout_generators
+            )
             norms = _clip_per_cell(list(stacked.parameters()), first.grad_clip)
-            pairs = torch.stack([torch.stack(losses), norms.to(losses[0].dtype)], dim=1)  # (K, 2)
+            pairs = torch.stack([losses, norms.to(losses.dtype)], dim=1)  # (K, 2)
             optimizer.found_inf = (~torch.isfinite(pairs).all()).to(torch.float32)
             optimizer.step()
             for cell in range(len(specs)):
@@ -177,22 +195,31 @@ def _bundle_update(
     stacked: StackedProjector,
     heads: Sequence[torch.nn.Module],
     specs: Sequence[CellSpec],
+    groups: Sequence[tuple[list[int], torch.Tensor]],
     x: torch.Tensor,
     y: torch.Tensor,
     step: torch.Tensor,
     dropout_generators: Sequence[torch.Generator],
-) -> tuple[list[torch.Tensor], list[LevelValues]]:
-    """One batched forward and backward of every cell's batch (``step``: (K, B) rows); each
-    cell's loss and per-level values, detached."""
+) -> tuple[torch.Tensor, list[LevelValues]]:
+    """One batched forward and backward of every cell's batch (``step``: (K, B) rows), the
+    losses stacked per group of :func:`loss_groups`; each cell's loss (K,) and per-level
+    values, detached."""
     outputs = stacked(x[step], dropout_generators)  # (K, B, out)
-    losses, levels, total = [], [], outputs.new_zeros(())
-    for cell, (head, spec) in enumerate(zip(heads, specs, strict=True)):
-        embeddings = head.from_projection(outputs[cell])
-        distances = sanitise_and_clip(head.distance(embeddings, embeddings), spec.distance_clip)
-        loss, cell_levels = DISTANCE_LOSSES[spec.loss](distances, y[step[cell]], spec)
-        total = total + loss
-        losses.append(loss.detach())
-        levels.append(cell_levels)
+    losses = outputs.new_empty(len(specs))
+    levels: list[LevelValues] = [{} for _ in specs]
+    total = outputs.new_zeros(())
+    for cells, index in groups:
+        head, spec = heads[cells[0]], specs[cells[0]]
+        embeddings = head.from_projection(outputs[index])
+        distances = sanitise_and_clip(head.stacked_distances(embeddings), spec.distance_clip)
+        group_losses, group_levels = DISTANCE_LOSSES[spec.loss](distances, y[step[index]], spec)
+        total = total + group_losses.sum()
+        losses[index] = group_losses.detach()
+        for position, cell in enumerate(cells):
+            levels[cell] = {
+                key: None if value is None else value[position]
+                for key, value in group_levels.items()
+            }
     stacked.zero_grad(set_to_none=True)
     total.backward()
     return losses, levels
