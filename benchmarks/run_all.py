@@ -69,6 +69,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         "features.py", {"images": 256, "repeats": 3}, {"images": 64, "batch": 32, "repeats": 1}
     ),
     "gpu": Benchmark("gpu.py", {}, {"smoke": True}),
+    "hier": Benchmark("hier.py", {"repeats": 5}, {"repeats": 1}),
     "render": Benchmark("render_demo.py", {}, {"classes": 40}),
     "training": Benchmark(
         "training.py",

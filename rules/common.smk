@@ -61,6 +61,7 @@ from hierbench.paths import (
     TUNING_SCORE,
     TUNING_SELECTION,
     RunPaths,
+    bundle_cells,
     dataset_folder,
 )
 from hierbench.protocol import (
@@ -233,9 +234,11 @@ def tuning_scores(wildcards):
 
 
 def selection_input(wildcards):
-    """The tuning selection, needed by an S cell unless its temperature is pinned."""
-    pinned = config["datasets"][wildcards.dataset]["tau"][wildcards.geometry]
-    if wildcards.loss == REGRESSION or pinned is not None:
+    """The tuning selection, needed by an S cell unless its temperature is pinned (a bundle of
+    the factorial's cells: unless every geometry's is)."""
+    pinned = config["datasets"][wildcards.dataset]["tau"]
+    geometries = [wildcards.geometry] if "geometry" in wildcards.keys() else GEOMETRIES
+    if wildcards.get("loss") == REGRESSION or all(pinned[g] is not None for g in geometries):
         return []
     return [run_path(TUNING_SELECTION, dataset=wildcards.dataset)]
 

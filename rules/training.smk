@@ -1,5 +1,5 @@
 # Stage: training. Temperature tuning on validation only, every kind of cell (the Geometry x Loss
-# factorial, one job per dataset, geometry, loss and seed, and the controls', baselines' and
+# factorial, one bundle job per dataset, and the controls', baselines' and
 # companion method's cells), and the fairness audit. Inputs are development-side only.
 
 TAXONOMIES = {"taxonomy": run_path(TAXONOMY), "shuffled": run_path(SHUFFLED_TAXONOMY)}
@@ -60,18 +60,46 @@ use rule tune as select_semantic_duration with:
         aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
 
 
-# Every kind of cell is this rule (use rule ... with: below): its own inputs, cell folder,
-# config keys and code; each kind's stage publishes the same three files.
-rule train_cell:
+# The factorial: every cell of a dataset (E/H x R/S x seeds) trained as one bundle, one job;
+# its manifest lists the cells, and each cell's three files are those a cell alone writes.
+FACTORIAL_BUNDLE = PATHS.bundle_outputs("factorial")
+
+
+rule train_factorial:
     input:
         **DEV_DATA,
         selection=selection_input,
     output:
-        **CELL["factorial"],
+        **FACTORIAL_BUNDLE,
     log:
-        log_for(CELL["factorial"]),
+        log_for(FACTORIAL_BUNDLE),
     benchmark:
-        benchmark_for(CELL["factorial"])
+        benchmark_for(FACTORIAL_BUNDLE)
+    resources:
+        gpu=GPUS_PER_JOB,
+    params:
+        **code("stages.training", script="train_factorial"),
+        config=lambda wildcards: cell_config(wildcards.dataset),
+        cells=bundle_cells(config, "factorial"),
+    conda:
+        ENVIRONMENT
+    script:
+        SCRIPT
+
+
+# The outer splits: the factorial's cells trained on an outer split's train side (dev data),
+# one job each. Every other kind of cell is this rule (use rule ... with: below): its own
+# inputs, cell folder, config keys and code; each kind's stage publishes the same three files.
+rule train_outer_cell:
+    input:
+        **DEV_DATA,
+        selection=selection_input,
+    output:
+        **CELL["outer"],
+    log:
+        log_for(CELL["outer"]),
+    benchmark:
+        benchmark_for(CELL["outer"])
     resources:
         gpu=GPUS_PER_JOB,
     params:
@@ -84,7 +112,7 @@ rule train_cell:
 
 
 # The curvature control: H_R at other operating points (and the matched E_R), own epochs.
-use rule train_cell as train_curvature_cell with:
+use rule train_outer_cell as train_curvature_cell with:
     input:
         **DEV_DATA,
     output:
@@ -99,18 +127,8 @@ use rule train_cell as train_curvature_cell with:
         epochs=lambda wildcards: control_epochs(config, wildcards.dataset),
 
 
-# The outer splits: the factorial's cells trained on an outer split's train side (dev data).
-use rule train_cell as train_outer_cell with:
-    output:
-        **CELL["outer"],
-    log:
-        log_for(CELL["outer"]),
-    benchmark:
-        benchmark_for(CELL["outer"])
-
-
 # The semantic control: Euclidean SupCon on an arm's labels, for the arm's chosen epochs.
-use rule train_cell as train_semantic_cell with:
+use rule train_outer_cell as train_semantic_cell with:
     input:
         **DEV_DATA,
         **TAXONOMIES,
@@ -128,7 +146,7 @@ use rule train_cell as train_semantic_cell with:
 
 # The HIER-style baseline: the factorial's Poincaré head, seeds, batch order, optimiser and
 # epochs, HIER's objective.
-use rule train_cell as train_hier_cell with:
+use rule train_outer_cell as train_hier_cell with:
     input:
         **DEV_DATA,
     output:
@@ -145,7 +163,7 @@ use rule train_cell as train_hier_cell with:
 # The companion method's cells, E_A and L_A: the factorial's head (E: unnormalised; L: a Lorentz
 # output with learnable curvature), seeds, batch order, optimiser and epochs; the
 # angle-entailment objective. The record adds the norms of the validation images' embeddings.
-use rule train_cell as train_companion_cell with:
+use rule train_outer_cell as train_companion_cell with:
     input:
         features=run_path(DEV_FEATURES),
         crops=companion_crops,

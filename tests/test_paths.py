@@ -12,6 +12,7 @@ from hierbench.paths import (
     CELLS,
     LOCKED_KINDS,
     RunPaths,
+    bundle_cells,
     cell_folder,
     cell_instances,
     evaluation_files,
@@ -56,6 +57,22 @@ def test_every_kind_lists_one_instance_per_cell_it_trains():
         "companion": 2 * seeds,
     }
     assert not list(cell_instances(CONFIG, "nabirds", "hier"))  # baselines off there
+
+
+def test_a_factorial_bundle_writes_its_manifest_and_each_cells_three_files():
+    cells = bundle_cells(CONFIG, "factorial")
+    assert list(cells) == [f"{g}_{x}_{s}" for g in GEOMETRIES for x in LOSSES for s in TINY_SEEDS]
+    assert cells[f"H_S_{TINY_SEEDS[0]}"] == {"geometry": "H", "loss": "S", "seed": TINY_SEEDS[0]}
+    outputs = PATHS.bundle_outputs("factorial")
+    assert next(iter(outputs.items())) == ("manifest", "runs/x/{dataset}/cells/bundles/factorial.json")
+    assert len(outputs) == 1 + 3 * len(cells)
+    seed = TINY_SEEDS[-1]
+    assert outputs[f"record_E_R_{seed}"] == f"runs/x/{{dataset}}/cells/ER-{seed}/record.json"
+    files = ("model.safetensors", "train_log.parquet", "record.json")
+    every_file = [path for name in files for path in PATHS.cells("{dataset}", ["factorial"], name)]
+    assert sorted(outputs.values()) == sorted([outputs["manifest"], *every_file])
+    with pytest.raises(KeyError, match="not bundled; bundled kinds"):
+        bundle_cells(CONFIG, "curvature")
 
 
 def test_an_unknown_kind_is_an_error_naming_the_known_ones():

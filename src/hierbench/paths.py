@@ -98,6 +98,10 @@ CELLS = {
 SEEDLESS_ARMS = (FROZEN, PCA)
 # A cell's three files, by output name.
 CELL_FILES = {"model": "model.safetensors", "log": "train_log.parquet", "record": "record.json"}
+# The kinds trained as one bundle per dataset (one job, every cell of the kind: see
+# training.bundle), and the manifest such a job writes first (its cells, in bundle order).
+BUNDLED_KINDS = ("factorial",)
+BUNDLE_MANIFEST = "{dataset}/cells/bundles/{kind}.json"
 # The cells the Final lock records, and those the fairness audit checks.
 LOCKED_KINDS = ("factorial", "curvature", "semantic", "hier", "companion")
 AUDITED_KINDS = ("factorial", "curvature", "hier", "companion")
@@ -170,6 +174,15 @@ def cell_instances(config: Mapping[str, Any], dataset: str, kind: str) -> Iterat
         raise KeyError(f"no cell kind {kind!r}; known kinds: {sorted(CELLS)}")
 
 
+def bundle_cells(config: Mapping[str, Any], kind: str) -> dict[str, dict]:
+    """The cells of a bundled kind (the same in every dataset), by label: their wildcard
+    values joined by underscores (``E_R_42``)."""
+    if kind not in BUNDLED_KINDS:
+        raise KeyError(f"cells of kind {kind!r} are not bundled; bundled kinds: {BUNDLED_KINDS}")
+    cells = cell_instances(config, "", kind)
+    return {"_".join(str(value) for value in values.values()): values for values in cells}
+
+
 @dataclass(frozen=True)
 class RunPaths:
     """Every artifact path of one run: the patterns above under the run folder ``root``, and
@@ -185,6 +198,16 @@ class RunPaths:
     def cell_outputs(self, kind: str) -> dict[str, str]:
         """The three file patterns of a cell of ``kind``, by output name."""
         return {key: self.at(f"{cell_folder(kind)}/{name}") for key, name in CELL_FILES.items()}
+
+    def bundle_outputs(self, kind: str) -> dict[str, str]:
+        """What one bundle job writes: its ``manifest``, then every file of a bundled kind's
+        cells in a dataset by output name ``<file>_<cell>`` (see :func:`bundle_cells`), the
+        dataset a wildcard."""
+        return {"manifest": self.at(BUNDLE_MANIFEST, kind=kind)} | {
+            f"{name}_{label}": self.at(f"{cell_folder(kind)}/{file}", **values)
+            for label, values in bundle_cells(self.config, kind).items()
+            for name, file in CELL_FILES.items()
+        }
 
     def evaluation_outputs(self, kind: str, ranking: str | None = None) -> dict[str, str]:
         """The two evaluation file patterns of a cell of ``kind`` (or a seedless arm)."""

@@ -72,7 +72,9 @@ def test_every_cell_trained_with_a_record_and_the_audit_passed(built_repo: Path)
             assert record["train_examples"] == n_train
             assert record["updates"] == 2 * (n_train // 16)
             assert record["reload_max_abs_diff"] == 0.0
-            assert read_provenance(base / f"cells/{cell}/model.safetensors")["rule"] == "train_cell"
+            provenance = read_provenance(base / f"cells/{cell}/model.safetensors")
+            assert provenance["rule"] == "train_factorial"
+            assert record["bundle"] == list(CELLS)  # one bundle: the dataset's factorial
         audit = pd.read_parquet(base / "audit/fairness.parquet")
         assert audit["passed"].all() and len(audit) >= 30
         selection = pd.read_parquet(base / "tuning/selection.parquet")

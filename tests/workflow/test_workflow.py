@@ -46,7 +46,7 @@ CUB_AFTER_TAXONOMY = {
     "features_sealed_test": 1,
     "tune": 4,
     "tuning_selection": 1,
-    "train_cell": 4 * SEEDS,
+    "train_factorial": 1,
     "fairness_audit": 1,
     "final_lock": 1,
     "evaluate_cell": 4 * SEEDS,

@@ -1,6 +1,6 @@
-"""Training stage: the final factorial cells (and the curvature control's and outer splits'
-cells, which are factorial cells at another operating point, budget or split), on development
-data.
+"""Training stage: the final factorial cells (one bundle per dataset), and the curvature
+control's and outer splits' cells, which are factorial cells at another operating point, budget
+or split, on development data.
 
 Nothing here reads a sealed artifact: features and splits come from the development side.
 """
@@ -11,13 +11,29 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hierbench.cells.spec import cell_spec
+from hierbench.cells.spec import CellSpec, cell_spec
 from hierbench.controls.curvature import cell_label, point_geometry, point_hyperbolic
 from hierbench.features.store import role_data
 from hierbench.protocol import CURVATURE_CONTROL, REGRESSION, SUPCON, cell_name
+from hierbench.provenance.artifacts import write_json
 from hierbench.provenance.records import JobContext
-from hierbench.training.publishing import train_and_publish
+from hierbench.training.publishing import train_and_publish, train_bundle_and_publish
 from hierbench.training.tuning import selected_tau
+
+
+def final_spec(
+    dataset: str,
+    geometry: str,
+    loss: str,
+    seed: int,
+    config: dict[str, Any],
+    selection: str | Path | None,
+    **options: Any,
+) -> CellSpec:
+    """A factorial-recipe cell's spec, its τ (an S cell's) from the config or ``selection``;
+    ``options`` as :func:`hierbench.cells.spec.cell_spec` takes them."""
+    tau = selected_tau(dataset, geometry, config, selection) if loss == SUPCON else None
+    return cell_spec(dataset, geometry, loss, seed, config, tau=tau, **options)
 
 
 def train_final_cell(
@@ -45,9 +61,8 @@ def train_final_cell(
     audit, and ``extra`` adds record keys. ``split`` trains on another split's train side
     instead (an outer split, ``outer-1``).
     """
-    tau = selected_tau(dataset, geometry, config, selection) if loss == SUPCON else None
-    spec = cell_spec(
-        dataset, geometry, loss, seed, config, tau=tau, hyperbolic=hyperbolic, epochs=epochs
+    spec = final_spec(
+        dataset, geometry, loss, seed, config, selection, hyperbolic=hyperbolic, epochs=epochs
     )
     x, y = role_data(features, splits, split, "train")
     if split != "final":  # final records unchanged
@@ -55,6 +70,39 @@ def train_final_cell(
     return train_and_publish(
         dataset, spec, x, y, outputs, job, label=label, config=config, extra=extra
     )
+
+
+def train_factorial_bundle(
+    dataset: str,
+    cells: Mapping[str, Mapping[str, Any]],
+    features: str | Path,
+    splits: str | Path,
+    config: dict[str, Any],
+    outputs: Mapping[str, str | Path],
+    job: JobContext,
+    *,
+    selection: str | Path | None = None,
+) -> list[dict[str, Any]]:
+    """Train a dataset's factorial cells (``cells``: wildcard values by label) as one bundle on
+    ``final/train`` and write each cell's checkpoint, log and record; ``outputs`` names each
+    cell's files ``<file>_<label>`` and the bundle's ``manifest`` (its cells, in order;
+    written last, so it exists only beside a complete bundle)."""
+    files: dict[str, dict[str, str | Path]] = {label: {} for label in cells}
+    for key, path in outputs.items():
+        if key != "manifest":
+            name, label = key.split("_", 1)
+            files[label][name] = path
+    specs = [
+        final_spec(dataset, c["geometry"], c["loss"], int(c["seed"]), config, selection)
+        for c in cells.values()
+    ]
+    x, y = role_data(features, splits, "final", "train")
+    records = train_bundle_and_publish(
+        dataset, specs, x, y, list(files.values()), job, config=config
+    )
+    manifest = {"dataset": dataset, "kind": "factorial", "cells": [r["cell"] for r in records]}
+    write_json(manifest, outputs["manifest"], job)
+    return records
 
 
 def curvature_options(

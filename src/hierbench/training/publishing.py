@@ -1,13 +1,14 @@
 """Train one cell and publish what every training job writes: checkpoint, log and record.
 
 Shared by the training stages (factorial, controls, baselines, companion), which differ only
-in how they build the cell's spec, data and objective.
+in how they build the cell's spec, data and objective; a bundle of cells trained together
+publishes each cell's files as a cell trained alone does.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,8 @@ from hierbench.cells.spec import CellSpec
 from hierbench.devices import config_device
 from hierbench.provenance.artifacts import publish, write_json, write_parquet
 from hierbench.provenance.records import JobContext
-from hierbench.training.trainer import train_cell
+from hierbench.training.bundle import train_bundle
+from hierbench.training.trainer import TrainResult, train_cell
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,48 @@ def train_and_publish(
     measured on the trained head: a companion cell's embedding norms)."""
     device = config_device(config)
     result = train_cell(x, y, spec, objective=objective, device=device)
+    return publish_cell(
+        dataset, spec, result, x, outputs, job, label=label, device=device, extra=extra,
+        describe=describe,
+    )
+
+
+def train_bundle_and_publish(
+    dataset: str,
+    specs: Sequence[CellSpec],
+    x: np.ndarray,
+    y: np.ndarray,
+    outputs: Sequence[dict[str, str | Path]],
+    job: JobContext,
+    *,
+    config: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """Train the cells of ``specs`` as one bundle on the config's device and publish each
+    cell's three files (``outputs``, in the same order) as a cell trained alone would."""
+    device = config_device(config)
+    results = train_bundle(x, y, specs, device=device)
+    bundle = {"bundle": [spec.cell for spec in specs]}  # the record names its bundle's cells
+    return [
+        publish_cell(dataset, spec, result, x, files, job, label=None, device=device, extra=bundle)
+        for spec, result, files in zip(specs, results, outputs, strict=True)
+    ]
+
+
+def publish_cell(
+    dataset: str,
+    spec: CellSpec,
+    result: TrainResult,
+    x: np.ndarray,
+    outputs: dict[str, str | Path],
+    job: JobContext,
+    *,
+    label: str | None,
+    device: torch.device,
+    extra: dict[str, Any] | None = None,
+    describe: Callable[[torch.nn.Module], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Publish a trained cell's checkpoint, training log and record (the record's keys as
+    :func:`train_and_publish` describes them)."""
     model_path = publish(outputs["model"], checkpoint_writer(result.model, spec), job)
     record = {
         "dataset": dataset,
