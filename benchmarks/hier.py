@@ -104,7 +104,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     for item in rows(parser.parse_args().repeats):
-        print(f"{item['figure']}: {item['value']:.3f} s vs {item['reference']:.3f} s; {item['note']}")
+        print(
+            f"{item['figure']}: {item['value']:.3f} s vs {item['reference']:.3f} s; {item['note']}"
+        )
     return 0
 
 

@@ -64,7 +64,10 @@ def test_a_factorial_bundle_writes_its_manifest_and_each_cells_three_files():
     assert list(cells) == [f"{g}_{x}_{s}" for g in GEOMETRIES for x in LOSSES for s in TINY_SEEDS]
     assert cells[f"H_S_{TINY_SEEDS[0]}"] == {"geometry": "H", "loss": "S", "seed": TINY_SEEDS[0]}
     outputs = PATHS.bundle_outputs("factorial")
-    assert next(iter(outputs.items())) == ("manifest", "runs/x/{dataset}/cells/bundles/factorial.json")
+    assert next(iter(outputs.items())) == (
+        "manifest",
+        "runs/x/{dataset}/cells/bundles/factorial.json",
+    )
     assert len(outputs) == 1 + 3 * len(cells)
     seed = TINY_SEEDS[-1]
     assert outputs[f"record_E_R_{seed}"] == f"runs/x/{{dataset}}/cells/ER-{seed}/record.json"

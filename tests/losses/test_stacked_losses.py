@@ -26,7 +26,9 @@ def _labels(generator: torch.Generator) -> torch.Tensor:
 
 
 def _points(generator: torch.Generator, dtype=torch.float32) -> torch.Tensor:
-    return (torch.randn(CELLS, BATCH, DIM, generator=generator, dtype=dtype) * 0.15).requires_grad_()
+    return (
+        torch.randn(CELLS, BATCH, DIM, generator=generator, dtype=dtype) * 0.15
+    ).requires_grad_()
 
 
 def _plain_distance(points: torch.Tensor, curvature: float | None) -> torch.Tensor:

@@ -20,8 +20,9 @@ LEVEL_NAMES = {"c": "leaf", "m": "middle", "h": "high"}
 
 def check_batch(distances: torch.Tensor, labels: torch.Tensor, *, finite: bool = True) -> None:
     """Raise unless distances is a finite (B, B) float matrix and labels a (B, 3) integer one
-    (or stacks of them with the same leading dimensions, a bundle's). ``finite=False`` skips the finiteness check (a read back to the host): for distances that
-    ``sanitise_and_clip`` made finite, as the trainer's are."""
+    (or stacks of them with the same leading dimensions, a bundle's). ``finite=False`` skips
+    the finiteness check (a read back to the host): for distances that ``sanitise_and_clip``
+    made finite, as the trainer's are."""
     if not isinstance(labels, torch.Tensor) or labels.ndim < 2 or labels.shape[-1] != 3:
         shape = tuple(labels.shape) if hasattr(labels, "shape") else type(labels).__name__
         raise ValueError(f"labels must be a (B, 3) tensor of leaf/middle/high codes, got {shape}")

@@ -64,7 +64,15 @@ def train_and_publish(
     device = config_device(config)
     result = train_cell(x, y, spec, objective=objective, device=device)
     return publish_cell(
-        dataset, spec, result, x, outputs, job, label=label, device=device, extra=extra,
+        dataset,
+        spec,
+        result,
+        x,
+        outputs,
+        job,
+        label=label,
+        device=device,
+        extra=extra,
         describe=describe,
     )
 
