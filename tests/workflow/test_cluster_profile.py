@@ -25,7 +25,7 @@ HEAVY = (
     "demo_nabirds",
     "demo_table",
     "tune",
-    "train_cell",
+    "train_factorial",
     "train_curvature_cell",
     "train_semantic_cell",
     "train_hier_cell",

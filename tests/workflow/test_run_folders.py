@@ -46,7 +46,8 @@ def test_a_second_config_plans_its_run_in_its_own_folder(built_repo: Path):
 def test_compare_names_the_changed_training_key_as_the_first_difference(
     built_repo: Path, tmp_path: Path
 ):
-    """Run B: a copy of the tiny run in which the E_R cells were retrained at another lr."""
+    """Run B: a copy of the tiny run in which the E_R cells (and so their factorial bundles)
+    were retrained at another lr."""
     second = tmp_path / "second"
     shutil.copytree(built_repo, second, symlinks=True)
     changed = _config_with(second, "tiny", training_lr=6.0e-5)
@@ -60,13 +61,18 @@ def test_compare_names_the_changed_training_key_as_the_first_difference(
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert not report["identical"]
-    (cause,) = [group for group in report["causes"] if group["rule"] == "train_cell"]
+    (cause,) = [group for group in report["causes"] if group["rule"] == "train_factorial"]
     assert [(c["key"], c["old"], c["new"]) for c in cause["changes"]] == [
         ("config.training.lr", "5e-05", "6e-05")
     ]
-    retrained = {str(Path(path).parent.relative_to(TINY_RUN)) for path in cells}
+    # the E_R cells train in their dataset's factorial bundle: the whole bundle retrained
+    retrained = {
+        f"{dataset}/cells/{folder}"
+        for dataset in ("cub", "nabirds")
+        for folder in ["bundles", *(f"{g}{x}-{s}" for g in "EH" for x in "RS" for s in TINY_SEEDS)]
+    }
     assert {str(Path(artifact).parent) for artifact in cause["artifacts"]} == retrained
-    assert {group["rule"] for group in report["causes"]} == {"train_cell"}
+    assert {group["rule"] for group in report["causes"]} == {"train_factorial"}
     identical = {stage["stage"] for stage in report["stages"] if stage["identical"]}
     for dataset in ("cub", "nabirds"):
         assert {f"{dataset}/taxonomy", f"{dataset}/splits", f"{dataset}/features"} <= identical
