@@ -63,6 +63,7 @@ from hierbench.paths import (
     RunPaths,
     bundle_cells,
     dataset_folder,
+    tuning_runs,
 )
 from hierbench.protocol import (
     ANGLE_RANKING,
@@ -229,8 +230,7 @@ def trained(kind):
 
 def tuning_scores(wildcards):
     """Every tuning run's score file of a dataset."""
-    taus = [f"{tau:g}" for tau in config["tuning"]["taus"]]
-    return [run_path(TUNING_SCORE, dataset=wildcards.dataset, geometry=g, tau=tau) for g in GEOMETRIES for tau in taus]
+    return [run_path(TUNING_SCORE, dataset=wildcards.dataset, **run) for run in tuning_runs(config)]
 
 
 def selection_input(wildcards):

@@ -3,26 +3,29 @@
 # companion method's cells), and the fairness audit. Inputs are development-side only.
 
 TAXONOMIES = {"taxonomy": run_path(TAXONOMY), "shuffled": run_path(SHUFFLED_TAXONOMY)}
-TUNING_RUN = run_path(TUNING_SCORE)
+TUNING_RUNS = tuning_runs(config)  # geometry, then tau: the bundle's order
+TUNING_BUNDLE = [run_path(TUNING_SCORE, **run) for run in TUNING_RUNS]
 SELECTION = run_path(TUNING_SELECTION)
 DURATION = run_path(SEMANTIC_DURATION)
 
 
+# A dataset's tuning runs (every geometry and tau) trained as one bundle, one score file each.
 rule tune:
     input:
         **DEV_DATA,
     output:
-        TUNING_RUN,
+        TUNING_BUNDLE,
     log:
-        log_for(TUNING_RUN),
+        log_for(TUNING_BUNDLE),
     benchmark:
-        benchmark_for(TUNING_RUN)
+        benchmark_for(TUNING_BUNDLE)
     resources:
         gpu=GPUS_PER_JOB,
     params:
         **code("stages.tuning", script="tune"),
         config=lambda wildcards: training_config(config, wildcards.dataset),
         aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
+        runs=TUNING_RUNS,
     conda:
         ENVIRONMENT
     script:
@@ -63,6 +66,7 @@ use rule tune as select_semantic_duration with:
 # The factorial: every cell of a dataset (E/H x R/S x seeds) trained as one bundle, one job;
 # its manifest lists the cells, and each cell's three files are those a cell alone writes.
 FACTORIAL_BUNDLE = PATHS.bundle_outputs("factorial")
+OUTER_BUNDLE = PATHS.bundle_outputs("outer")
 
 
 rule train_factorial:
@@ -78,8 +82,9 @@ rule train_factorial:
     resources:
         gpu=GPUS_PER_JOB,
     params:
-        **code("stages.training", script="train_factorial"),
+        **code("stages.training", script="train_bundle"),
         config=lambda wildcards: cell_config(wildcards.dataset),
+        kind="factorial",
         cells=bundle_cells(config, "factorial"),
     conda:
         ENVIRONMENT
@@ -87,32 +92,26 @@ rule train_factorial:
         SCRIPT
 
 
-# The outer splits: the factorial's cells trained on an outer split's train side (dev data),
-# one job each. Every other kind of cell is this rule (use rule ... with: below): its own
-# inputs, cell folder, config keys and code; each kind's stage publishes the same three files.
-rule train_outer_cell:
-    input:
-        **DEV_DATA,
-        selection=selection_input,
+# The outer splits: the factorial's four cells of a seed trained on an outer split's train
+# side (dev data), one bundle per split and seed.
+use rule train_factorial as train_outer with:
     output:
-        **CELL["outer"],
+        **OUTER_BUNDLE,
     log:
-        log_for(CELL["outer"]),
+        log_for(OUTER_BUNDLE),
     benchmark:
-        benchmark_for(CELL["outer"])
-    resources:
-        gpu=GPUS_PER_JOB,
+        benchmark_for(OUTER_BUNDLE)
     params:
-        **code("stages.training", script="train_cell"),
+        **code("stages.training", script="train_bundle"),
         config=lambda wildcards: cell_config(wildcards.dataset),
-    conda:
-        ENVIRONMENT
-    script:
-        SCRIPT
+        kind="outer",
+        cells=bundle_cells(config, "outer"),
 
 
-# The curvature control: H_R at other operating points (and the matched E_R), own epochs.
-use rule train_outer_cell as train_curvature_cell with:
+# The curvature control: H_R at other operating points (and the matched E_R), own epochs, one
+# job per cell. Every other kind of cell is this rule (use rule ... with: below): its own
+# inputs, cell folder, config keys and code; each kind's stage publishes the same three files.
+rule train_curvature_cell:
     input:
         **DEV_DATA,
     output:
@@ -121,14 +120,20 @@ use rule train_outer_cell as train_curvature_cell with:
         log_for(CELL["curvature"]),
     benchmark:
         benchmark_for(CELL["curvature"])
+    resources:
+        gpu=GPUS_PER_JOB,
     params:
-        **code("stages.training", script="train_cell"),
+        **code("stages.training", script="train_curvature_cell"),
         config=lambda wildcards: cell_config(wildcards.dataset),
         epochs=lambda wildcards: control_epochs(config, wildcards.dataset),
+    conda:
+        ENVIRONMENT
+    script:
+        SCRIPT
 
 
 # The semantic control: Euclidean SupCon on an arm's labels, for the arm's chosen epochs.
-use rule train_outer_cell as train_semantic_cell with:
+use rule train_curvature_cell as train_semantic_cell with:
     input:
         **DEV_DATA,
         **TAXONOMIES,
@@ -146,7 +151,7 @@ use rule train_outer_cell as train_semantic_cell with:
 
 # The HIER-style baseline: the factorial's Poincaré head, seeds, batch order, optimiser and
 # epochs, HIER's objective.
-use rule train_outer_cell as train_hier_cell with:
+use rule train_curvature_cell as train_hier_cell with:
     input:
         **DEV_DATA,
     output:
@@ -163,7 +168,7 @@ use rule train_outer_cell as train_hier_cell with:
 # The companion method's cells, E_A and L_A: the factorial's head (E: unnormalised; L: a Lorentz
 # output with learnable curvature), seeds, batch order, optimiser and epochs; the
 # angle-entailment objective. The record adds the norms of the validation images' embeddings.
-use rule train_outer_cell as train_companion_cell with:
+use rule train_curvature_cell as train_companion_cell with:
     input:
         features=run_path(DEV_FEATURES),
         crops=companion_crops,

@@ -74,6 +74,10 @@ def test_a_factorial_bundle_writes_its_manifest_and_each_cells_three_files():
     files = ("model.safetensors", "train_log.parquet", "record.json")
     every_file = [path for name in files for path in PATHS.cells("{dataset}", ["factorial"], name)]
     assert sorted(outputs.values()) == sorted([outputs["manifest"], *every_file])
+    outer = PATHS.bundle_outputs("outer")
+    assert outer["manifest"] == "runs/x/{dataset}/cells/bundles/outer/{outer}-{seed}.json"
+    assert outer["model_H_S"] == "runs/x/{dataset}/cells/outer/{outer}/HS-{seed}/model.safetensors"
+    assert len(outer) == 1 + 3 * 4
     with pytest.raises(KeyError, match="not bundled; bundled kinds"):
         bundle_cells(CONFIG, "curvature")
 

@@ -1,17 +1,17 @@
-"""One temperature-tuning run, scored on the validation query/gallery."""
+"""A dataset's temperature-tuning runs, trained as one bundle, each scored on the validation
+query/gallery."""
 
 from hierbench.jobs import start_job
-from hierbench.stages.tuning import tune_temperature
+from hierbench.stages.tuning import tune_temperatures
 
 job = start_job(snakemake)
-tune_temperature(
+tune_temperatures(
     snakemake.wildcards.dataset,
-    snakemake.wildcards.geometry,
-    float(snakemake.wildcards.tau),
+    snakemake.params.runs,
     snakemake.input.features,
     snakemake.input.splits,
     snakemake.params.config,
-    snakemake.output[0],
+    list(snakemake.output),
     job,
     aggregation=snakemake.params.aggregation,
 )

@@ -98,10 +98,14 @@ CELLS = {
 SEEDLESS_ARMS = (FROZEN, PCA)
 # A cell's three files, by output name.
 CELL_FILES = {"model": "model.safetensors", "log": "train_log.parquet", "record": "record.json"}
-# The kinds trained as one bundle per dataset (one job, every cell of the kind: see
-# training.bundle), and the manifest such a job writes first (its cells, in bundle order).
-BUNDLED_KINDS = ("factorial",)
-BUNDLE_MANIFEST = "{dataset}/cells/bundles/{kind}.json"
+# The kinds trained in bundles (one job, many cells: see training.bundle), each with the
+# manifest its job writes (its cells, in bundle order): a dataset's whole factorial, and the
+# factorial's four cells of one seed on one outer split.
+BUNDLE_MANIFESTS = {
+    "factorial": "{dataset}/cells/bundles/factorial.json",
+    "outer": f"{{dataset}}/cells/bundles/{OUTER_CONTROL}/{{outer}}-{{seed}}.json",
+}
+BUNDLED_KINDS = tuple(BUNDLE_MANIFESTS)
 # The cells the Final lock records, and those the fairness audit checks.
 LOCKED_KINDS = ("factorial", "curvature", "semantic", "hier", "companion")
 AUDITED_KINDS = ("factorial", "curvature", "hier", "companion")
@@ -174,12 +178,26 @@ def cell_instances(config: Mapping[str, Any], dataset: str, kind: str) -> Iterat
         raise KeyError(f"no cell kind {kind!r}; known kinds: {sorted(CELLS)}")
 
 
+def tuning_runs(config: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Every temperature-tuning run of a dataset (the same in every dataset), geometry then
+    τ, in the order the tuning bundle trains them and lists their score files."""
+    return [
+        {"geometry": geometry, "tau": f"{tau:g}"}
+        for geometry in GEOMETRIES
+        for tau in config["tuning"]["taus"]
+    ]
+
+
 def bundle_cells(config: Mapping[str, Any], kind: str) -> dict[str, dict]:
-    """The cells of a bundled kind (the same in every dataset), by label: their wildcard
-    values joined by underscores (``E_R_42``)."""
+    """The cells of one bundle of a bundled kind, by label (their wildcard values joined by
+    underscores, ``E_R_42``): every factorial cell of a dataset, or the four geometry x loss
+    cells of an outer split's seed (the bundle's own wildcards fill the rest)."""
     if kind not in BUNDLED_KINDS:
         raise KeyError(f"cells of kind {kind!r} are not bundled; bundled kinds: {BUNDLED_KINDS}")
-    cells = cell_instances(config, "", kind)
+    if kind == "factorial":
+        cells = list(cell_instances(config, "", kind))
+    else:
+        cells = [{"geometry": g, "loss": x} for g in GEOMETRIES for x in LOSSES]
     return {"_".join(str(value) for value in values.values()): values for values in cells}
 
 
@@ -200,10 +218,10 @@ class RunPaths:
         return {key: self.at(f"{cell_folder(kind)}/{name}") for key, name in CELL_FILES.items()}
 
     def bundle_outputs(self, kind: str) -> dict[str, str]:
-        """What one bundle job writes: its ``manifest``, then every file of a bundled kind's
-        cells in a dataset by output name ``<file>_<cell>`` (see :func:`bundle_cells`), the
-        dataset a wildcard."""
-        return {"manifest": self.at(BUNDLE_MANIFEST, kind=kind)} | {
+        """What one bundle job writes: its ``manifest``, then every file of its cells by output
+        name ``<file>_<cell>`` (see :func:`bundle_cells`), the bundle's own wildcards (the
+        dataset; an outer split and seed) left in."""
+        return {"manifest": self.at(BUNDLE_MANIFESTS[kind])} | {
             f"{name}_{label}": self.at(f"{cell_folder(kind)}/{file}", **values)
             for label, values in bundle_cells(self.config, kind).items()
             for name, file in CELL_FILES.items()

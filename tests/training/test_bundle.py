@@ -73,6 +73,18 @@ def test_cells_that_cannot_share_a_step_are_refused():
         train_bundle(*_data(), [specs[0], specs[0]])
 
 
+def test_runs_of_one_cell_at_other_temperatures_share_a_bundle():
+    """Tuning runs: one cell name (E_S at the tuning seed), one run per tau, each its own."""
+    x, y = _data()
+    runs = [dataclasses.replace(_specs()[1], epochs=1, tau=tau) for tau in (0.1, 0.5)]
+    bundled = train_bundle(x, y, runs)
+    assert loss_groups(runs) == [[0], [1]]
+    for spec, result in zip(runs, bundled, strict=True):
+        alone = train_cell(x, y, spec)
+        np.testing.assert_allclose(result.log["loss"], alone.log["loss"], rtol=1e-4)
+    assert not np.allclose(bundled[0].log["loss"], bundled[1].log["loss"])
+
+
 def test_cells_that_differ_only_in_their_seed_share_a_loss_group():
     specs = _specs(seeds=(42, 2024))
     tuned = dataclasses.replace(specs[1], tau=0.7)  # E_S at another temperature

@@ -29,7 +29,7 @@ HEAVY = (
     "train_curvature_cell",
     "train_semantic_cell",
     "train_hier_cell",
-    "train_outer_cell",
+    "train_outer",
     "train_companion_cell",
 )
 

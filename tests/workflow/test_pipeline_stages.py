@@ -270,6 +270,8 @@ def test_the_baselines_and_outer_splits_ran_on_their_artifacts(built_repo: Path)
         record = json.loads((base / f"cells/outer/{split}/HS-42/record.json").read_text())
         n_train = ((dev["split"] == split) & (dev["role"] == "train")).sum()
         assert record["train_split"] == split and record["train_examples"] == n_train
+        assert record["cell"] == f"HS-42@{split}"  # one bundle per split and seed:
+        assert record["bundle"] == [f"{cell}-42@{split}" for cell in ("ER", "ES", "HR", "HS")]
         scores = pd.read_parquet(base / f"outer/{split}/scores.parquet")
         assert set(scores["arm"]) == {"frozen", "E_R", "H_R", "E_S", "H_S"}
     outer = pd.read_parquet(base / "outer/outer.parquet")

@@ -32,7 +32,7 @@ CUB_CONTROL = {
     "evaluate_pca": 1,
     "evaluate_hier_cell": SEEDS,
     "baselines_tables": 1,
-    "train_outer_cell": 12,
+    "train_outer": 3,
     **OUTER_SCORING,
 }
 # An alias edit reruns the CUB taxonomy and everything after it, companion cells included;
@@ -44,7 +44,7 @@ CUB_AFTER_TAXONOMY = {
     "features_dev": 1,
     "features_dev_crops": 1,
     "features_sealed_test": 1,
-    "tune": 4,
+    "tune": 1,
     "tuning_selection": 1,
     "train_factorial": 1,
     "fairness_audit": 1,

@@ -1,6 +1,6 @@
-"""Training stage: the final factorial cells (one bundle per dataset), and the curvature
-control's and outer splits' cells, which are factorial cells at another operating point, budget
-or split, on development data.
+"""Training stage: the factorial's cells, in bundles (a dataset's final cells; each outer split's
+cells of a seed), and the curvature control's, which are factorial cells at another operating
+point and budget, one per job; on development data.
 
 Nothing here reads a sealed artifact: features and splits come from the development side.
 """
@@ -36,44 +36,10 @@ def final_spec(
     return cell_spec(dataset, geometry, loss, seed, config, tau=tau, **options)
 
 
-def train_final_cell(
+def train_cell_bundle(
     dataset: str,
-    geometry: str,
-    loss: str,
-    seed: int,
-    features: str | Path,
-    splits: str | Path,
-    config: dict[str, Any],
-    outputs: dict[str, str | Path],
-    job: JobContext,
-    *,
-    selection: str | Path | None = None,
-    hyperbolic: dict[str, float] | None = None,
-    label: str | None = None,
-    split: str = "final",
-    epochs: int | None = None,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Train one final cell on ``final/train`` and write checkpoint, log and record.
-
-    ``hyperbolic`` trains at another Poincaré operating point and ``epochs`` for another budget
-    (the curvature control); ``label`` then names the cell in its record and in the fairness
-    audit, and ``extra`` adds record keys. ``split`` trains on another split's train side
-    instead (an outer split, ``outer-1``).
-    """
-    spec = final_spec(
-        dataset, geometry, loss, seed, config, selection, hyperbolic=hyperbolic, epochs=epochs
-    )
-    x, y = role_data(features, splits, split, "train")
-    if split != "final":  # final records unchanged
-        extra = {**(extra or {}), "train_split": split}
-    return train_and_publish(
-        dataset, spec, x, y, outputs, job, label=label, config=config, extra=extra
-    )
-
-
-def train_factorial_bundle(
-    dataset: str,
+    kind: str,
+    wildcards: Mapping[str, str],
     cells: Mapping[str, Mapping[str, Any]],
     features: str | Path,
     splits: str | Path,
@@ -83,25 +49,31 @@ def train_factorial_bundle(
     *,
     selection: str | Path | None = None,
 ) -> list[dict[str, Any]]:
-    """Train a dataset's factorial cells (``cells``: wildcard values by label) as one bundle on
-    ``final/train`` and write each cell's checkpoint, log and record; ``outputs`` names each
-    cell's files ``<file>_<label>`` and the bundle's ``manifest`` (its cells, in order;
-    written last, so it exists only beside a complete bundle)."""
+    """Train one bundle of factorial-recipe cells and write each cell's checkpoint, log and
+    record: ``cells`` holds their wildcard values by label, the job's ``wildcards`` the rest
+    (an ``outer`` split and ``seed``: trained on that split's train side, each record naming
+    it, as a cell alone; else ``final/train``). ``outputs`` names each cell's files
+    ``<file>_<label>`` and the bundle's ``manifest`` (its cells, in order; written last, so it
+    exists only beside a complete bundle)."""
     files: dict[str, dict[str, str | Path]] = {label: {} for label in cells}
     for key, path in outputs.items():
         if key != "manifest":
             name, label = key.split("_", 1)
             files[label][name] = path
-    specs = [
-        final_spec(dataset, c["geometry"], c["loss"], int(c["seed"]), config, selection)
-        for c in cells.values()
-    ]
-    x, y = role_data(features, splits, "final", "train")
+    split = wildcards.get("outer", "final")
+    specs, labels = [], []
+    for values in cells.values():
+        cell = {**wildcards, **values}
+        geometry, loss, seed = cell["geometry"], cell["loss"], int(cell["seed"])
+        specs.append(final_spec(dataset, geometry, loss, seed, config, selection))
+        name = cell_name(geometry, loss, seed)
+        labels.append(name if split == "final" else f"{name}@{split}")
+    x, y = role_data(features, splits, split, "train")
+    extra = {} if split == "final" else {"train_split": split}  # final records unchanged
     records = train_bundle_and_publish(
-        dataset, specs, x, y, list(files.values()), job, config=config
+        dataset, specs, x, y, list(files.values()), job, config=config, labels=labels, extra=extra
     )
-    manifest = {"dataset": dataset, "kind": "factorial", "cells": [r["cell"] for r in records]}
-    write_json(manifest, outputs["manifest"], job)
+    write_json({"dataset": dataset, "kind": kind, "cells": labels}, outputs["manifest"], job)
     return records
 
 
@@ -126,7 +98,7 @@ def curvature_options(
     }
 
 
-def train_cell(
+def train_curvature_cell(
     dataset: str,
     wildcards: Mapping[str, str],
     features: str | Path,
@@ -135,20 +107,31 @@ def train_cell(
     outputs: dict[str, str | Path],
     job: JobContext,
     *,
-    selection: str | Path | None = None,
     epochs: int | None = None,
 ) -> dict[str, Any]:
-    """Train the cell a ``train_cell`` job's wildcards name: a curvature-control cell when they
-    name a ``point`` (for ``epochs``), an outer split's cell when they name an ``outer``
-    split, else a final factorial cell (its τ from ``selection`` when tuned)."""
+    """Train the curvature-control cell a job's wildcards name (its ``point``, geometry and
+    seed) on ``final/train`` for the control's ``epochs``: H_R at the point, or the matched
+    E_R; its record names the cell by the point's label and the control."""
     geometry, seed = wildcards["geometry"], int(wildcards["seed"])
-    loss = wildcards.get("loss", REGRESSION)  # a curvature-control cell is H_R or E_R
-    options: dict[str, Any] = {"selection": selection}
-    if "point" in wildcards:
-        options = curvature_options(dataset, wildcards["point"], geometry, seed, epochs)
-    elif "outer" in wildcards:
-        label = f"{cell_name(geometry, loss, wildcards['seed'])}@{wildcards['outer']}"
-        options |= {"label": label, "split": wildcards["outer"]}
-    return train_final_cell(
-        dataset, geometry, loss, seed, features, splits, config, outputs, job, **options
+    options = curvature_options(dataset, wildcards["point"], geometry, seed, epochs)
+    spec = cell_spec(
+        dataset,
+        geometry,
+        REGRESSION,
+        seed,
+        config,
+        hyperbolic=options["hyperbolic"],
+        epochs=options["epochs"],
+    )
+    x, y = role_data(features, splits, "final", "train")
+    return train_and_publish(
+        dataset,
+        spec,
+        x,
+        y,
+        outputs,
+        job,
+        label=options["label"],
+        config=config,
+        extra=options["extra"],
     )

@@ -1,5 +1,6 @@
-"""Temperature-tuning stage: one SupCon run per (geometry, τ) scored on validation only, and the
-selection of each geometry's temperature from those scores. Nothing here reads a sealed artifact.
+"""Temperature-tuning stage: one SupCon run per (geometry, τ), a dataset's runs trained as one
+bundle, each scored on validation only, and the selection of each geometry's temperature from
+those scores. Nothing here reads a sealed artifact.
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from hierbench.protocol import (
 )
 from hierbench.provenance.artifacts import write_json, write_parquet
 from hierbench.provenance.records import JobContext
+from hierbench.training.bundle import train_bundle
 from hierbench.training.trainer import train_cell
 from hierbench.training.tuning import hierarchy_scores, select_temperatures
 
@@ -73,36 +76,47 @@ def validation_score(
     return hierarchy_scores(summarise(frame, query_y, aggregation))
 
 
-def tune_temperature(
+def tune_temperatures(
     dataset: str,
-    geometry: str,
-    tau: float,
+    runs: Sequence[Mapping[str, str]],
     features: str | Path,
     splits: str | Path,
     config: dict[str, Any],
-    out_score: str | Path,
+    out_scores: Sequence[str | Path],
     job: JobContext,
     *,
     aggregation: str,
-) -> dict[str, Any]:
-    """One tuning run: Taxonomy-SupCon at ``tau`` on tuning/train, scored on validation only
-    under the dataset's registered ``aggregation``."""
+) -> list[dict[str, Any]]:
+    """A dataset's tuning runs (``runs``: geometry and τ each), Taxonomy-SupCon on
+    tuning/train, trained as one bundle and each scored on validation only under the dataset's
+    registered ``aggregation``; one score file per run (``out_scores``, in the same order)."""
     tuning = config["tuning"]
-    spec = cell_spec(
-        dataset, geometry, SUPCON, tuning["seed"], config, tau=tau, epochs=tuning["epochs"]
-    )
+    specs = [
+        cell_spec(
+            dataset,
+            run["geometry"],
+            SUPCON,
+            tuning["seed"],
+            config,
+            tau=float(run["tau"]),
+            epochs=tuning["epochs"],
+        )
+        for run in runs
+    ]
     x, y = role_data(features, splits, "tuning", "train")
-    result = train_cell(x, y, spec, device=config_device(config))
-    scores = validation_score(
-        result.model, spec, features, splits, config["evaluation"]["recall_ks"], aggregation
-    )
-    # A level without valid validation queries has no mAP: null in JSON, NaN when read back.
-    finite = {key: (value if math.isfinite(value) else None) for key, value in scores.items()}
-    record = {"dataset": dataset, "geometry": geometry, "tau": tau, "seed": spec.seed}
-    record |= {"epochs": spec.epochs, "aggregation": aggregation, **finite}
-    write_json(record, out_score, job)
-    log.info("%s tuning %s tau %s: %s", dataset, geometry, tau, scores)
-    return record
+    results = train_bundle(x, y, specs, device=config_device(config))
+    ks = config["evaluation"]["recall_ks"]
+    records = []
+    for spec, result, out_score in zip(specs, results, out_scores, strict=True):
+        scores = validation_score(result.model, spec, features, splits, ks, aggregation)
+        # A level without valid validation queries has no mAP: null in JSON, NaN when read back.
+        finite = {key: (value if math.isfinite(value) else None) for key, value in scores.items()}
+        record = {"dataset": dataset, "geometry": spec.geometry, "tau": spec.tau, "seed": spec.seed}
+        record |= {"epochs": spec.epochs, "aggregation": aggregation, **finite}
+        write_json(record, out_score, job)
+        log.info("%s tuning %s tau %s: %s", dataset, spec.geometry, spec.tau, scores)
+        records.append(record)
+    return records
 
 
 def _hierarchy_score(

@@ -75,7 +75,7 @@ def check_bundle(specs: Sequence[CellSpec]) -> None:
         if len(values) > 1:
             cells = ", ".join(spec.cell for spec in specs)
             raise BundleError(f"cells {cells} differ in {field} ({sorted(values)}); bundle apart")
-    if len({spec.cell for spec in specs}) != len(specs):
+    if len({json.dumps(spec.as_dict(), sort_keys=True) for spec in specs}) != len(specs):
         raise BundleError(f"a bundle holds a cell twice: {[spec.cell for spec in specs]}")
 
 

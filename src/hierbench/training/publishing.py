@@ -86,15 +86,18 @@ def train_bundle_and_publish(
     job: JobContext,
     *,
     config: dict[str, Any],
+    labels: Sequence[str],
+    extra: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Train the cells of ``specs`` as one bundle on the config's device and publish each
-    cell's three files (``outputs``, in the same order) as a cell trained alone would."""
+    cell's three files (``outputs``, in the same order) as a cell trained alone would; each
+    record names its cell by ``labels`` and its bundle's cells, plus the ``extra`` keys."""
     device = config_device(config)
     results = train_bundle(x, y, specs, device=device)
-    bundle = {"bundle": [spec.cell for spec in specs]}  # the record names its bundle's cells
+    extra = {**(extra or {}), "bundle": list(labels)}
     return [
-        publish_cell(dataset, spec, result, x, files, job, label=None, device=device, extra=bundle)
-        for spec, result, files in zip(specs, results, outputs, strict=True)
+        publish_cell(dataset, spec, result, x, files, job, label=label, device=device, extra=extra)
+        for spec, result, files, label in zip(specs, results, outputs, labels, strict=True)
     ]
 
 
