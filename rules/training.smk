@@ -67,6 +67,8 @@ use rule tune as select_semantic_duration with:
 # its manifest lists the cells, and each cell's three files are those a cell alone writes.
 FACTORIAL_BUNDLE = PATHS.bundle_outputs("factorial")
 OUTER_BUNDLE = PATHS.bundle_outputs("outer")
+CURVATURE_BUNDLE = PATHS.bundle_outputs("curvature")
+SEMANTIC_BUNDLE = PATHS.bundle_outputs("semantic")
 
 
 rule train_factorial:
@@ -108,50 +110,48 @@ use rule train_factorial as train_outer with:
         cells=bundle_cells(config, "outer"),
 
 
-# The curvature control: H_R at other operating points (and the matched E_R), own epochs, one
-# job per cell. Every other kind of cell is this rule (use rule ... with: below): its own
-# inputs, cell folder, config keys and code; each kind's stage publishes the same three files.
-rule train_curvature_cell:
+# The curvature control: H_R at another operating point (or the matched E_R), own epochs; one
+# bundle per point, its cell of every seed.
+use rule train_factorial as train_curvature with:
     input:
         **DEV_DATA,
     output:
-        **CELL["curvature"],
+        **CURVATURE_BUNDLE,
     log:
-        log_for(CELL["curvature"]),
+        log_for(CURVATURE_BUNDLE),
     benchmark:
-        benchmark_for(CELL["curvature"])
-    resources:
-        gpu=GPUS_PER_JOB,
+        benchmark_for(CURVATURE_BUNDLE)
     params:
-        **code("stages.training", script="train_curvature_cell"),
+        **code("stages.training", script="train_bundle"),
         config=lambda wildcards: cell_config(wildcards.dataset),
+        kind="curvature",
+        cells=bundle_cells(config, "curvature"),
         epochs=lambda wildcards: control_epochs(config, wildcards.dataset),
-    conda:
-        ENVIRONMENT
-    script:
-        SCRIPT
 
 
-# The semantic control: Euclidean SupCon on an arm's labels, for the arm's chosen epochs.
-use rule train_curvature_cell as train_semantic_cell with:
+# The semantic control: Euclidean SupCon on an arm's labels, for the arm's chosen epochs; one
+# bundle per arm, its cell of every seed.
+use rule train_factorial as train_semantic with:
     input:
         **DEV_DATA,
         **TAXONOMIES,
         duration=DURATION,
     output:
-        **CELL["semantic"],
+        **SEMANTIC_BUNDLE,
     log:
-        log_for(CELL["semantic"]),
+        log_for(SEMANTIC_BUNDLE),
     benchmark:
-        benchmark_for(CELL["semantic"])
+        benchmark_for(SEMANTIC_BUNDLE)
     params:
-        **code("stages.semantic", script="train_semantic_cell"),
+        **code("stages.semantic", script="train_semantic_bundle"),
         config=lambda wildcards: cell_config(wildcards.dataset, controls=("semantic",)),
+        cells=bundle_cells(config, "semantic"),
 
 
 # The HIER-style baseline: the factorial's Poincaré head, seeds, batch order, optimiser and
-# epochs, HIER's objective.
-use rule train_curvature_cell as train_hier_cell with:
+# epochs, HIER's objective; one job per cell. The companion cells are this rule too (use rule
+# ... with: below): own inputs, cell folder, config keys and code, the same three files.
+rule train_hier_cell:
     input:
         **DEV_DATA,
     output:
@@ -160,15 +160,21 @@ use rule train_curvature_cell as train_hier_cell with:
         log_for(CELL["hier"]),
     benchmark:
         benchmark_for(CELL["hier"])
+    resources:
+        gpu=GPUS_PER_JOB,
     params:
         **code("stages.hier", script="train_hier_cell"),
         config=lambda wildcards: cell_config(wildcards.dataset, controls=("baselines",)),
+    conda:
+        ENVIRONMENT
+    script:
+        SCRIPT
 
 
 # The companion method's cells, E_A and L_A: the factorial's head (E: unnormalised; L: a Lorentz
 # output with learnable curvature), seeds, batch order, optimiser and epochs; the
 # angle-entailment objective. The record adds the norms of the validation images' embeddings.
-use rule train_curvature_cell as train_companion_cell with:
+use rule train_hier_cell as train_companion_cell with:
     input:
         features=run_path(DEV_FEATURES),
         crops=companion_crops,

@@ -78,8 +78,21 @@ def test_a_factorial_bundle_writes_its_manifest_and_each_cells_three_files():
     assert outer["manifest"] == "runs/x/{dataset}/cells/bundles/outer/{outer}-{seed}.json"
     assert outer["model_H_S"] == "runs/x/{dataset}/cells/outer/{outer}/HS-{seed}/model.safetensors"
     assert len(outer) == 1 + 3 * 4
+    seeds = {str(seed): {"seed": seed} for seed in TINY_SEEDS}
+    assert bundle_cells(CONFIG, "curvature") == bundle_cells(CONFIG, "semantic") == seeds
+    curvature = PATHS.bundle_outputs("curvature")
+    assert (
+        curvature["manifest"] == "runs/x/{dataset}/cells/bundles/curvature/{point}-{geometry}.json"
+    )
+    assert curvature[f"record_{TINY_SEEDS[0]}"] == (
+        f"runs/x/{{dataset}}/cells/curvature/{{point}}/{{geometry}}R-{TINY_SEEDS[0]}/record.json"
+    )
+    semantic = PATHS.bundle_outputs("semantic")
+    assert semantic[f"model_{TINY_SEEDS[1]}"] == (
+        f"runs/x/{{dataset}}/cells/semantic/{{arm}}/ES-{TINY_SEEDS[1]}/model.safetensors"
+    )
     with pytest.raises(KeyError, match="not bundled; bundled kinds"):
-        bundle_cells(CONFIG, "curvature")
+        bundle_cells(CONFIG, "hier")
 
 
 def test_an_unknown_kind_is_an_error_naming_the_known_ones():

@@ -1,5 +1,5 @@
-"""Train one bundle of factorial-recipe cells: a dataset's factorial, or an outer split's cells
-of one seed."""
+"""Train one bundle of factorial-recipe cells: a dataset's factorial, an outer split's cells of
+one seed, or a curvature point's cells of every seed."""
 
 from hierbench.jobs import start_job
 from hierbench.stages.training import train_cell_bundle
@@ -17,4 +17,5 @@ train_cell_bundle(
     dict(snakemake.output.items()),
     job,
     selection=selection[0] if selection else None,
+    epochs=getattr(snakemake.params, "epochs", None),
 )

@@ -99,11 +99,14 @@ SEEDLESS_ARMS = (FROZEN, PCA)
 # A cell's three files, by output name.
 CELL_FILES = {"model": "model.safetensors", "log": "train_log.parquet", "record": "record.json"}
 # The kinds trained in bundles (one job, many cells: see training.bundle), each with the
-# manifest its job writes (its cells, in bundle order): a dataset's whole factorial, and the
-# factorial's four cells of one seed on one outer split.
+# manifest its job writes (its cells, in bundle order): a dataset's whole factorial; the
+# factorial's four cells of one seed on one outer split; a curvature point's, and a semantic
+# arm's, cells of every seed.
 BUNDLE_MANIFESTS = {
     "factorial": "{dataset}/cells/bundles/factorial.json",
     "outer": f"{{dataset}}/cells/bundles/{OUTER_CONTROL}/{{outer}}-{{seed}}.json",
+    "curvature": f"{{dataset}}/cells/bundles/{CURVATURE_CONTROL}/{{point}}-{{geometry}}.json",
+    "semantic": f"{{dataset}}/cells/bundles/{SEMANTIC_CONTROL}/{{arm}}.json",
 }
 BUNDLED_KINDS = tuple(BUNDLE_MANIFESTS)
 # The cells the Final lock records, and those the fairness audit checks.
@@ -190,14 +193,17 @@ def tuning_runs(config: Mapping[str, Any]) -> list[dict[str, str]]:
 
 def bundle_cells(config: Mapping[str, Any], kind: str) -> dict[str, dict]:
     """The cells of one bundle of a bundled kind, by label (their wildcard values joined by
-    underscores, ``E_R_42``): every factorial cell of a dataset, or the four geometry x loss
-    cells of an outer split's seed (the bundle's own wildcards fill the rest)."""
+    underscores, ``E_R_42``): every factorial cell of a dataset; the four geometry x loss cells
+    of an outer split's seed; a curvature point's or semantic arm's cell of each training seed
+    (the bundle's own wildcards fill the rest)."""
     if kind not in BUNDLED_KINDS:
         raise KeyError(f"cells of kind {kind!r} are not bundled; bundled kinds: {BUNDLED_KINDS}")
     if kind == "factorial":
         cells = list(cell_instances(config, "", kind))
-    else:
+    elif kind == "outer":
         cells = [{"geometry": g, "loss": x} for g in GEOMETRIES for x in LOSSES]
+    else:
+        cells = [{"seed": seed} for seed in config["training"]["seeds"]]
     return {"_".join(str(value) for value in values.values()): values for values in cells}
 
 

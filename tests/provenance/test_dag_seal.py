@@ -74,7 +74,7 @@ def test_no_rule_upstream_of_the_lock_reads_a_sealed_artifact(repo_copy: Path):
         "evaluate_companion_angle",
     }
     assert sealed_readers == SEALED_PRODUCERS | evaluations
-    controls = {"train_curvature_cell", "select_semantic_duration", "train_semantic_cell"}
+    controls = {"train_curvature", "select_semantic_duration", "train_semantic"}
     baselines = {"fit_pca", "train_hier_cell", "train_companion_cell", "features_dev_crops"}
     assert controls | baselines <= {job["rule"] for job in upstream}
 

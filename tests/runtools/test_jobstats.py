@@ -136,9 +136,9 @@ def test_the_jobs_command_prints_json_and_names_a_missing_log_folder(run: Path, 
 
 def test_the_workflow_rules_map_to_their_stage_files():
     stages = rule_stages(REPO / "rules")
-    assert stages["train_cell"] == "training" and stages["features_dev"] == "features"
+    assert stages["train_factorial"] == "training" and stages["features_dev"] == "features"
     assert stages["final_lock"] == "evaluation" and stages["splits"] == "splits"
     # rules made by inheritance (use rule ... with:) belong to the file that makes them
-    assert stages["train_curvature_cell"] == "training"
+    assert stages["train_curvature"] == "training"
     assert stages["evaluate_frozen"] == "evaluation"
     assert set(stages.values()) <= {path.stem for path in (REPO / "rules").glob("*.smk")}

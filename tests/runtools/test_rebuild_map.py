@@ -133,7 +133,7 @@ def test_a_probe_edit_changes_the_code_hash_of_exactly_the_rules_it_reaches(pack
 
 def test_final_training_evaluation_and_figures_depend_only_on_what_they_run():
     declared = declared_modules(REPO / "rules")
-    final_training = {"train_factorial", "train_curvature_cell", "train_outer"}
+    final_training = {"train_factorial", "train_curvature", "train_outer"}
     evaluation = {rule for rule in declared if rule.startswith("evaluate_")}
     for module in ("metrics", "metrics.engine", "metrics.ot", "stages.tuning"):
         assert not affected_rules(module, declared) & final_training, module
@@ -291,4 +291,4 @@ def test_a_one_character_change_to_the_metric_engine_reruns_no_regression_cell(
     assert rules["select_semantic_duration"] == 4
     assert rules["train_factorial"] == 2  # each dataset's factorial bundle: it holds S cells
     assert rules["train_outer"] == 3  # every outer bundle (split x seed) holds S cells
-    assert "train_curvature_cell" not in rules  # Regression cells, one job each
+    assert "train_curvature" not in rules  # its bundles hold Regression cells only

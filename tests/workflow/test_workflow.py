@@ -20,11 +20,11 @@ from hierbench.runtools.jobstats import NO_RECORD, NO_STAGE, job_costs, rule_sta
 SEEDS = len(TINY_SEEDS)
 OUTER_SCORING = {"score_outer_split": 3, "outer_tables": 1}
 CUB_CONTROL = {
-    "train_curvature_cell": 4 * SEEDS,
+    "train_curvature": 4,  # a bundle per point, its cell of each seed
     "evaluate_curvature_cell": 4 * SEEDS,
     "curvature_tables": 1,
     "select_semantic_duration": 4,
-    "train_semantic_cell": 4 * SEEDS,
+    "train_semantic": 4,  # a bundle per arm
     "evaluate_semantic_cell": 4 * SEEDS,
     "semantic_tables": 1,
     "fit_pca": 1,

@@ -1,6 +1,6 @@
-"""Training stage: the factorial's cells, in bundles (a dataset's final cells; each outer split's
-cells of a seed), and the curvature control's, which are factorial cells at another operating
-point and budget, one per job; on development data.
+"""Training stage: the factorial recipe's cells, in bundles: a dataset's final cells, each outer
+split's cells of a seed, and each curvature-control point's cells of every seed (factorial
+cells at another operating point and budget); on development data.
 
 Nothing here reads a sealed artifact: features and splits come from the development side.
 """
@@ -15,9 +15,8 @@ from hierbench.cells.spec import CellSpec, cell_spec
 from hierbench.controls.curvature import cell_label, point_geometry, point_hyperbolic
 from hierbench.features.store import role_data
 from hierbench.protocol import CURVATURE_CONTROL, REGRESSION, SUPCON, cell_name
-from hierbench.provenance.artifacts import write_json
 from hierbench.provenance.records import JobContext
-from hierbench.training.publishing import train_and_publish, train_bundle_and_publish
+from hierbench.training.publishing import train_bundle_and_publish
 from hierbench.training.tuning import selected_tau
 
 
@@ -48,33 +47,54 @@ def train_cell_bundle(
     job: JobContext,
     *,
     selection: str | Path | None = None,
+    epochs: int | None = None,
 ) -> list[dict[str, Any]]:
     """Train one bundle of factorial-recipe cells and write each cell's checkpoint, log and
-    record: ``cells`` holds their wildcard values by label, the job's ``wildcards`` the rest
-    (an ``outer`` split and ``seed``: trained on that split's train side, each record naming
-    it, as a cell alone; else ``final/train``). ``outputs`` names each cell's files
-    ``<file>_<label>`` and the bundle's ``manifest`` (its cells, in order; written last, so it
-    exists only beside a complete bundle)."""
-    files: dict[str, dict[str, str | Path]] = {label: {} for label in cells}
-    for key, path in outputs.items():
-        if key != "manifest":
-            name, label = key.split("_", 1)
-            files[label][name] = path
-    split = wildcards.get("outer", "final")
-    specs, labels = [], []
-    for values in cells.values():
-        cell = {**wildcards, **values}
-        geometry, loss, seed = cell["geometry"], cell["loss"], int(cell["seed"])
-        specs.append(final_spec(dataset, geometry, loss, seed, config, selection))
-        name = cell_name(geometry, loss, seed)
-        labels.append(name if split == "final" else f"{name}@{split}")
-    x, y = role_data(features, splits, split, "train")
-    extra = {} if split == "final" else {"train_split": split}  # final records unchanged
-    records = train_bundle_and_publish(
-        dataset, specs, x, y, list(files.values()), job, config=config, labels=labels, extra=extra
+    record, then the bundle's manifest. ``cells`` holds their wildcard values by output key,
+    the job's ``wildcards`` the rest: a curvature ``point`` (trained for the control's
+    ``epochs``), an ``outer`` split (trained on its train side), else final factorial cells.
+    Every cell's record is the one it gets trained alone (see ``bundle_member``)."""
+    members, extras = [], []
+    for key, values in cells.items():
+        spec, label, extra = bundle_member(
+            dataset, {**wildcards, **values}, config, selection, epochs
+        )
+        members.append((key, spec, label))
+        extras.append(extra)
+    x, y = role_data(features, splits, wildcards.get("outer", "final"), "train")
+    return train_bundle_and_publish(
+        dataset, kind, members, x, y, outputs, job, config=config, extra=extras[0]
     )
-    write_json({"dataset": dataset, "kind": kind, "cells": labels}, outputs["manifest"], job)
-    return records
+
+
+def bundle_member(
+    dataset: str,
+    cell: Mapping[str, Any],
+    config: dict[str, Any],
+    selection: str | Path | None,
+    epochs: int | None,
+) -> tuple[CellSpec, str, dict[str, Any]]:
+    """A bundled cell's spec, label and record keys beyond the common ones: a curvature-control
+    cell (its ``point``; H_R at it, or the matched E_R, for ``epochs``), an outer split's cell
+    (its ``outer`` split), or a final factorial cell (its τ from ``selection`` when tuned)."""
+    geometry, seed = cell["geometry"], int(cell["seed"])
+    if "point" in cell:
+        options = curvature_options(dataset, cell["point"], geometry, seed, epochs)
+        spec = cell_spec(
+            dataset,
+            geometry,
+            REGRESSION,
+            seed,
+            config,
+            hyperbolic=options["hyperbolic"],
+            epochs=options["epochs"],
+        )
+        return spec, options["label"], options["extra"]
+    spec = final_spec(dataset, geometry, cell["loss"], seed, config, selection)
+    name = cell_name(geometry, cell["loss"], seed)
+    if "outer" in cell:  # final records unchanged; an outer split's name it
+        return spec, f"{name}@{cell['outer']}", {"train_split": cell["outer"]}
+    return spec, name, {}
 
 
 def curvature_options(
@@ -96,42 +116,3 @@ def curvature_options(
         "epochs": epochs,
         "extra": {"control": CURVATURE_CONTROL},
     }
-
-
-def train_curvature_cell(
-    dataset: str,
-    wildcards: Mapping[str, str],
-    features: str | Path,
-    splits: str | Path,
-    config: dict[str, Any],
-    outputs: dict[str, str | Path],
-    job: JobContext,
-    *,
-    epochs: int | None = None,
-) -> dict[str, Any]:
-    """Train the curvature-control cell a job's wildcards name (its ``point``, geometry and
-    seed) on ``final/train`` for the control's ``epochs``: H_R at the point, or the matched
-    E_R; its record names the cell by the point's label and the control."""
-    geometry, seed = wildcards["geometry"], int(wildcards["seed"])
-    options = curvature_options(dataset, wildcards["point"], geometry, seed, epochs)
-    spec = cell_spec(
-        dataset,
-        geometry,
-        REGRESSION,
-        seed,
-        config,
-        hyperbolic=options["hyperbolic"],
-        epochs=options["epochs"],
-    )
-    x, y = role_data(features, splits, "final", "train")
-    return train_and_publish(
-        dataset,
-        spec,
-        x,
-        y,
-        outputs,
-        job,
-        label=options["label"],
-        config=config,
-        extra=options["extra"],
-    )

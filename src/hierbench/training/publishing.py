@@ -8,7 +8,7 @@ publishes each cell's files as a cell trained alone does.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,26 +79,41 @@ def train_and_publish(
 
 def train_bundle_and_publish(
     dataset: str,
-    specs: Sequence[CellSpec],
+    kind: str,
+    members: Sequence[tuple[str, CellSpec, str]],
     x: np.ndarray,
     y: np.ndarray,
-    outputs: Sequence[dict[str, str | Path]],
+    outputs: Mapping[str, str | Path],
     job: JobContext,
     *,
     config: dict[str, Any],
-    labels: Sequence[str],
     extra: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Train the cells of ``specs`` as one bundle on the config's device and publish each
-    cell's three files (``outputs``, in the same order) as a cell trained alone would; each
-    record names its cell by ``labels`` and its bundle's cells, plus the ``extra`` keys."""
+    """Train a bundle's cells together on the config's device and publish each cell's three
+    files as a cell trained alone would, then the bundle's manifest (its cells, in order;
+    written last, so it exists only beside a complete bundle).
+
+    ``members`` holds each cell's output key, spec and label (the name its record and the
+    fairness audit use); ``outputs`` are the bundle job's named outputs, ``<file>_<key>`` for
+    each cell and ``manifest``. Each record names the bundle's cells, plus the ``extra`` keys.
+    """
+    files: dict[str, dict[str, str | Path]] = {key: {} for key, _, _ in members}
+    for name, path in outputs.items():
+        if name != "manifest":
+            file, key = name.split("_", 1)
+            files[key][file] = path
     device = config_device(config)
-    results = train_bundle(x, y, specs, device=device)
-    extra = {**(extra or {}), "bundle": list(labels)}
-    return [
-        publish_cell(dataset, spec, result, x, files, job, label=label, device=device, extra=extra)
-        for spec, result, files, label in zip(specs, results, outputs, labels, strict=True)
+    results = train_bundle(x, y, [spec for _, spec, _ in members], device=device)
+    labels = [label for _, _, label in members]
+    extra = {**(extra or {}), "bundle": labels}
+    records = [
+        publish_cell(
+            dataset, spec, result, x, files[key], job, label=label, device=device, extra=extra
+        )
+        for (key, spec, label), result in zip(members, results, strict=True)
     ]
+    write_json({"dataset": dataset, "kind": kind, "cells": labels}, outputs["manifest"], job)
+    return records
 
 
 def publish_cell(

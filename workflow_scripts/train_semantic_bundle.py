@@ -1,13 +1,13 @@
-"""Train one semantic-control cell for its arm's chosen epochs."""
+"""Train a semantic-control arm's cells (one per seed) as one bundle, for its chosen epochs."""
 
 from hierbench.jobs import start_job
-from hierbench.stages.semantic import train_semantic_cell
+from hierbench.stages.semantic import train_semantic_bundle
 
 job = start_job(snakemake)
-train_semantic_cell(
+train_semantic_bundle(
     snakemake.wildcards.dataset,
     snakemake.wildcards.arm,
-    int(snakemake.wildcards.seed),
+    snakemake.params.cells,
     snakemake.input.features,
     snakemake.input.splits,
     (snakemake.input.taxonomy, snakemake.input.shuffled),
