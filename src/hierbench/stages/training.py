@@ -53,7 +53,8 @@ def train_cell_bundle(
     record, then the bundle's manifest. ``cells`` holds their wildcard values by output key,
     the job's ``wildcards`` the rest: a curvature ``point`` (trained for the control's
     ``epochs``), an ``outer`` split (trained on its train side), else final factorial cells.
-    Every cell's record is the one it gets trained alone (see ``bundle_member``)."""
+    Every cell's record is the one it gets trained alone (see ``bundle_member``); a bundle's
+    cells share their extra record keys (one point or outer split per bundle)."""
     members, extras = [], []
     for key, values in cells.items():
         spec, label, extra = bundle_member(
