@@ -7,10 +7,12 @@
 2. Training: one H_S cell at the paper's size (5,994 x 768 CUB-like features, the paper
    config's head, batch 128), updates/s on the GPU and on this machine's CPU (the ratio is
    the GPU's speed-up).
-3. The CUB factorial from cached features on the GPU, wall time: the temperature search
-   (2 geometries x 6 taus x 50 epochs on the tuning split), the 12 final cells (2 geometries
-   x 2 losses x 3 seeds x 100 epochs) and their sealed scoring (870 queries x 4,924 gallery,
-   3 draws each, on the CPU as the pipeline does).
+3. Bundles: the CUB factorial's 12 cells for one epoch trained as one bundle (as the
+   pipeline trains them) against the same cells one by one, cell-updates/s on the device.
+4. The CUB factorial from cached features on the GPU, wall time: the temperature search
+   (2 geometries x 6 taus x 50 epochs on the tuning split, one bundle), the 12 final cells
+   (2 geometries x 2 losses x 3 seeds x 100 epochs, one bundle) and their sealed scoring
+   (870 queries x 4,924 gallery, 3 draws each, on the CPU as the pipeline does).
 
 Run: ``.venv/bin/python benchmarks/gpu.py [--out FILE.json]``. Without CUDA it prints one line
 and exits 2 (the README's GPU figures then stay "to be measured"). ``--smoke`` runs every step
@@ -38,6 +40,7 @@ from hierbench.devices import use_deterministic_torch
 from hierbench.features.extraction import _forward
 from hierbench.metrics.engine import evaluate
 from hierbench.protocol import GEOMETRY_NAMES
+from hierbench.training.bundle import train_bundle
 from hierbench.training.trainer import train_cell
 
 REPO = Path(__file__).resolve().parents[1]
@@ -151,39 +154,68 @@ def training_rates(sizes: Sizes, device: torch.device) -> dict[str, float]:
     return rates
 
 
+def factorial_specs(sizes: Sizes, epochs: int) -> list:
+    """The CUB factorial's cells (E/H x R/S x seeds), as the pipeline's bundle holds them."""
+    config = paper_config()
+    return [
+        cell_spec(
+            "cub", geometry, loss, seed, config, tau=0.1 if loss == "S" else None, epochs=epochs
+        )
+        for geometry in GEOMETRY_NAMES
+        for loss in ("R", "S")
+        for seed in sizes.seeds
+    ]
+
+
+def bundle_rates(sizes: Sizes, device: torch.device) -> dict[str, float]:
+    """Cell-updates/s of the factorial's cells for one epoch, as one bundle and one by one."""
+    x, y = cub_like(sizes.train_rows, 0)
+    specs = factorial_specs(sizes, 1)
+    train_bundle(x, y, specs[:2], device=device)  # warm-up
+    start = time.perf_counter()
+    bundled = sum(result.updates for result in train_bundle(x, y, specs, device=device))
+    bundle_rate = bundled / (time.perf_counter() - start)
+    start = time.perf_counter()
+    single = sum(train_cell(x, y, spec, device=device).updates for spec in specs)
+    return {
+        "bundle_cell_updates_per_s": bundle_rate,
+        "single_cell_updates_per_s": single / (time.perf_counter() - start),
+    }
+
+
 def factorial_seconds(sizes: Sizes, device: torch.device) -> dict[str, float]:
-    """Wall seconds of the CUB factorial from cached features: tuning, cells, sealed scoring."""
+    """Wall seconds of the CUB factorial from cached features, trained in bundles as the
+    pipeline trains it: tuning, cells, sealed scoring."""
     config = paper_config()
     tuning_x, tuning_y = cub_like(sizes.tuning_rows, 1)
     x, y = cub_like(sizes.train_rows, 0)
     test_x, test_y = cub_like(sizes.query + sizes.gallery, 2)
     start = time.perf_counter()
-    for geometry in GEOMETRY_NAMES:
-        for tau in sizes.taus:
-            spec = cell_spec("cub", geometry, "S", 42, config, tau=tau, epochs=sizes.tuning_epochs)
-            train_cell(tuning_x, tuning_y, spec, device=device)
+    tuning = [
+        cell_spec("cub", geometry, "S", 42, config, tau=tau, epochs=sizes.tuning_epochs)
+        for geometry in GEOMETRY_NAMES
+        for tau in sizes.taus
+    ]
+    train_bundle(tuning_x, tuning_y, tuning, device=device)
     tuned = time.perf_counter()
+    specs = factorial_specs(sizes, sizes.epochs)
+    results = train_bundle(x, y, specs, device=device)
     scoring = 0.0
-    for geometry in GEOMETRY_NAMES:
-        for loss in ("R", "S"):
-            for seed in sizes.seeds:
-                tau = 0.1 if loss == "S" else None
-                spec = cell_spec("cub", geometry, loss, seed, config, tau=tau, epochs=sizes.epochs)
-                model = train_cell(x, y, spec, device=device).model
-                began = time.perf_counter()
-                emb = embed(model, test_x)  # the sealed evaluation's CPU path
-                for draw in range(sizes.draws):
-                    order = np.random.default_rng(draw).permutation(len(emb))
-                    q, g = order[: sizes.query], order[sizes.query :]
-                    evaluate(
-                        emb[q],
-                        emb[g],
-                        test_y[q],
-                        test_y[g],
-                        geometry=GEOMETRY_NAMES[geometry],
-                        curvature=spec.curvature,
-                    )
-                scoring += time.perf_counter() - began
+    for spec, result in zip(specs, results, strict=True):
+        began = time.perf_counter()
+        emb = embed(result.model, test_x)  # the sealed evaluation's CPU path
+        for draw in range(sizes.draws):
+            order = np.random.default_rng(draw).permutation(len(emb))
+            q, g = order[: sizes.query], order[sizes.query :]
+            evaluate(
+                emb[q],
+                emb[g],
+                test_y[q],
+                test_y[g],
+                geometry=GEOMETRY_NAMES[spec.geometry],
+                curvature=spec.curvature,
+            )
+        scoring += time.perf_counter() - began
     total = time.perf_counter() - start
     return {
         "tuning_s": tuned - start,
@@ -195,7 +227,7 @@ def factorial_seconds(sizes: Sizes, device: torch.device) -> dict[str, float]:
 
 def report(figures: dict[str, dict[str, float]]) -> list[str]:
     """Readable lines, each figure beside its reference."""
-    f, t, w = figures["features"], figures["training"], figures["factorial"]
+    f, t, w, b = figures["features"], figures["training"], figures["factorial"], figures["bundle"]
     ratio = f["stage_images_per_s"] / f["bare_images_per_s"]
     verdict = "met" if ratio >= FEATURE_GOAL else "NOT met"
     return [
@@ -204,6 +236,9 @@ def report(figures: dict[str, dict[str, float]]) -> list[str]:
         f"training (H_S, one epoch): {t['gpu_updates_per_s']:.0f} updates/s on the device, "
         f"{t['cpu_updates_per_s']:.0f} on the CPU ({torch.get_num_threads()} threads): "
         f"{t['gpu_updates_per_s'] / t['cpu_updates_per_s']:.1f}x",
+        f"bundle of the factorial's cells: {b['bundle_cell_updates_per_s']:.0f} cell-updates/s, "
+        f"{b['single_cell_updates_per_s']:.0f} one by one: "
+        f"{b['bundle_cell_updates_per_s'] / b['single_cell_updates_per_s']:.1f}x",
         f"CUB factorial from cached features: {w['total_s'] / 60:.1f} min (tuning "
         f"{w['tuning_s'] / 60:.1f}, cells {w['cells_s'] / 60:.1f}, sealed scoring "
         f"{w['scoring_s'] / 60:.1f})",
@@ -218,7 +253,7 @@ def rows(smoke: bool = False) -> list[Row]:
     sizes = SMOKE if smoke else PAPER
     use_deterministic_torch(device)
     f, t = feature_rates(sizes, device), training_rates(sizes, device)
-    w = factorial_seconds(sizes, device)
+    b, w = bundle_rates(sizes, device), factorial_seconds(sizes, device)
     where = torch.cuda.get_device_name() + (" (smoke sizes)" if smoke else "")
     return [
         row(
@@ -238,6 +273,15 @@ def rows(smoke: bool = False) -> list[Row]:
             "updates/s",
             None,
             note=f"{where}; the speed-up, no goal; CPU with {torch.get_num_threads()} threads",
+        ),
+        row(
+            "gpu",
+            "12-cell bundle cell-updates/s vs the same cells one by one, on the GPU",
+            b["bundle_cell_updates_per_s"],
+            b["single_cell_updates_per_s"],
+            "cell-updates/s",
+            None,
+            note=f"{where}; the CUB factorial (E/H x R/S x 3 seeds), one epoch; no goal",
         ),
         row(
             "gpu",
@@ -268,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         "device": {"name": torch.cuda.get_device_name() if device.type == "cuda" else "cpu"},
         "features": feature_rates(sizes, device),
         "training": training_rates(sizes, device),
+        "bundle": bundle_rates(sizes, device),
         "factorial": factorial_seconds(sizes, device),
     }
     print(f"device: {figures['device']['name']}" + (" (smoke sizes)" if args.smoke else ""))

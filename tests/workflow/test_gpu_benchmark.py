@@ -33,11 +33,12 @@ def test_the_smoke_run_measures_every_figure(tmp_path, capsys):
     out = tmp_path / "gpu.json"
     assert _benchmark().main(["--smoke", "--out", str(out)]) == 0
     figures = json.loads(out.read_text())
-    assert set(figures) == {"device", "features", "training", "factorial"}
-    for group in ("features", "training", "factorial"):
+    assert set(figures) == {"device", "features", "training", "bundle", "factorial"}
+    for group in ("features", "training", "bundle", "factorial"):
         assert all(value > 0 for value in figures[group].values()), group
     factorial = figures["factorial"]
     parts = factorial["tuning_s"] + factorial["cells_s"] + factorial["scoring_s"]
     assert parts == pytest.approx(factorial["total_s"])
     printed = capsys.readouterr().out
     assert "images/s" in printed and "updates/s" in printed and "CUB factorial" in printed
+    assert "cell-updates/s" in printed
