@@ -46,8 +46,8 @@ def test_a_second_config_plans_its_run_in_its_own_folder(built_repo: Path):
 def test_compare_names_the_changed_training_key_as_the_first_difference(
     built_repo: Path, tmp_path: Path
 ):
-    """Run B: a copy of the tiny run in which the E_R cells (and so their factorial bundles)
-    were retrained at another lr."""
+    """Run B: a copy of the tiny run in which the E_R cells (and so their factorial bundles,
+    and the tuning runs their S cells read) were retrained at another lr."""
     second = tmp_path / "second"
     shutil.copytree(built_repo, second, symlinks=True)
     changed = _config_with(second, "tiny", training_lr=6.0e-5)
@@ -72,7 +72,8 @@ def test_compare_names_the_changed_training_key_as_the_first_difference(
         for folder in ["bundles", *(f"{g}{x}-{s}" for g in "EH" for x in "RS" for s in TINY_SEEDS)]
     }
     assert {str(Path(artifact).parent) for artifact in cause["artifacts"]} == retrained
-    assert {group["rule"] for group in report["causes"]} == {"train_factorial"}
+    # a factorial bundle holds S cells: it reads the tuning selection, whose runs train at lr
+    assert {group["rule"] for group in report["causes"]} == {"train_factorial", "tune"}
     identical = {stage["stage"] for stage in report["stages"] if stage["identical"]}
     for dataset in ("cub", "nabirds"):
         assert {f"{dataset}/taxonomy", f"{dataset}/splits", f"{dataset}/features"} <= identical

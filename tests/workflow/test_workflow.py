@@ -127,7 +127,7 @@ def test_alias_file_change_reruns_cub_taxonomy_and_what_follows(built_repo: Path
 
 def test_touching_inputs_without_changing_them_reruns_nothing(built_repo: Path):
     touched = ("resources/cub_aliases.json", "resources/cub_classes.txt", "configs/tiny.yaml")
-    scripts = ("workflow_scripts/train_cell.py", "src/hierbench/metrics/engine.py")
+    scripts = ("workflow_scripts/train_bundle.py", "src/hierbench/metrics/engine.py")
     for path in (*touched, *scripts):
         os.utime(built_repo / path)
     for path in (built_repo / f"{TINY_RUN}/cub/splits").glob("*.parquet"):
