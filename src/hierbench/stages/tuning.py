@@ -24,7 +24,7 @@ from hierbench.controls.semantic import (
     training_labels,
 )
 from hierbench.devices import config_device
-from hierbench.features.store import role_arrays, role_data
+from hierbench.features.store import role_arrays
 from hierbench.metrics import evaluate, summarise
 from hierbench.protocol import (
     EUCLIDEAN,
@@ -54,16 +54,14 @@ def write_selection(
 def validation_score(
     model: Any,
     spec: CellSpec,
-    features: str | Path,
-    splits: str | Path,
+    query: tuple[np.ndarray, np.ndarray],
+    gallery: tuple[np.ndarray, np.ndarray],
     ks: list[int],
     aggregation: str,
 ) -> dict[str, float]:
-    """mAP per level on the tuning query/gallery under the dataset's registered
-    ``aggregation``, and their hierarchy mean (the score τ is chosen by)."""
-    (query_x, query_y), (gallery_x, gallery_y) = role_arrays(
-        features, splits, [("tuning", "query"), ("tuning", "gallery")]
-    )
+    """mAP per level on the tuning query/gallery (features, labels) under the dataset's
+    registered ``aggregation``, and their hierarchy mean (the score τ is chosen by)."""
+    (query_x, query_y), (gallery_x, gallery_y) = query, gallery
     frame = evaluate(
         embed(model, query_x),
         embed(model, gallery_x),
@@ -103,12 +101,14 @@ def tune_temperatures(
         )
         for run in runs
     ]
-    x, y = role_data(features, splits, "tuning", "train")
+    (x, y), query, gallery = role_arrays(
+        features, splits, [("tuning", "train"), ("tuning", "query"), ("tuning", "gallery")]
+    )
     results = train_bundle(x, y, specs, device=config_device(config))
     ks = config["evaluation"]["recall_ks"]
     records = []
     for spec, result, out_score in zip(specs, results, out_scores, strict=True):
-        scores = validation_score(result.model, spec, features, splits, ks, aggregation)
+        scores = validation_score(result.model, spec, query, gallery, ks, aggregation)
         # A level without valid validation queries has no mAP: null in JSON, NaN when read back.
         finite = {key: (value if math.isfinite(value) else None) for key, value in scores.items()}
         record = {"dataset": dataset, "geometry": spec.geometry, "tau": spec.tau, "seed": spec.seed}
