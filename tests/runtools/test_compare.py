@@ -46,8 +46,16 @@ def _effects(shift: float = 0.0) -> pd.DataFrame:
 class Pipeline:
     """Writes artifacts and their records into ``root / prefix`` as the pipeline would."""
 
-    def __init__(self, root: Path, prefix: str, torch: str = "2.14.1", eval_code: str = "e1"):
+    def __init__(
+        self,
+        root: Path,
+        prefix: str,
+        torch: str = "2.14.1",
+        eval_code: str = "e1",
+        threads: int = 1,
+    ):
         self.root, self.prefix, self.torch, self.eval_code = root, prefix, torch, eval_code
+        self.threads = threads
         self.folder = root / prefix
 
     def publish(self, rel: str, content: bytes | pd.DataFrame, rule: str, **job) -> str:
@@ -79,7 +87,7 @@ class Pipeline:
                 "platform": "Linux-x86_64",
                 "packages": {"torch": self.torch, "pandas": "3.1.1"},
                 "environment": {"torch": self.torch, "pandas": "3.1.1"},
-                "torch_runtime": {"device": "cpu", "threads": 1},
+                "torch_runtime": {"device": "cpu", "threads": self.threads},
             },
             "facts": {},
         }
@@ -245,6 +253,14 @@ def test_a_package_version_is_a_first_difference(root: Path):
         ("software", "torch", "2.14.1", "2.15.0")
     }
     assert "- `torch` 2.14.1 → 2.15.0: " in render_markdown(report)
+
+
+def test_torch_threads_are_a_first_difference(root: Path):
+    # CPU kernels round by thread count: the same run on 1 and 2 cores gives other features
+    a = Pipeline(root, "runs/a").run()
+    b = Pipeline(root, "runs/b", threads=2).run()
+    changes = {change for _, changes, _ in _changes(compare_runs_report(a, b)) for change in changes}
+    assert changes == {("software", "torch threads", "1", "2")}
 
 
 def test_a_changed_code_hash_names_the_rule_and_leaves_upstream_identical(root: Path):

@@ -194,7 +194,8 @@ def extract_features(
     """Features of every image of ``images`` (float32, shape (n, dim), rows in table order).
 
     Images are decoded in ``num_workers`` processes (0: in this one) and run through the
-    model in batches; on the CPU two runs give bitwise-identical features, on CUDA (float16
+    model in batches; on the CPU two runs on the same thread count give bitwise-identical
+    features (kernels round by thread count), on CUDA (float16
     autocast, deterministic kernels) two runs on the same GPU and software do. The model is moved
     to the device in channels-last memory format (faster convolutions on CPU and GPU); its
     values are unchanged. Progress goes to stderr; the throughput is logged.

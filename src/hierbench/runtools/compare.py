@@ -99,11 +99,12 @@ def load_run(folder: str | os.PathLike[str]) -> Run:
 
 
 def _software(record: dict[str, Any]) -> dict[str, Any]:
-    """Interpreter, platform, torch's device and GPU, and every package version, flat."""
+    """Interpreter, platform, torch's device, GPU and thread count (CPU kernels round by thread
+    count: features made on 1 and 2 threads differ), and every package version, flat."""
     software = record.get("software") or {}
     runtime = software.get("torch_runtime") or software.get("torch") or {}
     flat = {key: software.get(key) for key in ("python", "implementation", "platform")}
-    flat |= {f"torch {key}": runtime.get(key) for key in ("device", "gpu") if key in runtime}
+    flat |= {f"torch {key}": runtime.get(key) for key in ("device", "gpu", "threads") if key in runtime}
     return flat | dict(software.get("environment") or {}) | dict(software.get("packages") or {})
 
 
