@@ -259,7 +259,9 @@ def test_torch_threads_are_a_first_difference(root: Path):
     # CPU kernels round by thread count: the same run on 1 and 2 cores gives other features
     a = Pipeline(root, "runs/a").run()
     b = Pipeline(root, "runs/b", threads=2).run()
-    changes = {change for _, changes, _ in _changes(compare_runs_report(a, b)) for change in changes}
+    changes = {
+        change for _, changes, _ in _changes(compare_runs_report(a, b)) for change in changes
+    }
     assert changes == {("software", "torch threads", "1", "2")}
 
 

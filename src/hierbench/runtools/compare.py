@@ -104,7 +104,9 @@ def _software(record: dict[str, Any]) -> dict[str, Any]:
     software = record.get("software") or {}
     runtime = software.get("torch_runtime") or software.get("torch") or {}
     flat = {key: software.get(key) for key in ("python", "implementation", "platform")}
-    flat |= {f"torch {key}": runtime.get(key) for key in ("device", "gpu", "threads") if key in runtime}
+    flat |= {
+        f"torch {key}": runtime.get(key) for key in ("device", "gpu", "threads") if key in runtime
+    }
     return flat | dict(software.get("environment") or {}) | dict(software.get("packages") or {})
 
 
