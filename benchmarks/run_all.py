@@ -71,6 +71,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "gpu": Benchmark("gpu.py", {}, {"smoke": True}),
     "hier": Benchmark("hier.py", {"repeats": 5}, {"repeats": 1}),
     "render": Benchmark("render_demo.py", {}, {"classes": 40}),
+    "stacking": Benchmark("stacking.py", {"repeats": 3}, {"repeats": 1}),
     "training": Benchmark(
         "training.py",
         {"epochs": 2, "repeats": 5},
