@@ -19,6 +19,7 @@ rule effect_tables:
         out_dir=lambda wildcards: run_path(TABLES, dataset=wildcards.dataset),
         aggregation=aggregation,
         levels=dataset_levels,
+        intervals=config["effects"]["intervals"],
     conda:
         ENVIRONMENT
     script:

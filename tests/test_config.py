@@ -20,6 +20,7 @@ from hierbench.config import (
     training_config,
     validate_config,
 )
+from hierbench.effects.intervals import IntervalSettings
 
 SCHEMA = load_yaml(REPO / "schemas/config.schema.yaml")
 
@@ -44,6 +45,14 @@ def test_unknown_key_names_the_key_and_the_allowed_ones():
     message = _error({"datasets": {"cub": {"sourc": "demo"}}})
     assert "unknown config key 'datasets.cub.sourc'" in message
     assert "'source'" in message
+
+
+def test_interval_settings_are_checked_and_default():
+    assert "'effects.intervals.level'" in _error({"effects": {"intervals": {"level": 95}}})
+    assert "'effects.intervals.replicates'" in _error({"effects": {"intervals": {"replicates": 5}}})
+    config: dict[str, Any] = {}
+    validate_config(config, SCHEMA)
+    assert IntervalSettings.from_config(config) == IntervalSettings(0.95, 10_000, 0)
 
 
 def test_unknown_top_level_key():

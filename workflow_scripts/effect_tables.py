@@ -11,4 +11,5 @@ build_tables(
     job,
     aggregation=snakemake.params.aggregation,
     levels=tuple(snakemake.params.levels),
+    intervals=snakemake.params.intervals,
 )

@@ -25,6 +25,7 @@ from hierbench.effects import (
     render_latex,
     render_markdown,
 )
+from hierbench.effects.intervals import sign_flip_p
 from hierbench.provenance.artifacts import provenance_path, read_parquet_metadata
 from hierbench.provenance.records import JobContext
 from hierbench.stages.tables import write_effects
@@ -151,6 +152,10 @@ def test_effects_summary_mean_sd_and_positive_seeds():
         "sd",
         "n",
         "positive_seeds",
+        "ci_low",
+        "ci_high",
+        "p_seeds",
+        "p_min",
     ]
     for effect, values in EXPECTED_EFFECTS.items():
         row = _one(summary, dataset="toy", level="leaf", metric="r@1", effect=effect)
@@ -158,6 +163,10 @@ def test_effects_summary_mean_sd_and_positive_seeds():
         assert row["sd"] == pytest.approx(sample_sd(values))
         assert row["n"] == 3
         assert row["positive_seeds"] == EXPECTED_POSITIVE[effect]
+        # seeds only (no per-query rows): the interval spans the per-seed values' mean range
+        assert min(values) <= row["ci_low"] <= sum(values) / 3 <= row["ci_high"] <= max(values)
+        assert row["p_seeds"] == pytest.approx(sign_flip_p(values))
+        assert row["p_min"] == 0.25
 
 
 def test_baseline_rows_are_the_frozen_rows():
@@ -487,9 +496,21 @@ def test_recall_table_layout():
 def test_effects_table_layout():
     summary = effects_summary(effects_by_seed(per_seed_table()))
     table = effects_table(summary)
-    assert list(table.columns) == ["dataset", "effect", "mean ± SD", "positive seeds"]
+    assert list(table.columns) == [
+        "dataset",
+        "effect",
+        "mean ± SD",
+        "positive seeds",
+        "95% interval",
+        "p (seeds)",
+    ]
     assert table["effect"].tolist()[:5] == ["geom_R", "geom_S", "loss_E", "loss_H", "int"]
     assert _one(table, dataset="toy", effect="loss_H")["positive seeds"] == "3/3"
+    row = _one(summary, dataset="toy", level="mean_hierarchy", metric="map", effect="loss_H")
+    interval = f"[{row['ci_low']:+.4f}, {row['ci_high']:+.4f}]"
+    assert _one(table, dataset="toy", effect="loss_H")["95% interval"] == interval
+    assert _one(table, dataset="toy", effect="loss_H")["p (seeds)"] == "0.25 (floor 0.25)"
+    assert list(effects_table(summary, interval_level=0.9).columns)[4] == "90% interval"
     assert _one(table, dataset="toy", effect="geom_R")["mean ± SD"] == "+0.5000 ± 0.5000"
     assert _one(table, dataset="toy", effect="int")["mean ± SD"].startswith("+0.6667 ± 1.8930")
     with pytest.raises(EffectsError, match="no level 'high'"):

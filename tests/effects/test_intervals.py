@@ -16,6 +16,7 @@ from hierbench.effects.intervals import (
     percentile_interval,
     sign_flip_p,
     smallest_p,
+    two_stage_batch,
     two_stage_replicates,
 )
 
@@ -58,6 +59,24 @@ def test_two_stage_equals_a_plain_loop_over_replicates():
                 per_draw.append(_group_macro(values[draw][seed, rows], groups[draw][rows]))
             by_seed.append(np.mean(per_draw))
         assert fast[replicate] == pytest.approx(np.mean(by_seed), rel=1e-12, abs=1e-12)
+
+
+def test_a_batch_of_effects_equals_each_effect_alone():
+    rng = np.random.default_rng(8)
+    values = [rng.normal(size=(3, 11, 4)), rng.normal(size=(3, 6, 4))]
+    groups = [rng.integers(0, 4, size=11), None]
+    resamples = draw_resamples(3, [11, 6], 200, seed=4)
+    batch = two_stage_batch(list(zip(values, groups, strict=True)), resamples)
+    for column in range(4):
+        alone = [(v[:, :, column], g) for v, g in zip(values, groups, strict=True)]
+        np.testing.assert_allclose(batch[:, column], two_stage_replicates(alone, resamples))
+
+
+def test_group_macro_refuses_a_query_scored_in_some_columns_only():
+    values = np.ones((2, 5, 1))
+    values[0, 2, 0] = np.nan
+    with pytest.raises(IntervalError, match="every column or in none"):
+        two_stage_replicates([(values[:, :, 0], np.zeros(5))], draw_resamples(2, [5], 10, 0))
 
 
 def test_the_observed_resample_gives_the_tables_value():

@@ -13,8 +13,9 @@ arm's values times its sign in the effect) and the pairing is real. An effect th
 combination of aggregated values (mean hierarchy mAP: the mean of middle and high) is that
 combination of the replicates made from the same :class:`Resamples`.
 
-Everything is whole-array work (sparse group sums, chunks of replicates); no Python loop runs
-over replicates or queries. The same inputs and seed give the same bytes.
+Everything is whole-matrix work (a GEMM per group, blocks of replicates, every effect and metric
+of a draw as columns of one matrix); no Python loop runs over replicates or queries. The same
+inputs and seed give the same bytes.
 
 Beside each interval, :func:`sign_flip_p`: an exact test over seeds of the mean of the per-seed
 values, whose smallest attainable p-value (:func:`smallest_p`) says when the number of seeds,
@@ -24,20 +25,40 @@ not the data, limits the claim (three seeds can never go below 0.25 two-sided).
 from __future__ import annotations
 
 import itertools
-import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from scipy import sparse
 
 CHUNK = 2048  # replicates per block: bounds memory at CHUNK x queries, results unchanged
 EXACT_SIGN_FLIP_SEEDS = 20  # 2**20 assignments; more seeds draw assignments at random
 RANDOM_SIGN_FLIPS = 2**20
 
 
+INTERVALS_KEY = "effects.intervals"
+
+
 class IntervalError(ValueError):
     """Inputs the bootstrap cannot use; the message names what is wrong."""
+
+
+@dataclass(frozen=True)
+class IntervalSettings:
+    """The config's ``effects.intervals``: confidence level, replicates and resampling seed."""
+
+    level: float = 0.95
+    replicates: int = 10_000
+    seed: int = 0
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> IntervalSettings:
+        """The settings of a validated config (schema defaults filled in)."""
+        block = config.get("effects", {}).get("intervals", {})
+        unknown = set(block) - {"level", "replicates", "seed"}
+        if unknown:
+            raise IntervalError(f"unknown key(s) under {INTERVALS_KEY}: {sorted(unknown)}")
+        return cls(**block)
 
 
 @dataclass(frozen=True)
@@ -86,66 +107,92 @@ def observed_resample(n_seeds: int, queries_per_draw: Sequence[int]) -> Resample
     )
 
 
-def _group_matrices(
-    values: np.ndarray, groups: np.ndarray | None
-) -> tuple[sparse.csr_matrix, sparse.csr_matrix, int]:
-    """Sparse (Q, S·G) matrices of the scored values and of the scored indicator, column
-    s·G + g holding seed s's queries of group g; and G."""
-    seeds, queries = values.shape
-    if groups is None:
-        groups = np.zeros(queries, dtype=np.int64)
-    _, group_index = np.unique(groups, return_inverse=True)
-    n_groups = int(group_index.max()) + 1 if queries else 0
+def _query_micro(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """(R, K) means of the scored values (Q, K) under query counts (R, Q): two GEMMs."""
     scored = np.isfinite(values)
-    seed_of, query_of = np.nonzero(scored)
-    columns = seed_of * n_groups + group_index[query_of]
-    shape = (queries, seeds * n_groups)
-    sums = sparse.csr_matrix((values[seed_of, query_of], (query_of, columns)), shape=shape)
-    hits = sparse.csr_matrix((np.ones(len(columns)), (query_of, columns)), shape=shape)
-    return sums, hits, n_groups
+    total = counts @ np.where(scored, values, 0.0)
+    weight = counts @ scored.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return total / weight
+
+
+def _group_macro(values: np.ndarray, groups: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """(R, K) means over groups of each group's mean of its scored values (Q, K) under query
+    counts (R, Q); a group without a resampled scored query drops out. A query is scored in
+    every column or in none (the evaluation's valid flag), so a group's weight is shared by
+    the columns: one GEMM per group."""
+    scored = np.isfinite(values)
+    rows = scored.any(axis=1)
+    if (scored[rows] != rows[rows, None]).any():
+        raise IntervalError("group-macro needs each query scored in every column or in none")
+    total = np.zeros((len(counts), values.shape[1]))
+    present = np.zeros(len(counts))
+    for group in np.unique(groups[rows]):
+        members = np.flatnonzero(rows & (groups == group))
+        weight = counts[:, members].sum(axis=1, dtype=np.float64)
+        sums = counts[:, members] @ values[members]
+        drawn = weight > 0
+        total[drawn] += sums[drawn] / weight[drawn, None]
+        present += drawn
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return total / present[:, None]
 
 
 def aggregate_replicates(
     values: np.ndarray, groups: np.ndarray | None, counts: np.ndarray
 ) -> np.ndarray:
-    """(R, S) aggregation of one draw's per-query ``values`` (S, Q; NaN: not scored) under
-    query ``counts`` (R, Q): group-macro over ``groups`` (Q,), or query-micro when None."""
+    """(R, K) aggregation of one draw's per-query ``values`` (Q, K: a column per seed, effect
+    or metric; NaN: not scored) under query ``counts`` (R, Q): group-macro over ``groups``
+    (Q,), or query-micro when None. Work is whole-matrix, in blocks of replicates."""
     values = np.asarray(values, dtype=np.float64)
-    if values.ndim != 2 or counts.shape[1] != values.shape[1]:
+    if values.ndim != 2 or counts.ndim != 2 or counts.shape[1] != values.shape[0]:
         raise IntervalError(
             f"per-query values {values.shape} and query counts {counts.shape} do not match"
         )
-    if groups is not None and len(groups) != values.shape[1]:
-        raise IntervalError(f"{len(groups)} group labels for {values.shape[1]} queries")
-    sums, hits, n_groups = _group_matrices(values, groups)
-    seeds = values.shape[0]
-    out = np.empty((len(counts), seeds))
+    if groups is not None and len(groups) != values.shape[0]:
+        raise IntervalError(f"{len(groups)} group labels for {values.shape[0]} queries")
+    out = np.empty((len(counts), values.shape[1]))
     for start in range(0, len(counts), CHUNK):
         block = counts[start : start + CHUNK].astype(np.float64)
-        total = np.asarray((sparse.csr_matrix(block) @ sums).todense())
-        weight = np.asarray((sparse.csr_matrix(block) @ hits).todense())
-        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a replicate with nothing scored
-            means = (total / weight).reshape(len(block), seeds, n_groups)
-            out[start : start + len(block)] = np.nanmean(means, axis=2) if n_groups else np.nan
+        part = (
+            _query_micro(values, block)
+            if groups is None
+            else _group_macro(values, np.asarray(groups), block)
+        )
+        out[start : start + len(block)] = part
     return out
+
+
+def two_stage_batch(
+    draws: Sequence[tuple[np.ndarray, np.ndarray | None]], resamples: Resamples
+) -> np.ndarray:
+    """(R, K) replicates of K effects at once: per replicate, the mean over its resampled seeds
+    of the mean over the draws of the aggregation of that draw's resampled queries. ``draws``
+    holds, per query/gallery draw, the per-query values (S, Q, K) and the group labels (Q,)
+    (or None: query-micro)."""
+    if len(draws) != len(resamples.queries):
+        raise IntervalError(f"{len(draws)} draws of values for {len(resamples.queries)} resampled")
+    seeds = resamples.seeds.shape[1]
+    per_draw = []
+    for (values, groups), counts in zip(draws, resamples.queries, strict=True):
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim != 3 or values.shape[0] != seeds:
+            raise IntervalError(f"per-query values {values.shape} are not ({seeds} seeds, Q, K)")
+        columns = values.transpose(1, 0, 2).reshape(values.shape[1], -1)  # (Q, S·K)
+        per_draw.append(
+            aggregate_replicates(columns, groups, counts).reshape(len(counts), seeds, -1)
+        )
+    by_seed = np.mean(per_draw, axis=0)  # (R, S, K): a seed's value, averaged over the draws
+    weights = resamples.seeds / resamples.seeds.sum(axis=1, keepdims=True)
+    return np.einsum("rs,rsk->rk", weights, by_seed)
 
 
 def two_stage_replicates(
     draws: Sequence[tuple[np.ndarray, np.ndarray | None]], resamples: Resamples
 ) -> np.ndarray:
-    """(R,) replicates of an effect: per replicate, the mean over its resampled seeds of the
-    mean over the draws of the aggregation of that draw's resampled queries. ``draws`` holds,
-    per query/gallery draw, the per-query values (S, Q) and the group labels (or None)."""
-    if len(draws) != len(resamples.queries):
-        raise IntervalError(f"{len(draws)} draws of values for {len(resamples.queries)} resampled")
-    per_draw = [
-        aggregate_replicates(values, groups, counts)
-        for (values, groups), counts in zip(draws, resamples.queries, strict=True)
-    ]
-    by_seed = np.mean(per_draw, axis=0)  # (R, S): a seed's value, averaged over the draws
-    weights = resamples.seeds / resamples.seeds.sum(axis=1, keepdims=True)
-    return np.sum(by_seed * weights, axis=1)
+    """(R,) replicates of one effect (:func:`two_stage_batch` with per-query values (S, Q))."""
+    batch = [(np.asarray(values, dtype=np.float64)[:, :, None], groups) for values, groups in draws]
+    return two_stage_batch(batch, resamples)[:, 0]
 
 
 def percentile_interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
@@ -185,3 +232,36 @@ def sign_flip_p(per_seed: Sequence[float], seed: int = 0) -> float:
     flipped = np.abs(signs @ values) / len(values)
     tolerance = 1e-12 * max(1.0, float(np.abs(values).max()))  # equal sums rounded apart
     return float(np.mean(flipped >= observed - tolerance))
+
+
+DEFAULT_INTERVALS = IntervalSettings()
+
+
+def seed_replicates(per_seed: np.ndarray, settings: IntervalSettings) -> np.ndarray:
+    """(R,) replicates of the mean of per-seed values, resampling the seeds only: the interval
+    of a table that has no per-query rows (a per-seed table published elsewhere)."""
+    values = np.asarray(per_seed, dtype=np.float64)
+    resamples = draw_resamples(len(values), [1], settings.replicates, settings.seed)
+    return two_stage_replicates([(values[:, None], None)], resamples)
+
+
+def uncertainty(
+    per_seed: Sequence[float], settings: IntervalSettings, replicates: np.ndarray | None = None
+) -> dict[str, float]:
+    """The columns beside an effect: ``ci_low``, ``ci_high`` (from ``replicates``, the
+    two-stage ones when the caller has per-query rows, else the seeds' alone), ``p_seeds`` (the
+    sign-flip test of the per-seed values) and ``p_min`` (its floor with this many seeds)."""
+    values = np.asarray(per_seed, dtype=np.float64)
+    values = values[~np.isnan(values)]
+    if not len(values):
+        nan = float("nan")
+        return {"ci_low": nan, "ci_high": nan, "p_seeds": nan, "p_min": nan}
+    if replicates is None:
+        replicates = seed_replicates(values, settings)
+    low, high = percentile_interval(replicates, settings.level)
+    return {
+        "ci_low": low,
+        "ci_high": high,
+        "p_seeds": sign_flip_p(values, settings.seed),
+        "p_min": smallest_p(len(values)),
+    }

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings
 from hierbench.effects.render import (
     NO_OT,
     arm_table,
@@ -52,11 +53,13 @@ class EffectsPlan(NamedTuple):
     paper: dict[str, pd.DataFrame]  # the paper tables whose metrics are present, in order
     derived: tuple[str, ...]  # one note per dataset and metric whose mean_hierarchy was derived
     skipped: dict[str, str]  # paper table -> why it is not written
+    uncertainty: str  # what the effects' intervals account for
 
     def notes(self) -> list[str]:
-        """What a reader of the output should know: derived rows and tables left out."""
+        """What a reader of the output should know: derived rows, tables left out, and what
+        the intervals account for."""
         left_out = [f"not written: {name} ({why})" for name, why in self.skipped.items()]
-        return [*self.derived, *left_out]
+        return [*self.derived, *left_out, self.uncertainty]
 
 
 def _has_metric(frame: pd.DataFrame, pattern: str) -> bool:
@@ -64,12 +67,16 @@ def _has_metric(frame: pd.DataFrame, pattern: str) -> bool:
     return bool(frame["metric"].astype(str).str.fullmatch(pattern).any())
 
 
-def plan_effects(per_seed: pd.DataFrame) -> EffectsPlan:
-    """Validate, complete mean_hierarchy, summarise, and build the supported paper tables."""
+def plan_effects(
+    per_seed: pd.DataFrame, intervals: IntervalSettings = DEFAULT_INTERVALS
+) -> EffectsPlan:
+    """Validate, complete mean_hierarchy, summarise (with the ``intervals`` settings), and
+    build the supported paper tables."""
     frame, derived = complete_mean_hierarchy(per_seed)
     arms = arms_summary(frame)
     by_seed = effects_by_seed(frame)
-    summary = effects_summary(by_seed)
+    summary = effects_summary(by_seed, intervals)
+    level = intervals.level
     map_effects = (summary["metric"] == MAP_METRIC) & (summary["level"] == MEAN_HIERARCHY)
     no_ot = f"no {NO_OT}"
     tables: dict[str, tuple[bool, str, Callable[[], pd.DataFrame]]] = {
@@ -81,7 +88,7 @@ def plan_effects(per_seed: pd.DataFrame) -> EffectsPlan:
         TABLE_EFFECTS_MAP: (
             bool(map_effects.any()),
             f"no {MAP_METRIC!r} at level {MEAN_HIERARCHY!r}, nor middle and high to derive it",
-            lambda: effects_table(summary, MAP_METRIC, MEAN_HIERARCHY),
+            lambda: effects_table(summary, MAP_METRIC, MEAN_HIERARCHY, interval_level=level),
         ),
         TABLE_RECALL: (
             _has_metric(frame, RECALL_METRIC.pattern),
@@ -92,9 +99,14 @@ def plan_effects(per_seed: pd.DataFrame) -> EffectsPlan:
         TABLE_EFFECTS_OT: (
             _has_metric(frame, ANY_OT_METRIC.pattern),
             no_ot,
-            lambda: ot_effects_table(summary),
+            lambda: ot_effects_table(summary, interval_level=level),
         ),
     }
     paper = {name: tables[name][2]() for name in PAPER_TABLES if tables[name][0]}
     skipped = {name: tables[name][1] for name in PAPER_TABLES if not tables[name][0]}
-    return EffectsPlan(frame, arms, by_seed, summary, paper, tuple(derived), skipped)
+    uncertainty = (
+        f"intervals: {level:.0%} percentile, {intervals.replicates} bootstrap replicates over "
+        "the training seeds only (a per-seed table holds no per-query rows, so the test "
+        "images' noise is not in them); p (seeds): the sign-flip test over seeds"
+    )
+    return EffectsPlan(frame, arms, by_seed, summary, paper, tuple(derived), skipped, uncertainty)

@@ -165,10 +165,30 @@ def _wide(frame: pd.DataFrame, rows: list[str], columns: str) -> pd.DataFrame:
     return canonical_order(wide, rows)
 
 
+def interval_text(low: float, high: float, digits: int) -> str:
+    """ "[low, high]" with signed ends; "" when the interval is undefined."""
+    if math.isnan(low) or math.isnan(high):
+        return ""
+    ends = (format_number(float(v), digits, signed=True) for v in (low, high))
+    return "[{}, {}]".format(*ends)
+
+
+def p_text(p: float, floor: float) -> str:
+    """A sign-flip p-value beside its floor with this many seeds: "0.25 (floor 0.25)"."""
+    return "" if math.isnan(p) else f"{p:.3g} (floor {floor:.3g})"
+
+
 def effects_table(
-    effects: pd.DataFrame, metric: str = "map", level: str = MEAN_HIERARCHY, *, digits: int = 4
+    effects: pd.DataFrame,
+    metric: str = "map",
+    level: str = MEAN_HIERARCHY,
+    *,
+    digits: int = 4,
+    interval_level: float = 0.95,
 ) -> pd.DataFrame:
-    """Paper layout: rows (dataset, effect), signed "mean ± SD" and positive seeds ("3/3")."""
+    """Paper layout: rows (dataset, effect), signed "mean ± SD" and positive seeds ("3/3"),
+    then ours: the interval at ``interval_level`` and the sign-flip p-value over seeds with
+    its floor."""
     require_columns(effects, EFFECTS_SUMMARY_COLUMNS, "effects summary")
     chosen = _select(effects, "metric", metric, "effects summary")
     chosen = _select(chosen, "level", level, f"effects summary (metric {metric!r})")
@@ -184,12 +204,22 @@ def effects_table(
                 f"{int(p)}/{int(n)}"
                 for p, n in zip(chosen["positive_seeds"], chosen["n"], strict=True)
             ],
+            f"{interval_level:.0%} interval": [
+                interval_text(low, high, digits)
+                for low, high in zip(chosen["ci_low"], chosen["ci_high"], strict=True)
+            ],
+            "p (seeds)": [
+                p_text(p, floor)
+                for p, floor in zip(chosen["p_seeds"], chosen["p_min"], strict=True)
+            ],
         }
     )
     return canonical_order(table, ("dataset", "effect"))
 
 
-def ot_effects_table(effects: pd.DataFrame, *, digits: int = 4) -> pd.DataFrame:
+def ot_effects_table(
+    effects: pd.DataFrame, *, digits: int = 4, interval_level: float = 0.95
+) -> pd.DataFrame:
     """Effects on every OT score (ot@K, ot_tree@…): rows (dataset, metric, effect) in the layout
     of effects_table.
 
@@ -204,7 +234,9 @@ def ot_effects_table(effects: pd.DataFrame, *, digits: int = 4) -> pd.DataFrame:
     if not metrics:
         raise EffectsError(f"effects summary has no {NO_OT}")
     parts = [
-        effects_table(effects, metric, ALL_LEVELS, digits=digits).assign(metric=metric)
+        effects_table(
+            effects, metric, ALL_LEVELS, digits=digits, interval_level=interval_level
+        ).assign(metric=metric)
         for metric in metrics
     ]
     table = pd.concat(parts, ignore_index=True)

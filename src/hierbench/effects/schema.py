@@ -18,7 +18,9 @@ int, loss_AS_E, loss_AS_hyp, geom_A; the index is a plain range):
 - effects by seed: ``dataset, level, metric, effect, seed, value`` from the four factorial arms
   of the same seed (and, where the companion cells ran, their three contrasts with E_S and H_S);
   the frozen baseline takes no part.
-- effects summary: ``dataset, level, metric, effect, mean, sd, n, positive_seeds``.
+- effects summary: ``dataset, level, metric, effect, mean, sd, n, positive_seeds, ci_low,
+  ci_high, p_seeds, p_min`` (the interval at ``effects.intervals.level``, the sign-flip p-value
+  over seeds and its floor with ``n`` seeds: :mod:`hierbench.effects.intervals`).
 
 Levels and metrics: mAP and Recall@K are scored at leaf, middle and high (and their
 mean_hierarchy); the OT scores (lower is better), OT@K (``ot@K``, ideal-referenced) and the
@@ -87,6 +89,10 @@ EFFECTS_SUMMARY_COLUMNS: tuple[str, ...] = (
     "sd",
     "n",
     "positive_seeds",
+    "ci_low",
+    "ci_high",
+    "p_seeds",
+    "p_min",
 )
 EVALUATION_COLUMNS: tuple[str, ...] = (
     "dataset",

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pandas as pd
 from pandas.api.typing import SeriesGroupBy
 
+from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings, uncertainty
 from hierbench.effects.schema import (
     ARMS_COLUMNS,
     EFFECTS_BY_SEED_COLUMNS,
@@ -263,14 +264,22 @@ def effects_by_seed(per_seed: pd.DataFrame) -> pd.DataFrame:
     return canonical_order(long[list(EFFECTS_BY_SEED_COLUMNS)], order)
 
 
-def effects_summary(effects: pd.DataFrame) -> pd.DataFrame:
-    """Mean ± sample SD over seeds of every effect, with the number of seeds above zero."""
+def effects_summary(
+    effects: pd.DataFrame, intervals: IntervalSettings = DEFAULT_INTERVALS
+) -> pd.DataFrame:
+    """Mean ± sample SD over seeds of every effect, the number of seeds above zero, and its
+    uncertainty (:func:`hierbench.effects.intervals.uncertainty`; seeds only: the per-seed
+    table holds no per-query rows)."""
     frame = validate_effects(effects)
     keys = ["dataset", "level", "metric", "effect"]
     groups = frame.groupby(keys, sort=True)["value"]
     summary = _summarise(groups)
     summary["positive_seeds"] = groups.agg(lambda v: int((v > 0).sum())).astype("int64")
-    summary = summary.reset_index()
+    columns = pd.DataFrame.from_dict(
+        {key: uncertainty(values.to_numpy(), intervals) for key, values in groups},
+        orient="index",
+    )
+    summary = summary.join(columns.set_axis(summary.index)).reset_index()
     return canonical_order(summary[list(EFFECTS_SUMMARY_COLUMNS)], keys)
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -26,6 +28,8 @@ from hierbench.effects import (
     read_per_seed,
     render_markdown,
 )
+from hierbench.effects.intervals import IntervalSettings
+from hierbench.effects.render import format_number, interval_text, p_text
 from hierbench.effects.table_files import write_renderings
 from hierbench.levelnames import LEVELS_METADATA, for_readers, legend_line, level_labels
 from hierbench.protocol import (
@@ -78,11 +82,34 @@ def summary_markdown(
         f"{legend_line(labels)} The {sensitivity} sensitivity tables are in "
         f"`{SENSITIVITY_FOLDER}/`.",
         "",
+        "## Effects on mAP whose interval excludes zero",
+        "",
+        *clear_effects(plan.summary, labels),
+        "",
+        plan.uncertainty[0].upper() + plan.uncertainty[1:] + ".",
+        "",
     ]
     for name, heading in SUMMARY_SECTIONS.items():
         if name in plan.paper:
             parts += [f"## {heading}", "", render_markdown(for_readers(plan.paper[name], labels))]
     return "\n".join(parts)
+
+
+def clear_effects(summary: pd.DataFrame, labels: dict[str, str]) -> list[str]:
+    """One line per effect on mAP (every level) whose interval excludes zero, largest first
+    ("- geom_S (H_S - E_S), mean hierarchy: +0.0120 [+0.0050, +0.0190], p 0.25 (floor
+    0.25)"), or a line saying that there is none."""
+    chosen = summary[
+        (summary["metric"] == "map") & ((summary["ci_low"] > 0) | (summary["ci_high"] < 0))
+    ]
+    chosen = chosen.reindex(chosen["mean"].abs().sort_values(ascending=False, kind="stable").index)
+    lines = [
+        f"- {row.effect} ({EFFECT_DEFINITIONS[row.effect]}), {labels.get(row.level, row.level)}: "
+        f"{format_number(row.mean, 4, signed=True)} {interval_text(row.ci_low, row.ci_high, 4)}, "
+        f"p {p_text(row.p_seeds, row.p_min)}"
+        for row in chosen.itertuples()
+    ]
+    return lines or ["None: every interval on mAP contains zero."]
 
 
 def write_effects(
@@ -128,6 +155,8 @@ def write_plan(
             metadata["effects"] = EFFECT_DEFINITIONS
         if plan.derived:
             metadata["derived"] = list(plan.derived)
+        if table is plan.summary:
+            metadata["intervals"] = plan.uncertainty
         if labels:
             metadata[LEVELS_METADATA] = labels
         target = out / f"{name}.parquet"
@@ -139,7 +168,12 @@ def write_plan(
 
 
 def _write_aggregation(
-    frames: pd.DataFrame, aggregation: str, target: Path, job: JobContext, labels: dict[str, str]
+    frames: pd.DataFrame,
+    aggregation: str,
+    target: Path,
+    job: JobContext,
+    labels: dict[str, str],
+    intervals: IntervalSettings,
 ) -> tuple[pd.DataFrame, EffectsPlan]:
     """The per-seed table and every effect table of one aggregation, written under ``target``."""
     per_seed = per_seed_from_evaluations(frames, aggregation)
@@ -150,7 +184,7 @@ def _write_aggregation(
         sort_by=list(PER_SEED_KEYS),
         metadata={LEVELS_METADATA: labels},
     )
-    plan = plan_effects(per_seed)
+    plan = plan_effects(per_seed, intervals)
     write_plan(plan, target, job, complete=True, labels=labels)
     return per_seed, plan
 
@@ -163,16 +197,19 @@ def build_tables(
     *,
     aggregation: str,
     levels: tuple[str, str, str] | None = None,
+    intervals: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Aggregate a dataset's evaluation summaries into every table of the study: the main
     tables under its registered ``aggregation``, the other one's in ``sensitivity/``; what a
-    person reads names the levels as ``levels`` (leaf, middle, high) do."""
+    person reads names the levels as ``levels`` (leaf, middle, high) do; the effects'
+    uncertainty as the config's ``effects.intervals`` asks."""
     out = Path(out_dir)
     labels = level_labels(levels)
+    settings = IntervalSettings.from_config({"effects": {"intervals": dict(intervals or {})}})
     frames = pd.concat([pd.read_parquet(path) for path in summaries], ignore_index=True)
-    per_seed, plan = _write_aggregation(frames, aggregation, out, job, labels)
+    per_seed, plan = _write_aggregation(frames, aggregation, out, job, labels, settings)
     other = sensitivity_aggregation(aggregation)
-    _write_aggregation(frames, other, out / SENSITIVITY_FOLDER, job, labels)
+    _write_aggregation(frames, other, out / SENSITIVITY_FOLDER, job, labels, settings)
     write_text(summary_markdown(dataset, plan, aggregation, labels), out / SUMMARY_PAGE, job)
     log.info(
         "%s tables (%s; %s in %s/) written to %s",
