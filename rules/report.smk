@@ -7,7 +7,10 @@ FACTORIAL_SUMMARIES = ["factorial", "companion", FROZEN]  # what the effect tabl
 
 rule effect_tables:
     input:
-        lambda wildcards: PATHS.summaries(wildcards.dataset, FACTORIAL_SUMMARIES),
+        summaries=lambda wildcards: PATHS.summaries(wildcards.dataset, FACTORIAL_SUMMARIES),
+        per_query=lambda wildcards: PATHS.summaries(
+            wildcards.dataset, FACTORIAL_SUMMARIES, file="per_query"
+        ),
     output:
         PATHS.effect_table_files(TABLES),
         PATHS.effect_table_files(f"{TABLES}/{SENSITIVITY_FOLDER}"),

@@ -6,10 +6,11 @@ from hierbench.stages.tables import build_tables
 job = start_job(snakemake)
 build_tables(
     snakemake.wildcards.dataset,
-    list(snakemake.input),
+    list(snakemake.input.summaries),
     snakemake.params.out_dir,
     job,
     aggregation=snakemake.params.aggregation,
     levels=tuple(snakemake.params.levels),
     intervals=snakemake.params.intervals,
+    per_query=list(snakemake.input.per_query),
 )

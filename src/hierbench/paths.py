@@ -248,9 +248,14 @@ class RunPaths:
         ]
 
     def summaries(
-        self, dataset: str, kinds: Sequence[str], ranking: str | None = None
+        self,
+        dataset: str,
+        kinds: Sequence[str],
+        ranking: str | None = None,
+        file: str = "summary",
     ) -> list[str]:
-        """The evaluation summary of every cell of ``kinds`` (or seedless arm) in a dataset."""
+        """The evaluation summary (or, with ``file="per_query"``, the per-query scores) of every
+        cell of ``kinds`` (or seedless arm) in a dataset."""
         paths = []
         for kind in kinds:
             instances = (
@@ -258,7 +263,7 @@ class RunPaths:
             )
             stem = evaluation_stem(kind, ranking)
             paths += [
-                evaluation_files(self.at(stem, dataset=dataset, **v))["summary"] for v in instances
+                evaluation_files(self.at(stem, dataset=dataset, **v))[file] for v in instances
             ]
         return paths
 

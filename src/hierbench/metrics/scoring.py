@@ -15,6 +15,7 @@ import pandas as pd
 
 from hierbench.metrics import check_ot_ks, evaluate, summarise
 from hierbench.protocol import AGGREGATIONS
+from hierbench.relations import LEVELS
 from hierbench.splits.construction import role_ids, rows_for_ids
 
 OT_KS_KEY = "evaluation.ot_ks"
@@ -46,8 +47,22 @@ def score_draws(
             summary = summarise(frame, labels[queries], name)
             summaries.append(summary.assign(qg_seed=qg_seed, aggregation=name))
         frame.insert(0, "image_id", frame_ids.to_numpy()[queries][frame["query"].to_numpy()])
+        frame.insert(3, "group", query_groups(frame, labels[queries]))
         per_query.append(frame.assign(qg_seed=qg_seed))
     return pd.concat(per_query, ignore_index=True), pd.concat(summaries, ignore_index=True)
+
+
+def query_groups(frame: pd.DataFrame, query_labels: np.ndarray) -> np.ndarray:
+    """Each per-query row's group under group-macro: the query's label at the row's level
+    (leaf, middle or high code), or the query itself at level ``all`` (its own group), so the
+    effects' bootstrap can recompute the aggregation from these rows alone."""
+    queries = frame["query"].to_numpy()
+    level = frame["level"].to_numpy()
+    groups = queries.astype(np.int64).copy()
+    for index, name in enumerate(LEVELS):
+        rows = level == name
+        groups[rows] = np.asarray(query_labels)[queries[rows], index]
+    return groups
 
 
 def metric_settings(

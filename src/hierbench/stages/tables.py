@@ -29,12 +29,14 @@ from hierbench.effects import (
     render_markdown,
 )
 from hierbench.effects.intervals import IntervalSettings
+from hierbench.effects.query_intervals import query_intervals
 from hierbench.effects.render import format_number, interval_text, p_text
 from hierbench.effects.table_files import write_renderings
 from hierbench.levelnames import LEVELS_METADATA, for_readers, legend_line, level_labels
 from hierbench.protocol import (
     AGGREGATION_LABELS,
     EFFECT_TABLES,
+    FROZEN,
     PER_SEED_TABLE,
     SENSITIVITY_FOLDER,
     SUMMARY_PAGE,
@@ -167,6 +169,14 @@ def write_plan(
     return {path.name: path for path in paths}
 
 
+def read_per_query(paths: list[str | Path]) -> pd.DataFrame:
+    """The trained cells' per-query scores (the frozen features' left out: no effect reads
+    them), one frame."""
+    frames = [pd.read_parquet(path) for path in paths]
+    frame = pd.concat(frames, ignore_index=True)
+    return frame[frame["arm"] != FROZEN].reset_index(drop=True)
+
+
 def _write_aggregation(
     frames: pd.DataFrame,
     aggregation: str,
@@ -174,8 +184,10 @@ def _write_aggregation(
     job: JobContext,
     labels: dict[str, str],
     intervals: IntervalSettings,
+    per_query: pd.DataFrame | None,
 ) -> tuple[pd.DataFrame, EffectsPlan]:
-    """The per-seed table and every effect table of one aggregation, written under ``target``."""
+    """The per-seed table and every effect table of one aggregation, written under ``target``
+    (two-stage intervals from ``per_query`` rows when given)."""
     per_seed = per_seed_from_evaluations(frames, aggregation)
     write_parquet(
         per_seed,
@@ -184,7 +196,8 @@ def _write_aggregation(
         sort_by=list(PER_SEED_KEYS),
         metadata={LEVELS_METADATA: labels},
     )
-    plan = plan_effects(per_seed, intervals)
+    query_level = None if per_query is None else query_intervals(per_query, aggregation, intervals)
+    plan = plan_effects(per_seed, intervals, query_level)
     write_plan(plan, target, job, complete=True, labels=labels)
     return per_seed, plan
 
@@ -198,18 +211,21 @@ def build_tables(
     aggregation: str,
     levels: tuple[str, str, str] | None = None,
     intervals: Mapping[str, Any] | None = None,
+    per_query: list[str | Path] | None = None,
 ) -> pd.DataFrame:
     """Aggregate a dataset's evaluation summaries into every table of the study: the main
     tables under its registered ``aggregation``, the other one's in ``sensitivity/``; what a
     person reads names the levels as ``levels`` (leaf, middle, high) do; the effects'
-    uncertainty as the config's ``effects.intervals`` asks."""
+    uncertainty as the config's ``effects.intervals`` asks, from the cells' ``per_query``
+    scores (the two-stage bootstrap) when given."""
     out = Path(out_dir)
     labels = level_labels(levels)
     settings = IntervalSettings.from_config({"effects": {"intervals": dict(intervals or {})}})
     frames = pd.concat([pd.read_parquet(path) for path in summaries], ignore_index=True)
-    per_seed, plan = _write_aggregation(frames, aggregation, out, job, labels, settings)
+    scores = read_per_query(per_query) if per_query else None
+    per_seed, plan = _write_aggregation(frames, aggregation, out, job, labels, settings, scores)
     other = sensitivity_aggregation(aggregation)
-    _write_aggregation(frames, other, out / SENSITIVITY_FOLDER, job, labels, settings)
+    _write_aggregation(frames, other, out / SENSITIVITY_FOLDER, job, labels, settings, scores)
     write_text(summary_markdown(dataset, plan, aggregation, labels), out / SUMMARY_PAGE, job)
     log.info(
         "%s tables (%s; %s in %s/) written to %s",
