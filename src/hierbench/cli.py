@@ -13,10 +13,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import pandas as pd
+
 from hierbench import __version__
 from hierbench.config import ConfigError, check_inputs_exist, load_config
 from hierbench.data.quality import check_report
 from hierbench.effects import EffectsError, plan_effects, read_per_seed
+from hierbench.effects import render_markdown as markdown_table
+from hierbench.effects.intervals import IntervalSettings
+from hierbench.effects.seeds_needed import choose_row, describe, measured_noise, seeds_table
 from hierbench.provenance import codehash, seal
 from hierbench.provenance.artifacts import write_parquet
 from hierbench.provenance.codehash import code_hash
@@ -167,6 +172,25 @@ def _effects(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seeds(args: argparse.Namespace) -> int:
+    """How many training seeds an effect needs for its interval to exclude zero."""
+    summary = pd.read_parquet(args.effects_table)
+    missing = {"ci_low", "ci_high", "sd", "n", "mean"} - set(summary.columns)
+    if missing:
+        raise ValueError(
+            f"{args.effects_table} is not an effects summary with intervals (lacks "
+            f"{sorted(missing)}); pass tables/effects_summary.parquet of a run"
+        )
+    row = choose_row(summary, args.dataset, args.effect, args.metric, args.level)
+    settings = IntervalSettings(level=args.confidence)
+    print(describe(row, measured_noise(row, args.confidence), args.confidence))
+    table = seeds_table(row, settings)
+    table["interval excludes zero"] = table["interval excludes zero"].map("{:.0%}".format)
+    table["median width"] = table["median width"].map("{:.4f}".format)
+    print(markdown_table(table))
+    return 0
+
+
 def _audit(args: argparse.Namespace) -> int:
     """Verify every artifact against its record, write the manifest, exit 1 on any failure."""
     if not args.results.is_dir():
@@ -303,6 +327,26 @@ def _add_effects(commands: argparse._SubParsersAction) -> None:
     )
     effects.add_argument("--out", type=Path, required=True, help="folder for the tables")
     effects.set_defaults(handler=_effects)
+    seeds = commands.add_parser(
+        "seeds",
+        help="how many training seeds an effect needs for its interval to exclude zero",
+        description="Simulate studies of 3, 5, 10 and 20 seeds from an effect's measured "
+        "spread over seeds and test images. Example: hierbench seeds "
+        "results/nabirds/tables/effects_summary.parquet --effect geom_R --dataset nabirds",
+    )
+    seeds.add_argument("effects_table", type=Path, help="a run's tables/effects_summary.parquet")
+    seeds.add_argument("--effect", required=True, help="e.g. geom_R, loss_E, int")
+    seeds.add_argument("--dataset", required=True, help="e.g. cub, nabirds")
+    seeds.add_argument("--metric", default="map", help="(default: %(default)s)")
+    seeds.add_argument("--level", default="mean_hierarchy", help="(default: %(default)s)")
+    seeds.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        help="the level the table's intervals were made at, effects.intervals.level "
+        "(default: %(default)s)",
+    )
+    seeds.set_defaults(handler=_seeds)
 
 
 def _add_taxonomy(commands: argparse._SubParsersAction) -> None:
