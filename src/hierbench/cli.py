@@ -21,6 +21,7 @@ from hierbench.data.quality import check_report
 from hierbench.effects import EffectsError, plan_effects, read_per_seed
 from hierbench.effects import render_markdown as markdown_table
 from hierbench.effects.intervals import IntervalSettings
+from hierbench.effects.query_intervals import query_intervals
 from hierbench.effects.seeds_needed import choose_row, describe, measured_noise, seeds_table
 from hierbench.provenance import codehash, seal
 from hierbench.provenance.artifacts import write_parquet
@@ -37,7 +38,7 @@ from hierbench.runs import DEFAULT_RUN, logs_folder
 from hierbench.runtools import jobstats, resume
 from hierbench.runtools.compare import NotARunError, compare_runs_report, render_markdown
 from hierbench.shipped import shipped_file
-from hierbench.stages.tables import write_plan
+from hierbench.stages.tables import read_per_query, write_plan
 from hierbench.stages.taxonomy import build_cub_taxonomy, build_nabirds_taxonomy
 from hierbench.taxonomy import DEFAULT_FUZZY_MARGIN, DEFAULT_FUZZY_THRESHOLD, TaxonomyError
 
@@ -163,8 +164,14 @@ def _effects(args: argparse.Namespace) -> int:
     Prints what it derived (mean_hierarchy from middle and high) and which paper tables its
     metrics do not support, then how many files it wrote.
     """
-    plan = plan_effects(read_per_seed(args.per_seed))
-    job = JobContext(rule="cli:effects", inputs=(str(args.per_seed),), code=code_hash(["effects"]))
+    settings = IntervalSettings(args.confidence, args.replicates, args.seed)
+    query_level = None
+    if args.per_query:
+        scores = read_per_query(args.per_query)
+        query_level = query_intervals(scores, args.aggregation, settings)
+    plan = plan_effects(read_per_seed(args.per_seed), settings, query_level)
+    inputs = tuple(str(path) for path in (args.per_seed, *args.per_query))
+    job = JobContext(rule="cli:effects", inputs=inputs, code=code_hash(["effects"]))
     written = write_plan(plan, args.out, job)
     for note in plan.notes():
         print(note)
@@ -326,6 +333,24 @@ def _add_effects(commands: argparse._SubParsersAction) -> None:
         help="parquet or CSV: dataset, geometry (E|H), loss (R|S), seed, level, metric, value",
     )
     effects.add_argument("--out", type=Path, required=True, help="folder for the tables")
+    effects.add_argument(
+        "--per-query",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="the cells' per-query scores (a run's eval/*.parquet): two-stage intervals "
+        "instead of intervals over seeds alone",
+    )
+    effects.add_argument(
+        "--aggregation",
+        choices=["query_micro", "group_macro"],
+        default="query_micro",
+        help="the per-seed table's aggregation, recomputed on the per-query rows "
+        "(default: %(default)s)",
+    )
+    effects.add_argument("--confidence", type=float, default=0.95, help="(default: %(default)s)")
+    effects.add_argument("--replicates", type=int, default=10_000, help="(default: %(default)s)")
+    effects.add_argument("--seed", type=int, default=0, help="resampling seed (default: 0)")
     effects.set_defaults(handler=_effects)
     seeds = commands.add_parser(
         "seeds",

@@ -93,3 +93,25 @@ def test_the_same_rows_give_the_same_bytes():
     again = query_intervals(per_query, "group_macro", SETTINGS)
     pd.testing.assert_frame_equal(first, again, check_exact=True)
     assert with_query_intervals is not None
+
+
+def test_hierbench_effects_takes_per_query_rows(tmp_path, capsys):
+    from hierbench.cli import main
+
+    per_query, summaries = _scores()
+    per_seed = per_seed_from_evaluations(summaries, "group_macro")
+    per_seed.to_parquet(tmp_path / "per_seed.parquet")
+    per_query.to_parquet(tmp_path / "eval.parquet")
+    out = tmp_path / "tables"
+    args = ["effects", "--per-seed", str(tmp_path / "per_seed.parquet"), "--out", str(out)]
+    extra = ["--per-query", str(tmp_path / "eval.parquet"), "--aggregation", "group_macro"]
+    assert main([*args, *extra, "--replicates", "400", "--seed", "3", "--confidence", "0.9"]) == 0
+    assert "two-stage paired bootstrap" in capsys.readouterr().out
+    expected = plan_effects(
+        per_seed, SETTINGS, query_intervals(per_query, "group_macro", SETTINGS)
+    ).summary
+    written = pd.read_parquet(out / "effects_summary.parquet")
+    pd.testing.assert_frame_equal(written, expected, check_dtype=False)
+    per_query.drop(columns="group").to_parquet(tmp_path / "eval.parquet")
+    assert main([*args, *extra]) == 2
+    assert "lack columns ['group']" in capsys.readouterr().err

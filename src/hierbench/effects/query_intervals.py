@@ -67,9 +67,10 @@ def _draw_arrays(
             scores = cell[metrics].to_numpy(dtype=np.float64, copy=True)
             scores[~cell["valid"].to_numpy(dtype=bool)] = np.nan
             stack.append(scores)
+            found = cell["group"].to_numpy() if "group" in cell.columns else None
             if groups is None:
-                groups = cell["group"].to_numpy()
-            elif not np.array_equal(groups, cell["group"].to_numpy()):
+                groups = found
+            elif found is not None and not np.array_equal(groups, found):
                 raise EffectsError(f"{where}: arm {arm}, seed {seed} gives queries other groups")
         values[arm] = np.stack(stack)
     return values, groups
@@ -119,6 +120,15 @@ def query_intervals(
 ) -> pd.DataFrame:
     """One row per (dataset, level, metric, effect): the observed effect and its two-stage
     interval (``INTERVAL_COLUMNS``), mean hierarchy included."""
+    needed = {"dataset", "arm", "seed", "qg_seed", "query", "level", "valid"}
+    if aggregation == "group_macro":
+        needed.add("group")
+    missing = needed - set(per_query.columns)
+    if missing:
+        raise EffectsError(
+            f"per-query rows lack columns {sorted(missing)} (a run's eval/*.parquet has them; "
+            "group-macro needs each row's group)"
+        )
     rows = []
     for dataset, part in per_query.groupby("dataset", sort=True):
         trained = part[part["arm"] != "frozen"]
