@@ -71,6 +71,7 @@ from hierbench.protocol import (
     CURVATURE_CONTROL,
     CURVATURE_TABLES,
     EFFECTS_BY_SEED,
+    EFFECTS_SUMMARY,
     FIGURES as FIGURE_NAMES,
     FROZEN,
     GEOMETRIES,

@@ -36,6 +36,7 @@ rule figures:
     input:
         arms=run_path(f"{TABLES}/{ARMS_SUMMARY}.parquet"),
         effects=run_path(f"{TABLES}/{EFFECTS_BY_SEED}.parquet"),
+        intervals=run_path(f"{TABLES}/{EFFECTS_SUMMARY}.parquet"),
         records=lambda wildcards: PATHS.cells(wildcards.dataset, ["factorial"], CELL_FILES["record"], geometry=POINCARE),
         models=lambda wildcards: PATHS.cells(wildcards.dataset, ["factorial"], CELL_FILES["model"], geometry=POINCARE),
         features=run_path(DEV_FEATURES),

@@ -9,6 +9,7 @@ build_figures(
     snakemake.wildcards.dataset,
     snakemake.input.arms,
     snakemake.input.effects,
+    snakemake.input.intervals,
     list(snakemake.input.records),
     list(snakemake.input.models),
     snakemake.input.features,

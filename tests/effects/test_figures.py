@@ -37,6 +37,19 @@ def _effects() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _intervals(effects: pd.DataFrame) -> pd.DataFrame:
+    """Each effect's mean and an interval around it (the first two clear of zero)."""
+    means = effects.groupby("effect", sort=False)["value"].mean()
+    return pd.DataFrame(
+        {
+            "effect": means.index,
+            "mean": means.to_numpy(),
+            "ci_low": means.to_numpy() - 0.004,
+            "ci_high": means.to_numpy() + 0.004,
+        }
+    )
+
+
 def _arms() -> pd.DataFrame:
     rows = []
     for arm, shift in (("frozen", 0.0), ("E_R", 0.02), ("H_R", 0.03), ("E_S", 0.05), ("H_S", 0.06)):
@@ -50,7 +63,7 @@ def test_figures_are_written_in_both_formats_and_are_reproducible(tmp_path: Path
     for run in ("a", "b"):
         paths = []
         for name, figure in (
-            ("effects", effects_figure(_effects(), "effects")),
+            ("effects", effects_figure(_effects(), _intervals(_effects()), "effects")),
             ("levels", map_by_level_figure(_arms(), "levels")),
         ):
             for suffix in ("png", "pdf"):
@@ -123,15 +136,20 @@ def test_ot_by_k_draws_the_tree_scores_in_panels_of_their_own(tmp_path: Path):
 
 
 def test_effects_figure_draws_the_companion_contrasts_only_when_present():
-    factorial = effects_figure(_effects(), "factorial").axes[0]
-    labels = [tick.get_text() for tick in factorial.get_xticklabels()]
+    factorial = effects_figure(_effects(), _intervals(_effects()), "factorial").axes[0]
+    labels = [tick.get_text() for tick in factorial.get_yticklabels()]
     assert labels == ["geom_R", "geom_S", "loss_E", "loss_H", "int"]
+    # geom_R (0.0103 ± 0.004) clears zero: solid; geom_S (0.0033 ± 0.004) does not: dotted
+    styles = [line.get_linestyle() for line in factorial.get_lines()[:2]]
+    assert styles == ["-", ":"]
     companion = pd.DataFrame(
         {"effect": e, "seed": s, "value": 0.01 * s / 1000}
         for e in ("loss_AS_E", "loss_AS_hyp", "geom_A")
         for s in (42, 2024, 3407)
     )
-    both = effects_figure(pd.concat([_effects(), companion]), "with A").axes[0]
-    labels = [tick.get_text() for tick in both.get_xticklabels()]
+    everything = pd.concat([_effects(), companion])
+    both = effects_figure(everything, _intervals(everything), "with A").axes[0]
+    labels = [tick.get_text() for tick in both.get_yticklabels()]
     assert labels[5:] == ["loss_AS_E", "loss_AS_hyp", "geom_A"]
-    assert len(both.collections) == 2 * 8  # per effect: the seeds scatter and an error bar
+    assert len(both.collections) == 2 * 8  # per effect: the seeds and the mean
+    assert len(both.get_lines()) == 8 + 1  # per effect an interval, and the zero line

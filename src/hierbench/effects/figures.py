@@ -1,7 +1,8 @@
 """Figures of the study (matplotlib's object API, no pyplot state), PNG and PDF, deterministic.
 
-- effects: each simple effect of the factorial (and each contrast of the companion method, where
-  its cells ran) on mean hierarchy mAP, one point per seed, with the mean ± SD over seeds;
+- effects: a forest plot of each simple effect of the factorial (and each contrast of the
+  companion method, where its cells ran) on mean hierarchy mAP: one point per seed, the mean
+  on its interval (solid where it excludes zero);
 - mAP by level: leaf, middle and high mAP for each arm and the frozen baseline (how the
   arms redistribute retrieval quality across levels);
 - hyperbolic norms: for the Poincaré cells, the norm of group prototypes at each taxonomy
@@ -43,21 +44,29 @@ def figure_writer(figure: Figure, kind: str) -> Callable[[Path], None]:
     return lambda path: figure.savefig(path, format=kind, dpi=150, metadata=SAVE_METADATA[kind])
 
 
-def effects_figure(effects: pd.DataFrame, title: str) -> Figure:
-    """Per-seed points and mean ± SD of each simple effect (one metric and level)."""
+def effects_figure(effects: pd.DataFrame, summary: pd.DataFrame, title: str) -> Figure:
+    """A forest plot of each simple effect (one metric and level): a row per effect, its seeds
+    as grey points, its mean as a blue point on its interval (``summary``: ``effect``, ``mean``,
+    ``ci_low``, ``ci_high``), a line at zero; an interval clear of zero is drawn solid."""
     present = [effect for effect in EFFECT_ORDER if effect in set(effects["effect"])]
-    figure = Figure(figsize=(max(6.0, 0.9 * len(present)), 3.5))
+    figure = Figure(figsize=(6.0, 0.45 * len(present) + 1.2))
     axis = figure.subplots()
+    rows = summary.set_index("effect")
     for position, effect in enumerate(present):
+        row = -position  # the first effect on top
         values = effects.loc[effects["effect"] == effect, "value"].to_numpy(float)
-        axis.scatter(np.full(len(values), position), values, color="0.5", s=18, zorder=3)
-        sd = values.std(ddof=1) if len(values) > 1 else 0.0
-        axis.errorbar(position + 0.18, values.mean(), yerr=sd, fmt="o", color="C0", capsize=4)
-    axis.axhline(0, color="0.3", linewidth=0.8)
-    axis.set_xticks(range(len(present)), present)
+        axis.scatter(values, np.full(len(values), row + 0.15), color="0.5", s=14, zorder=3)
+        low, high, mean = (float(rows.loc[effect, key]) for key in ("ci_low", "ci_high", "mean"))
+        clear = low > 0 or high < 0
+        axis.plot(
+            [low, high], [row, row], color="C0", linewidth=2.0, linestyle="-" if clear else ":"
+        )
+        axis.scatter([mean], [row], color="C0", s=28, zorder=4)
+    axis.axvline(0, color="0.3", linewidth=0.8)
+    axis.set_yticks([-p for p in range(len(present))], present)
     if len(present) > len(FACTORIAL_EFFECTS):
-        axis.tick_params(axis="x", labelsize=7)
-    axis.set_ylabel("difference in mean hierarchy mAP")
+        axis.tick_params(axis="y", labelsize=7)
+    axis.set_xlabel("difference in mean hierarchy mAP")
     axis.set_title(title)
     figure.tight_layout()
     return figure

@@ -51,6 +51,7 @@ def build_figures(
     dataset: str,
     arms_summary: str | Path,
     effects_by_seed: str | Path,
+    effects_summary: str | Path,
     records: list[str | Path],
     checkpoints: list[str | Path],
     features: str | Path,
@@ -63,12 +64,14 @@ def build_figures(
     labels = level_labels(levels)
     effects = pd.read_parquet(effects_by_seed)
     chosen = effects[(effects["level"] == MEAN_HIERARCHY) & (effects["metric"] == METRIC)]
+    intervals = pd.read_parquet(effects_summary)
+    intervals = intervals[(intervals["level"] == MEAN_HIERARCHY) & (intervals["metric"] == METRIC)]
     summary = add_arm(pd.read_parquet(arms_summary))
     arms = summary[summary["metric"] == METRIC]
     ot = summary[summary["metric"].astype(str).str.fullmatch(ANY_OT_METRIC.pattern)]
     norms = hyperbolic_norms(records, checkpoints, features)
     drawn = (
-        effects_figure(chosen, f"{dataset}: simple effects (mean hierarchy mAP)"),
+        effects_figure(chosen, intervals, f"{dataset}: simple effects (mean hierarchy mAP)"),
         map_by_level_figure(arms, f"{dataset}: mAP by level", labels=labels),
         norms_figure(norms, f"{dataset}: prototype norms, Poincaré cells", labels),
         ot_by_k_figure(ot, f"{dataset}: OT@K by K (distance to the ideal relation mix)"),
