@@ -74,6 +74,7 @@ rule semantic_tables:
         **code("stages.controls", script="semantic_tables"),
         aggregation=aggregation,
         levels=dataset_levels,
+        intervals=config["effects"]["intervals"],
     conda:
         ENVIRONMENT
     script:
@@ -95,6 +96,7 @@ use rule semantic_tables as curvature_tables with:
         operating_point=lambda wildcards: config["datasets"][wildcards.dataset]["hyperbolic"],
         aggregation=aggregation,
         levels=dataset_levels,
+        intervals=config["effects"]["intervals"],
 
 
 BASELINES_OUTPUTS = PATHS.baselines_outputs()

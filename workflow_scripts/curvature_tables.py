@@ -13,4 +13,5 @@ build_curvature_tables(
     job,
     aggregation=snakemake.params.aggregation,
     levels=tuple(snakemake.params.levels),
+    intervals=snakemake.params.intervals,
 )

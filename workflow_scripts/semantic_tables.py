@@ -12,4 +12,5 @@ build_semantic_tables(
     job,
     aggregation=snakemake.params.aggregation,
     levels=tuple(snakemake.params.levels),
+    intervals=snakemake.params.intervals,
 )

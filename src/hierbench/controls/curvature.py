@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings
 from hierbench.effects.variants import paired_contrast, seeds_mean_sd
 from hierbench.protocol import EUCLIDEAN, MEAN_HIERARCHY, POINCARE, REGRESSION, cell_name
 
@@ -194,10 +195,15 @@ def curvature_table(per_seed: pd.DataFrame, base: tuple[float, float]) -> pd.Dat
     return pd.DataFrame(table)
 
 
-def curvature_contrasts(per_seed: pd.DataFrame, base: tuple[float, float]) -> pd.DataFrame:
+def curvature_contrasts(
+    per_seed: pd.DataFrame,
+    base: tuple[float, float],
+    intervals: IntervalSettings = DEFAULT_INTERVALS,
+) -> pd.DataFrame:
     """The paper's contrasts of mean hierarchy mAP (Base − Near-flat, Strong − Base, Small
     radius − Base, Large radius − Base, Near-flat − Matched Euclidean) and each point without
-    a role against the base: per seed, mean ± SD and signs, all within the control."""
+    a role against the base: per seed, mean ± SD, signs and the interval over seeds with the
+    sign-flip test, all within the control."""
     rows = _map_rows(per_seed)
     wide = rows[rows["level"] == MEAN_HIERARCHY].pivot(
         index="seed", columns="variant", values="value"
@@ -219,6 +225,6 @@ def curvature_contrasts(per_seed: pd.DataFrame, base: tuple[float, float]) -> pd
         if first not in roles:
             name = f"{first} − {_role_name(second, roles)}"
         table.append({"contrast": name, "minuend": first, "subtrahend": second})
-        table[-1] |= paired_contrast(diff)
+        table[-1] |= paired_contrast(diff, intervals)
     frame = pd.DataFrame(table)
     return frame.astype({"mean": np.float64, "sd": np.float64})

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from hierbench.controls.semantic import ARM_NAMES
+from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings
 from hierbench.effects.variants import paired_contrast, seeds_mean_sd
 from hierbench.protocol import MEAN_HIERARCHY
 
@@ -32,6 +33,10 @@ CONTRAST_COLUMNS = (
     "negative_seeds",
     "seeds",
     "signs",
+    "ci_low",
+    "ci_high",
+    "p_seeds",
+    "p_min",
 )
 
 
@@ -64,9 +69,12 @@ def semantic_table(per_seed: pd.DataFrame, epochs: dict[str, int]) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-def semantic_contrasts(per_seed: pd.DataFrame) -> pd.DataFrame:
+def semantic_contrasts(
+    per_seed: pd.DataFrame, intervals: IntervalSettings = DEFAULT_INTERVALS
+) -> pd.DataFrame:
     """The paper's paired seed differences of mAP (Table 2's text), each at its levels, with
-    positive and negative seed counts and the signs in seed order."""
+    positive and negative seed counts, the signs in seed order, and the interval over seeds
+    with the sign-flip test."""
     chosen = per_seed[per_seed["metric"] == "map"]
     rows = []
     for first, second, levels in CONTRASTS:
@@ -80,7 +88,7 @@ def semantic_contrasts(per_seed: pd.DataFrame) -> pd.DataFrame:
                 {
                     "contrast": contrast,
                     "level": level,
-                    **paired_contrast(wide[first] - wide[second]),
+                    **paired_contrast(wide[first] - wide[second], intervals),
                 }
             )
     return pd.DataFrame(rows, columns=list(CONTRAST_COLUMNS))

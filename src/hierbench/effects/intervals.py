@@ -237,6 +237,11 @@ def sign_flip_p(per_seed: Sequence[float], seed: int = 0) -> float:
 DEFAULT_INTERVALS = IntervalSettings()
 
 
+def interval_settings(block: Mapping[str, Any] | None) -> IntervalSettings:
+    """The settings of a rule's ``effects.intervals`` parameter (defaults when None)."""
+    return IntervalSettings.from_config({"effects": {"intervals": dict(block or {})}})
+
+
 def seed_replicates(per_seed: np.ndarray, settings: IntervalSettings) -> np.ndarray:
     """(R,) replicates of the mean of per-seed values, resampling the seeds only: the interval
     of a table that has no per-query rows (a per-seed table published elsewhere)."""

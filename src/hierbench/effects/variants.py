@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from hierbench.effects import mean_sd, per_seed_from_evaluations
+from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings, uncertainty
 from hierbench.protocol import FROZEN
 
 
@@ -40,9 +41,12 @@ def seed_signs(differences: pd.Series) -> str:
     return " ".join("+" if d > 0 else ("−" if d < 0 else "0") for d in differences)
 
 
-def paired_contrast(differences: pd.Series) -> dict[str, float | int | str]:
+def paired_contrast(
+    differences: pd.Series, intervals: IntervalSettings = DEFAULT_INTERVALS
+) -> dict[str, float | int | str]:
     """A contrast's per-seed differences summarised as the tables show them: mean, sample SD,
-    positive and negative seed counts, seeds, and the signs in seed order."""
+    positive and negative seed counts, seeds, the signs in seed order, and the interval over
+    seeds with the sign-flip test (``ci_low``, ``ci_high``, ``p_seeds``, ``p_min``)."""
     summary = paired_summary(differences)
     return {
         "mean": summary["mean"],
@@ -51,6 +55,7 @@ def paired_contrast(differences: pd.Series) -> dict[str, float | int | str]:
         "negative_seeds": int((differences < 0).sum()),
         "seeds": summary["count"],
         "signs": seed_signs(differences),
+        **uncertainty(differences.to_numpy(dtype=float), intervals),
     }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from hierbench.controls.outer import figure_rows, outer_gains, outer_per_split, 
 from hierbench.controls.semantic_tables import arm_order, semantic_contrasts, semantic_table
 from hierbench.effects import PER_SEED_KEYS
 from hierbench.effects.figures import baselines_figure, control_figure, figure_writer
+from hierbench.effects.intervals import interval_settings
 from hierbench.effects.table_files import write_table
 from hierbench.effects.variants import per_seed_by_variant
 from hierbench.levelnames import level_labels
@@ -43,10 +45,12 @@ def build_curvature_tables(
     *,
     aggregation: str,
     levels: tuple[str, str, str] | None = None,
+    intervals: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Write the curvature control's per-seed table, its two tables and its figure, from its
     own cells only (the base point and matched Euclidean included), under the dataset's
-    registered ``aggregation``."""
+    registered ``aggregation``; each contrast with its interval over seeds (``intervals``:
+    the config's ``effects.intervals``)."""
     frame = _concat(summaries)
     missing = {MATCHED_EUCLIDEAN, point_label(*base)} - set(frame["variant"])
     if missing:
@@ -54,7 +58,9 @@ def build_curvature_tables(
     per_seed = per_seed_by_variant(frame, aggregation)
     keys = ["variant", *PER_SEED_KEYS]
     write_parquet(per_seed[[*keys, "value"]], outputs["per_seed"][0], job, sort_by=keys)
-    table, contrasts = curvature_table(per_seed, base), curvature_contrasts(per_seed, base)
+    settings = interval_settings(intervals)
+    table = curvature_table(per_seed, base)
+    contrasts = curvature_contrasts(per_seed, base, settings)
     _write_tables({"table": table, "contrasts": contrasts}, outputs, job, levels)
     order = variant_order(sorted(set(per_seed["variant"])))
     title = f"{dataset}: curvature/radius control (H_R, {aggregation})"
@@ -72,9 +78,11 @@ def build_semantic_tables(
     *,
     aggregation: str,
     levels: tuple[str, str, str] | None = None,
+    intervals: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Write the semantic-alignment control's per-seed table, its two tables and its figure,
-    under the dataset's registered aggregation, scored with the true taxonomy."""
+    under the dataset's registered aggregation, scored with the true taxonomy; each contrast
+    with its interval over seeds (``intervals``: the config's ``effects.intervals``)."""
     frame = pd.concat([pd.read_parquet(path) for path in summaries], ignore_index=True)
     per_seed = per_seed_by_variant(frame, aggregation)
     epochs = {}
@@ -83,7 +91,8 @@ def build_semantic_tables(
         epochs[record["arm"]] = int(record["epochs"])
     keys = ["variant", *PER_SEED_KEYS]
     write_parquet(per_seed[[*keys, "value"]], outputs["per_seed"][0], job, sort_by=keys)
-    tables = {"table": semantic_table(per_seed, epochs), "contrasts": semantic_contrasts(per_seed)}
+    contrasts = semantic_contrasts(per_seed, interval_settings(intervals))
+    tables = {"table": semantic_table(per_seed, epochs), "contrasts": contrasts}
     _write_tables(tables, outputs, job, levels)
     order = arm_order(sorted(epochs))
     figure = control_figure(per_seed, order, f"{dataset}: semantic-alignment control (E_S)")
