@@ -24,9 +24,8 @@ from hierbench.effects.intervals import (
     percentile_interval,
     two_stage_batch,
 )
-from hierbench.effects.schema import EffectsError
+from hierbench.effects.schema import ANY_OT_METRIC, EffectsError
 from hierbench.effects.statistics import EFFECT_FORMULAS
-from hierbench.metrics.ot import is_ot_column
 from hierbench.protocol import ALL_LEVELS, MEAN_HIERARCHY
 from hierbench.relations import LEVELS
 
@@ -38,7 +37,7 @@ def _metrics(per_query: pd.DataFrame, level: str) -> list[str]:
     """The per-query metric columns scored at ``level``: AP and Recall@K at leaf, middle and
     high; the OT scores at level all."""
     columns = [c for c in per_query.columns if c == "ap" or str(c).startswith("r@")]
-    ot = [c for c in per_query.columns if is_ot_column(c)]
+    ot = [c for c in per_query.columns if ANY_OT_METRIC.fullmatch(str(c))]
     return ot if level == ALL_LEVELS else columns
 
 
