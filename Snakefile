@@ -7,7 +7,7 @@ import sys
 from snakemake.utils import min_version, validate
 
 from hierbench.config import check_inputs_exist, enabled_datasets, load_yaml, validate_config
-from hierbench.controls.curvature import POINT_PATTERN
+from hierbench.controls.curvature_points import POINT_PATTERN
 from hierbench.data.kinds import name_constraint
 from hierbench.data.quality import plan_warnings
 from hierbench.devices import check_device_before_scheduling

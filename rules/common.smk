@@ -12,7 +12,7 @@ from hierbench.config import (
     split_config,
     training_config,
 )
-from hierbench.controls.curvature import control_epochs
+from hierbench.controls.curvature_points import control_epochs
 from hierbench.controls.outer import outer_splits
 from hierbench.controls.semantic import semantic_arms
 from hierbench.data.kinds import (

@@ -15,7 +15,7 @@ from typing import Any
 
 from hierbench.baselines import baselines_enabled
 from hierbench.cells.companion import companion_enabled
-from hierbench.controls.curvature import control_variants, point_geometry
+from hierbench.controls.curvature_points import control_variants, point_geometry
 from hierbench.controls.outer import outer_seeds, outer_splits
 from hierbench.controls.semantic import semantic_arms
 from hierbench.data.kinds import dataset_kind, layout_folder

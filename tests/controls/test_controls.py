@@ -10,17 +10,15 @@ import pandas as pd
 import pytest
 import torch
 
-from hierbench.controls.curvature import (
+from hierbench.controls.curvature import curvature_contrasts, curvature_table, point_roles
+from hierbench.controls.curvature_points import (
     CurvatureControlError,
     cell_label,
     control_epochs,
     control_variants,
-    curvature_contrasts,
     curvature_points,
-    curvature_table,
     parse_point,
     point_label,
-    point_roles,
 )
 from hierbench.controls.semantic import (
     SemanticControlError,

@@ -14,13 +14,8 @@ import pandas as pd
 
 from hierbench.baselines.context_table import arm_order as baseline_order
 from hierbench.baselines.context_table import baselines_per_seed, baselines_table
-from hierbench.controls.curvature import (
-    MATCHED_EUCLIDEAN,
-    curvature_contrasts,
-    curvature_table,
-    point_label,
-    variant_order,
-)
+from hierbench.controls.curvature import curvature_contrasts, curvature_table, variant_order
+from hierbench.controls.curvature_points import MATCHED_EUCLIDEAN, point_label
 from hierbench.controls.outer import figure_rows, outer_gains, outer_per_split, outer_table
 from hierbench.controls.semantic_tables import arm_order, semantic_contrasts, semantic_table
 from hierbench.effects import PER_SEED_KEYS

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hierbench.cells.spec import CellSpec, cell_spec
-from hierbench.controls.curvature import cell_label, point_geometry, point_hyperbolic
+from hierbench.controls.curvature_points import cell_label, point_geometry, point_hyperbolic
 from hierbench.features.store import role_data
 from hierbench.protocol import CURVATURE_CONTROL, REGRESSION, SUPCON, cell_name
 from hierbench.provenance.records import JobContext
