@@ -17,6 +17,8 @@ rule effect_tables:
         summary=report(SUMMARY, caption="../report/summary.rst", category="Tables", subcategory="{dataset}"),
     log:
         log_for(SUMMARY),
+    benchmark:
+        benchmark_for(SUMMARY)
     params:
         **code("stages.tables", script="effect_tables"),
         out_dir=lambda wildcards: run_path(TABLES, dataset=wildcards.dataset),
