@@ -70,6 +70,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     ),
     "gpu": Benchmark("gpu.py", {}, {"smoke": True}),
     "hier": Benchmark("hier.py", {"repeats": 5}, {"repeats": 1}),
+    "intervals": Benchmark("intervals.py", {"repeats": 3}, {"repeats": 1}),
     "render": Benchmark("render_demo.py", {}, {"classes": 40}),
     "stacking": Benchmark("stacking.py", {"repeats": 3}, {"repeats": 1}),
     "training": Benchmark(

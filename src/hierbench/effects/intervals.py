@@ -13,8 +13,8 @@ arm's values times its sign in the effect) and the pairing is real. An effect th
 combination of aggregated values (mean hierarchy mAP: the mean of middle and high) is that
 combination of the replicates made from the same :class:`Resamples`.
 
-Everything is whole-matrix work (a GEMM per group, blocks of replicates, every effect and metric
-of a draw as columns of one matrix); no Python loop runs over replicates or queries. The same
+Everything is whole-matrix work (GEMMs over blocks of replicates, every effect and metric of a
+draw as columns of one matrix); no Python loop runs over replicates or queries. The same
 inputs and seed give the same bytes.
 
 Beside each interval, :func:`sign_flip_p`: an exact test over seeds of the mean of the per-seed
@@ -120,22 +120,23 @@ def _group_macro(values: np.ndarray, groups: np.ndarray, counts: np.ndarray) -> 
     """(R, K) means over groups of each group's mean of its scored values (Q, K) under query
     counts (R, Q); a group without a resampled scored query drops out. A query is scored in
     every column or in none (the evaluation's valid flag), so a group's weight is shared by
-    the columns: one GEMM per group."""
+    the columns, and the mean over groups of group means is one weighted sum per replicate:
+    each query's count over its group's count, over the number of groups drawn (two GEMMs)."""
     scored = np.isfinite(values)
     rows = scored.any(axis=1)
     if (scored[rows] != rows[rows, None]).any():
         raise IntervalError("group-macro needs each query scored in every column or in none")
-    total = np.zeros((len(counts), values.shape[1]))
-    present = np.zeros(len(counts))
-    for group in np.unique(groups[rows]):
-        members = np.flatnonzero(rows & (groups == group))
-        weight = counts[:, members].sum(axis=1, dtype=np.float64)
-        sums = counts[:, members] @ values[members]
-        drawn = weight > 0
-        total[drawn] += sums[drawn] / weight[drawn, None]
-        present += drawn
+    members = np.flatnonzero(rows)
+    _, group_of = np.unique(groups[members], return_inverse=True)
+    one_hot = np.zeros((len(members), int(group_of.max(initial=-1)) + 1))
+    one_hot[np.arange(len(members)), group_of] = 1.0
+    drawn = counts[:, members]
+    group_counts = drawn @ one_hot  # (R, G): each group's resampled queries
+    per_query = group_counts[:, group_of]
+    weights = np.divide(drawn, per_query, out=np.zeros_like(drawn), where=per_query > 0)
+    present = (group_counts > 0).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return total / present[:, None]
+        return (weights @ values[members]) / present[:, None]
 
 
 def aggregate_replicates(

@@ -48,31 +48,31 @@ def _summary_metric(column: str) -> str:
 
 def _draw_arrays(
     rows: pd.DataFrame, metrics: list[str], arms: list[str], seeds: list[int], where: str
-) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Per arm an (S, Q, M) array of the rows' scores (NaN where not valid), and the (Q,)
-    groups, the queries in index order; every arm and seed must hold the same queries."""
+) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+    """Per arm an (S, Q, M) array of one draw's scores at one level (NaN where not valid), and
+    the (Q,) groups, the queries in index order; every arm and seed must hold the same queries
+    with the same groups."""
     queries = np.sort(rows["query"].unique())
-    values: dict[str, np.ndarray] = {}
+    shape = (len(arms), len(seeds), len(queries))
+    ordered = rows.sort_values(["arm", "seed", "query"], kind="stable")
+    keys = ordered[["arm", "seed", "query"]]
+    expected = pd.MultiIndex.from_product([arms, seeds, queries])
+    if len(ordered) != len(expected) or not pd.MultiIndex.from_frame(keys).equals(expected):
+        raise EffectsError(
+            f"{where}: the cells' per-query rows do not hold the same queries for every arm "
+            f"({', '.join(arms)}) and seed ({', '.join(map(str, seeds))}); the per-query files "
+            "are incomplete"
+        )
+    scores = ordered[metrics].to_numpy(dtype=np.float64, copy=True)
+    scores[~ordered["valid"].to_numpy(dtype=bool)] = np.nan
+    scores = scores.reshape(*shape, len(metrics))
     groups = None
-    for arm in arms:
-        stack = []
-        for seed in seeds:
-            cell = rows[(rows["arm"] == arm) & (rows["seed"] == seed)].sort_values("query")
-            if not np.array_equal(cell["query"].to_numpy(), queries):
-                raise EffectsError(
-                    f"{where}: arm {arm}, seed {seed} lacks per-query rows of queries the other "
-                    "cells have; the per-query files are incomplete"
-                )
-            scores = cell[metrics].to_numpy(dtype=np.float64, copy=True)
-            scores[~cell["valid"].to_numpy(dtype=bool)] = np.nan
-            stack.append(scores)
-            found = cell["group"].to_numpy() if "group" in cell.columns else None
-            if groups is None:
-                groups = found
-            elif found is not None and not np.array_equal(groups, found):
-                raise EffectsError(f"{where}: arm {arm}, seed {seed} gives queries other groups")
-        values[arm] = np.stack(stack)
-    return values, groups
+    if "group" in ordered.columns:
+        every = ordered["group"].to_numpy().reshape(shape)
+        if (every != every[:1, :1]).any():
+            raise EffectsError(f"{where}: the cells give one query different groups")
+        groups = every[0, 0]
+    return {arm: scores[index] for index, arm in enumerate(arms)}, groups
 
 
 def _effects_of(arms: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
