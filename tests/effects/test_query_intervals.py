@@ -120,5 +120,5 @@ def test_hierbench_effects_takes_per_query_rows(tmp_path, capsys):
 def test_a_cell_missing_a_query_is_named():
     per_query, _ = _scores()
     gone = (per_query["arm"] == "E_S") & (per_query["seed"] == 2) & (per_query["query"] == 0)
-    with pytest.raises(EffectsError, match="do not hold the same queries.*incomplete"):
+    with pytest.raises(EffectsError, match=r"do not hold the same queries.*incomplete"):
         query_intervals(per_query[~gone], "query_micro", SETTINGS)
