@@ -13,16 +13,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import pandas as pd
-
 from hierbench import __version__
+from hierbench.cli.effect_commands import add_effect_commands
 from hierbench.config import ConfigError, check_inputs_exist, load_config
 from hierbench.data.quality import check_report
-from hierbench.effects import EffectsError, plan_effects, read_per_seed
-from hierbench.effects import render_markdown as markdown_table
-from hierbench.effects.intervals import IntervalSettings
-from hierbench.effects.query_intervals import query_intervals
-from hierbench.effects.seeds_needed import choose_row, describe, measured_noise, seeds_table
+from hierbench.effects import EffectsError
 from hierbench.provenance import codehash, seal
 from hierbench.provenance.artifacts import write_parquet
 from hierbench.provenance.codehash import code_hash
@@ -38,7 +33,6 @@ from hierbench.runs import DEFAULT_RUN, logs_folder
 from hierbench.runtools import jobstats, resume
 from hierbench.runtools.compare import NotARunError, compare_runs_report, render_markdown
 from hierbench.shipped import shipped_file
-from hierbench.stages.tables import read_per_query, write_plan
 from hierbench.stages.taxonomy import build_cub_taxonomy, build_nabirds_taxonomy
 from hierbench.taxonomy import DEFAULT_FUZZY_MARGIN, DEFAULT_FUZZY_THRESHOLD, TaxonomyError
 
@@ -155,46 +149,6 @@ def _taxonomy_nabirds(args: argparse.Namespace) -> int:
         f"{len(table)} leaves, {table['middle'].nunique()} parents, "
         f"{table['high'].nunique()} supergroups -> {args.out}"
     )
-    return 0
-
-
-def _effects(args: argparse.Namespace) -> int:
-    """Re-aggregate a per-seed table (ours or published numbers) into the effect tables.
-
-    Prints what it derived (mean_hierarchy from middle and high) and which paper tables its
-    metrics do not support, then how many files it wrote.
-    """
-    settings = IntervalSettings(args.confidence, args.replicates, args.seed)
-    query_level = None
-    if args.per_query:
-        scores = read_per_query(args.per_query)
-        query_level = query_intervals(scores, args.aggregation, settings)
-    plan = plan_effects(read_per_seed(args.per_seed), settings, query_level)
-    inputs = tuple(str(path) for path in (args.per_seed, *args.per_query))
-    job = JobContext(rule="cli:effects", inputs=inputs, code=code_hash(["effects"]))
-    written = write_plan(plan, args.out, job)
-    for note in plan.notes():
-        print(note)
-    print(f"{len(written)} files -> {args.out}")
-    return 0
-
-
-def _seeds(args: argparse.Namespace) -> int:
-    """How many training seeds an effect needs for its interval to exclude zero."""
-    summary = pd.read_parquet(args.effects_table)
-    missing = {"ci_low", "ci_high", "sd", "n", "mean"} - set(summary.columns)
-    if missing:
-        raise ValueError(
-            f"{args.effects_table} is not an effects summary with intervals (lacks "
-            f"{sorted(missing)}); pass tables/effects_summary.parquet of a run"
-        )
-    row = choose_row(summary, args.dataset, args.effect, args.metric, args.level)
-    settings = IntervalSettings(level=args.confidence)
-    print(describe(row, measured_noise(row, args.confidence), args.confidence))
-    table = seeds_table(row, settings)
-    table["interval excludes zero"] = table["interval excludes zero"].map("{:.0%}".format)
-    table["median width"] = table["median width"].map("{:.4f}".format)
-    print(markdown_table(table))
     return 0
 
 
@@ -323,57 +277,6 @@ def _add_resume(commands: argparse._SubParsersAction) -> None:
     again.set_defaults(handler=_resume)
 
 
-def _add_effects(commands: argparse._SubParsersAction) -> None:
-    """The `effects` subcommand."""
-    effects = commands.add_parser("effects", help="mean ± SD per arm and simple effects")
-    effects.add_argument(
-        "--per-seed",
-        type=Path,
-        required=True,
-        help="parquet or CSV: dataset, geometry (E|H), loss (R|S), seed, level, metric, value",
-    )
-    effects.add_argument("--out", type=Path, required=True, help="folder for the tables")
-    effects.add_argument(
-        "--per-query",
-        type=Path,
-        nargs="+",
-        default=[],
-        help="the cells' per-query scores (a run's eval/*.parquet): two-stage intervals "
-        "instead of intervals over seeds alone",
-    )
-    effects.add_argument(
-        "--aggregation",
-        choices=["query_micro", "group_macro"],
-        default="query_micro",
-        help="the per-seed table's aggregation, recomputed on the per-query rows "
-        "(default: %(default)s)",
-    )
-    effects.add_argument("--confidence", type=float, default=0.95, help="(default: %(default)s)")
-    effects.add_argument("--replicates", type=int, default=10_000, help="(default: %(default)s)")
-    effects.add_argument("--seed", type=int, default=0, help="resampling seed (default: 0)")
-    effects.set_defaults(handler=_effects)
-    seeds = commands.add_parser(
-        "seeds",
-        help="how many training seeds an effect needs for its interval to exclude zero",
-        description="Simulate studies of 3, 5, 10 and 20 seeds from an effect's measured "
-        "spread over seeds and test images. Example: hierbench seeds "
-        "results/nabirds/tables/effects_summary.parquet --effect geom_R --dataset nabirds",
-    )
-    seeds.add_argument("effects_table", type=Path, help="a run's tables/effects_summary.parquet")
-    seeds.add_argument("--effect", required=True, help="e.g. geom_R, loss_E, int")
-    seeds.add_argument("--dataset", required=True, help="e.g. cub, nabirds")
-    seeds.add_argument("--metric", default="map", help="(default: %(default)s)")
-    seeds.add_argument("--level", default="mean_hierarchy", help="(default: %(default)s)")
-    seeds.add_argument(
-        "--confidence",
-        type=float,
-        default=0.95,
-        help="the level the table's intervals were made at, effects.intervals.level "
-        "(default: %(default)s)",
-    )
-    seeds.set_defaults(handler=_seeds)
-
-
 def _add_taxonomy(commands: argparse._SubParsersAction) -> None:
     """The `taxonomy cub` and `taxonomy nabirds` subcommands."""
     taxonomy = commands.add_parser("taxonomy", help="build a taxonomy table")
@@ -436,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     hashing.set_defaults(handler=_code_hash)
     _add_taxonomy(commands)
-    _add_effects(commands)
+    add_effect_commands(commands)
     _add_audit(commands)
     _add_compare(commands)
     _add_resume(commands)
@@ -461,7 +364,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     ) as error:
         print(f"hierbench: error: {error}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

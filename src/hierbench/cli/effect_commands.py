@@ -1,0 +1,109 @@
+"""The effects commands of `hierbench`: `effects` (re-aggregate a per-seed table into the effect
+tables, with intervals) and `seeds` (how many training seeds an effect needs)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from hierbench.effects import plan_effects, read_per_seed
+from hierbench.effects import render_markdown as markdown_table
+from hierbench.effects.intervals import IntervalSettings
+from hierbench.effects.query_intervals import query_intervals
+from hierbench.effects.seeds_needed import choose_row, describe, measured_noise, seeds_table
+from hierbench.provenance.codehash import code_hash
+from hierbench.provenance.records import JobContext
+from hierbench.stages.tables import read_per_query, write_plan
+
+
+def _effects(args: argparse.Namespace) -> int:
+    """Re-aggregate a per-seed table (ours or published numbers) into the effect tables.
+
+    Prints what it derived (mean_hierarchy from middle and high) and which paper tables its
+    metrics do not support, then how many files it wrote.
+    """
+    settings = IntervalSettings(args.confidence, args.replicates, args.seed)
+    query_level = None
+    if args.per_query:
+        scores = read_per_query(args.per_query)
+        query_level = query_intervals(scores, args.aggregation, settings)
+    plan = plan_effects(read_per_seed(args.per_seed), settings, query_level)
+    inputs = tuple(str(path) for path in (args.per_seed, *args.per_query))
+    job = JobContext(rule="cli:effects", inputs=inputs, code=code_hash(["effects"]))
+    written = write_plan(plan, args.out, job)
+    for note in plan.notes():
+        print(note)
+    print(f"{len(written)} files -> {args.out}")
+    return 0
+
+
+def _seeds(args: argparse.Namespace) -> int:
+    """How many training seeds an effect needs for its interval to exclude zero."""
+    summary = pd.read_parquet(args.effects_table)
+    missing = {"ci_low", "ci_high", "sd", "n", "mean"} - set(summary.columns)
+    if missing:
+        raise ValueError(
+            f"{args.effects_table} is not an effects summary with intervals (lacks "
+            f"{sorted(missing)}); pass tables/effects_summary.parquet of a run"
+        )
+    row = choose_row(summary, args.dataset, args.effect, args.metric, args.level)
+    settings = IntervalSettings(level=args.confidence)
+    print(describe(row, measured_noise(row, args.confidence), args.confidence))
+    table = seeds_table(row, settings)
+    table["interval excludes zero"] = table["interval excludes zero"].map("{:.0%}".format)
+    table["median width"] = table["median width"].map("{:.4f}".format)
+    print(markdown_table(table))
+    return 0
+
+
+def add_effect_commands(commands: argparse._SubParsersAction) -> None:
+    """The `effects` subcommand."""
+    effects = commands.add_parser("effects", help="mean ± SD per arm and simple effects")
+    effects.add_argument(
+        "--per-seed",
+        type=Path,
+        required=True,
+        help="parquet or CSV: dataset, geometry (E|H), loss (R|S), seed, level, metric, value",
+    )
+    effects.add_argument("--out", type=Path, required=True, help="folder for the tables")
+    effects.add_argument(
+        "--per-query",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="the cells' per-query scores (a run's eval/*.parquet): two-stage intervals "
+        "instead of intervals over seeds alone",
+    )
+    effects.add_argument(
+        "--aggregation",
+        choices=["query_micro", "group_macro"],
+        default="query_micro",
+        help="the per-seed table's aggregation, recomputed on the per-query rows "
+        "(default: %(default)s)",
+    )
+    effects.add_argument("--confidence", type=float, default=0.95, help="(default: %(default)s)")
+    effects.add_argument("--replicates", type=int, default=10_000, help="(default: %(default)s)")
+    effects.add_argument("--seed", type=int, default=0, help="resampling seed (default: 0)")
+    effects.set_defaults(handler=_effects)
+    seeds = commands.add_parser(
+        "seeds",
+        help="how many training seeds an effect needs for its interval to exclude zero",
+        description="Simulate studies of 3, 5, 10 and 20 seeds from an effect's measured "
+        "spread over seeds and test images. Example: hierbench seeds "
+        "results/nabirds/tables/effects_summary.parquet --effect geom_R --dataset nabirds",
+    )
+    seeds.add_argument("effects_table", type=Path, help="a run's tables/effects_summary.parquet")
+    seeds.add_argument("--effect", required=True, help="e.g. geom_R, loss_E, int")
+    seeds.add_argument("--dataset", required=True, help="e.g. cub, nabirds")
+    seeds.add_argument("--metric", default="map", help="(default: %(default)s)")
+    seeds.add_argument("--level", default="mean_hierarchy", help="(default: %(default)s)")
+    seeds.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        help="the level the table's intervals were made at, effects.intervals.level "
+        "(default: %(default)s)",
+    )
+    seeds.set_defaults(handler=_seeds)
