@@ -26,10 +26,11 @@ from hierbench.effects.intervals import (
 )
 from hierbench.effects.schema import ANY_OT_METRIC, EffectsError
 from hierbench.effects.statistics import EFFECT_FORMULAS
-from hierbench.protocol import ALL_LEVELS, MEAN_HIERARCHY
+from hierbench.protocol import ALL_LEVELS, COMPANION_ARMS, FACTORIAL_ARMS, MEAN_HIERARCHY
 from hierbench.relations import LEVELS
 
 INTERVAL_COLUMNS = ("dataset", "level", "metric", "effect", "observed", "ci_low", "ci_high")
+EFFECT_ARMS = (*FACTORIAL_ARMS, *COMPANION_ARMS)  # the arms the effect formulas read
 MATCH_TOLERANCE = 1e-9  # observed vs the per-seed table's effect (float summation order)
 
 
@@ -130,7 +131,7 @@ def query_intervals(
         )
     rows = []
     for dataset, part in per_query.groupby("dataset", sort=True):
-        trained = part[part["arm"] != "frozen"]
+        trained = part[part["arm"].isin(EFFECT_ARMS)]  # other arms' rows (frozen, PCA) unused
         seeds = sorted(int(s) for s in trained["seed"].unique())
         sizes = [
             trained.loc[
