@@ -12,4 +12,5 @@ build_companion_angle_table(
     job,
     aggregation=snakemake.params.aggregation,
     levels=tuple(snakemake.params.levels),
+    intervals=snakemake.params.intervals,
 )

@@ -22,6 +22,7 @@ from hierbench.effects.companion_angle import (
     ranking_per_seed,
     ranking_table,
 )
+from hierbench.effects.intervals import sign_flip_p
 from hierbench.features.store import feature_table, read_labelled_features, write_feature_parquet
 from hierbench.geometry import build_head
 from hierbench.metrics import evaluate, pairwise_distances
@@ -266,6 +267,8 @@ def test_ranking_table_means_sds_and_the_paired_difference():
         "mean_hierarchy",
         "positive seeds",
         "seeds",
+        "interval",
+        "p (seeds)",
     ]
     assert table[["arm", "ranking"]].values.tolist() == [
         ["E_A", "distance"],
@@ -294,6 +297,11 @@ def test_ranking_table_means_sds_and_the_paired_difference():
         assert row["mean_hierarchy"] == f"{diff.mean():+.4f} ± {diff.std(ddof=1):.4f}"
         assert row["positive seeds"] == f"{positive}/3" and row["seeds"] == 3
         assert (row["leaf"], row["middle"], row["high"]) == ("", "", "")
+        low, high = (float(end) for end in row["interval"].strip("[]").split(", "))
+        slack = 1e-4  # the text has four decimals
+        assert diff.min() - slack <= low <= diff.mean() + slack
+        assert diff.mean() - slack <= high <= diff.max() + slack
+        assert row["p (seeds)"] == f"{sign_flip_p(diff):.3g} (floor 0.25)"
 
 
 def test_ranking_table_refuses_incomplete_or_foreign_evaluations():

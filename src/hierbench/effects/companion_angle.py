@@ -14,7 +14,9 @@ from __future__ import annotations
 import pandas as pd
 
 from hierbench.effects import PER_SEED_COLUMNS, mean_sd
-from hierbench.effects.variants import paired_summary, per_seed_by_variant, seeds_mean_sd
+from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings
+from hierbench.effects.render import interval_text, p_text
+from hierbench.effects.variants import paired_contrast, per_seed_by_variant, seeds_mean_sd
 from hierbench.protocol import (
     ANGLE_RANKING,
     COMPANION_ARMS,
@@ -27,7 +29,16 @@ from hierbench.protocol import (
 LEVELS_SHOWN: tuple[str, ...] = (*LEVELS, MEAN_HIERARCHY)
 DIFFERENCE = f"{ANGLE_RANKING} − {DISTANCE_RANKING}"
 POSITIVE_SEEDS = "positive seeds"
-TABLE_COLUMNS: tuple[str, ...] = ("arm", "ranking", *LEVELS_SHOWN, POSITIVE_SEEDS, "seeds")
+INTERVAL, P_SEEDS = "interval", "p (seeds)"  # the difference row's; the level is in the metadata
+TABLE_COLUMNS: tuple[str, ...] = (
+    "arm",
+    "ranking",
+    *LEVELS_SHOWN,
+    POSITIVE_SEEDS,
+    "seeds",
+    INTERVAL,
+    P_SEEDS,
+)
 
 
 class CompanionAngleError(ValueError):
@@ -72,9 +83,12 @@ def _check_arms_and_rankings(summaries: pd.DataFrame) -> None:
         raise CompanionAngleError(f"unknown rankings {extra}; the rankings are {list(RANKINGS)}")
 
 
-def ranking_table(per_seed: pd.DataFrame) -> pd.DataFrame:
+def ranking_table(
+    per_seed: pd.DataFrame, intervals: IntervalSettings = DEFAULT_INTERVALS
+) -> pd.DataFrame:
     """Per companion arm: a row per ranking (mAP per level and mean hierarchy mAP, mean ± SD
-    over seeds), then the paired difference angle − distance of mean hierarchy mAP."""
+    over seeds), then the paired difference angle − distance of mean hierarchy mAP with its
+    interval over seeds and the sign-flip test."""
     arms = per_seed["geometry"].astype(str) + "_" + per_seed["loss"].astype(str)
     rows: list[dict[str, str | int]] = []
     for arm in (name for name in COMPANION_ARMS if name in set(arms)):
@@ -84,18 +98,23 @@ def ranking_table(per_seed: pd.DataFrame) -> pd.DataFrame:
             entry: dict[str, str | int] = {"arm": arm, "ranking": ranking}
             for level in LEVELS_SHOWN:
                 entry[level] = seeds_mean_sd(chosen[chosen["level"] == level]["value"])
-            rows.append(entry | {POSITIVE_SEEDS: "", "seeds": int(chosen["seed"].nunique())})
-        rows.append(_difference_row(arm, part))
+            blank = {POSITIVE_SEEDS: "", INTERVAL: "", P_SEEDS: ""}
+            rows.append(entry | blank | {"seeds": int(chosen["seed"].nunique())})
+        rows.append(_difference_row(arm, part, intervals))
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 
-def _difference_row(arm: str, part: pd.DataFrame) -> dict[str, str | int]:
+def _difference_row(
+    arm: str, part: pd.DataFrame, intervals: IntervalSettings
+) -> dict[str, str | int]:
     """The per-seed difference angle − distance of one arm's mean hierarchy mAP, summarised."""
     chosen = part[part["level"] == MEAN_HIERARCHY]
     wide = chosen.pivot(index="seed", columns="ranking", values="value").sort_index()
-    summary = paired_summary(wide[ANGLE_RANKING] - wide[DISTANCE_RANKING])
+    summary = paired_contrast(wide[ANGLE_RANKING] - wide[DISTANCE_RANKING], intervals)
     entry: dict[str, str | int] = {"arm": arm, "ranking": DIFFERENCE}
     entry |= {level: "" for level in LEVELS}
     entry[MEAN_HIERARCHY] = mean_sd(summary["mean"], summary["sd"], 4, signed=True)
-    entry[POSITIVE_SEEDS] = f"{summary['positive']}/{summary['count']}"
-    return entry | {"seeds": int(summary["count"])}
+    entry[POSITIVE_SEEDS] = f"{summary['positive_seeds']}/{summary['seeds']}"
+    entry[INTERVAL] = interval_text(summary["ci_low"], summary["ci_high"], 4)
+    entry[P_SEEDS] = p_text(summary["p_seeds"], summary["p_min"])
+    return entry | {"seeds": int(summary["seeds"])}

@@ -4,12 +4,15 @@ and by exterior angle, and the ``companion_angle`` table (``hierbench.effects.co
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from hierbench.effects import PER_SEED_KEYS
 from hierbench.effects.companion_angle import ranking_per_seed, ranking_table
+from hierbench.effects.intervals import interval_settings
 from hierbench.effects.table_files import write_table
 from hierbench.levelnames import level_labels
 from hierbench.protocol import ANGLE_RANKING, DISTANCE_RANKING
@@ -34,9 +37,11 @@ def build_companion_angle_table(
     *,
     aggregation: str,
     levels: tuple[str, str, str] | None = None,
+    intervals: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Write the per-seed rows and the ranking table (parquet, Markdown, LaTeX, CSV) of the
-    companion cells under the dataset's registered aggregation."""
+    companion cells under the dataset's registered aggregation; the difference's interval over
+    seeds at the config's ``effects.intervals``."""
     summaries = pd.concat(
         [
             _labelled(distance_summaries, DISTANCE_RANKING),
@@ -47,7 +52,7 @@ def build_companion_angle_table(
     per_seed = ranking_per_seed(summaries, aggregation)
     keys = ["ranking", *PER_SEED_KEYS]
     write_parquet(per_seed[[*keys, "value"]], outputs["per_seed"][0], job, sort_by=keys)
-    table = ranking_table(per_seed)
+    table = ranking_table(per_seed, interval_settings(intervals))
     stem = Path(outputs["table"][0]).with_suffix("")
     write_table(table, stem, job, labels=level_labels(levels))
     log.info("%s companion ranking table (%s): %d rows", dataset, aggregation, len(table))
