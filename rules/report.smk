@@ -67,11 +67,14 @@ SEMANTIC_OUTPUTS = PATHS.control_outputs(SEMANTIC_CONTROL, SEMANTIC_TABLES)
 rule semantic_tables:
     input:
         summaries=lambda wildcards: PATHS.summaries(wildcards.dataset, ["semantic"]),
+        per_query=lambda wildcards: PATHS.summaries(wildcards.dataset, ["semantic"], file="per_query"),
         durations=lambda wildcards: [run_path(SEMANTIC_DURATION, dataset=wildcards.dataset, arm=arm) for arm in semantic_arms(config, wildcards.dataset)],
     output:
         **in_report(SEMANTIC_OUTPUTS, "semantic", "Controls"),
     log:
         log_for(SEMANTIC_OUTPUTS),
+    benchmark:
+        benchmark_for(SEMANTIC_OUTPUTS)
     params:
         **code("stages.controls", script="semantic_tables"),
         aggregation=aggregation,
@@ -88,11 +91,14 @@ CURVATURE_OUTPUTS = PATHS.control_outputs(CURVATURE_CONTROL, CURVATURE_TABLES)
 
 use rule semantic_tables as curvature_tables with:
     input:
-        lambda wildcards: PATHS.summaries(wildcards.dataset, ["curvature"]),
+        summaries=lambda wildcards: PATHS.summaries(wildcards.dataset, ["curvature"]),
+        per_query=lambda wildcards: PATHS.summaries(wildcards.dataset, ["curvature"], file="per_query"),
     output:
         **in_report(CURVATURE_OUTPUTS, "curvature", "Controls"),
     log:
         log_for(CURVATURE_OUTPUTS),
+    benchmark:
+        benchmark_for(CURVATURE_OUTPUTS)
     params:
         **code("stages.controls", script="curvature_tables"),
         operating_point=lambda wildcards: config["datasets"][wildcards.dataset]["hyperbolic"],
@@ -102,20 +108,25 @@ use rule semantic_tables as curvature_tables with:
 
 
 BASELINES_OUTPUTS = PATHS.baselines_outputs()
+BASELINE_KINDS = [FROZEN, PCA, "hier", "factorial"]
 
 
 use rule semantic_tables as baselines_tables with:
     input:
-        lambda wildcards: PATHS.summaries(wildcards.dataset, [FROZEN, PCA, "hier", "factorial"]),
+        summaries=lambda wildcards: PATHS.summaries(wildcards.dataset, BASELINE_KINDS),
+        per_query=lambda wildcards: PATHS.summaries(wildcards.dataset, BASELINE_KINDS, file="per_query"),
     output:
         **in_report(BASELINES_OUTPUTS, "baselines", "Baselines"),
     log:
         log_for(BASELINES_OUTPUTS),
+    benchmark:
+        benchmark_for(BASELINES_OUTPUTS)
     params:
         **code("stages.controls", script="baselines_tables"),
         dimensions=lambda wildcards: pca_dimensions(config, wildcards.dataset),
         aggregation=aggregation,
         levels=dataset_levels,
+        intervals=config["effects"]["intervals"],
 
 
 OUTER_OUTPUTS = PATHS.outer_outputs()
@@ -123,15 +134,18 @@ OUTER_OUTPUTS = PATHS.outer_outputs()
 
 use rule semantic_tables as outer_tables with:
     input:
-        lambda wildcards: [run_path(OUTER_SCORES, dataset=wildcards.dataset, outer=split) for split in outer_splits(config, wildcards.dataset)],
+        scores=lambda wildcards: [run_path(OUTER_SCORES, dataset=wildcards.dataset, outer=split) for split in outer_splits(config, wildcards.dataset)],
     output:
         **in_report(OUTER_OUTPUTS, "outer", "Controls"),
     log:
         log_for(OUTER_OUTPUTS),
+    benchmark:
+        benchmark_for(OUTER_OUTPUTS)
     params:
         **code("stages.controls", script="outer_tables"),
         aggregation=aggregation,
         levels=dataset_levels,
+        intervals=config["effects"]["intervals"],
 
 
 COMPANION_ANGLE_OUTPUTS = PATHS.companion_angle_outputs()
@@ -141,11 +155,16 @@ use rule semantic_tables as companion_angle_tables with:
     input:
         distance=lambda wildcards: PATHS.summaries(wildcards.dataset, ["companion"]),
         angle=lambda wildcards: PATHS.summaries(wildcards.dataset, ["companion"], ANGLE_RANKING),
+        distance_queries=lambda wildcards: PATHS.summaries(wildcards.dataset, ["companion"], file="per_query"),
+        angle_queries=lambda wildcards: PATHS.summaries(wildcards.dataset, ["companion"], ANGLE_RANKING, "per_query"),
     output:
         **COMPANION_ANGLE_OUTPUTS,
     log:
         log_for(COMPANION_ANGLE_OUTPUTS),
+    benchmark:
+        benchmark_for(COMPANION_ANGLE_OUTPUTS)
     params:
         **code("stages.angle_table", script="companion_angle_tables"),
         aggregation=aggregation,
         levels=dataset_levels,
+        intervals=config["effects"]["intervals"],

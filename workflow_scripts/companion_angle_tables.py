@@ -13,4 +13,5 @@ build_companion_angle_table(
     aggregation=snakemake.params.aggregation,
     levels=tuple(snakemake.params.levels),
     intervals=snakemake.params.intervals,
+    per_query=(list(snakemake.input.distance_queries), list(snakemake.input.angle_queries)),
 )

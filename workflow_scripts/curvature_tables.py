@@ -7,11 +7,12 @@ job = start_job(snakemake)
 hyperbolic = snakemake.params.operating_point
 build_curvature_tables(
     snakemake.wildcards.dataset,
-    list(snakemake.input),
+    list(snakemake.input.summaries),
     (hyperbolic["curvature"], hyperbolic["radius"]),
     {name: list(files) for name, files in snakemake.output.items()},
     job,
     aggregation=snakemake.params.aggregation,
     levels=tuple(snakemake.params.levels),
     intervals=snakemake.params.intervals,
+    per_query=list(snakemake.input.per_query),
 )

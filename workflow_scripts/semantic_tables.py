@@ -13,4 +13,5 @@ build_semantic_tables(
     aggregation=snakemake.params.aggregation,
     levels=tuple(snakemake.params.levels),
     intervals=snakemake.params.intervals,
+    per_query=list(snakemake.input.per_query),
 )

@@ -307,9 +307,11 @@ class RunPaths:
         """Every file the baselines table writes, by output name."""
         per_seed = [self.at(f"{TABLES}/{BASELINES}_{PER_SEED_TABLE}.parquet", dataset=dataset)]
         table = self.table_files(TABLES, [BASELINES], dataset)
+        differences = self.table_files(TABLES, [f"{BASELINES}_differences"], dataset)
         return {
             "per_seed": per_seed,
             "table": table,
+            "differences": differences,
             "figure": self.figure_files(BASELINES, dataset),
         }
 

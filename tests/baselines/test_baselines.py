@@ -9,7 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hierbench.baselines.context_table import BaselinesError, baselines_per_seed, baselines_table
+from hierbench.baselines.context_table import (
+    BaselinesError,
+    baselines_differences,
+    baselines_per_seed,
+    baselines_table,
+)
 from hierbench.baselines.pca import PcaError, fit_pca, load_pca, pca_writer, project
 from hierbench.features.store import feature_table, write_feature_parquet
 from hierbench.provenance.artifacts import write_parquet
@@ -140,6 +145,21 @@ def test_baselines_table_rows_and_values() -> None:
     assert frozen["mean_hierarchy"] == "0.3500"
     hier = table.iloc[2]
     assert hier["leaf"].startswith("0.7100 ± 0.0141") and hier["seeds"] == 2
+
+
+def test_differences_from_the_frozen_features_per_arm_and_level() -> None:
+    per_seed = baselines_per_seed(_summaries(), "query_micro")
+    table = baselines_differences(per_seed, 32).set_index(["arm", "level"])
+    assert [arm for arm, _ in table.index[::4]] == ["PCA-32", "HIER-style", "E_S"]
+    hier = table.loc[("HIER-style", "leaf")]  # 0.70 and 0.72 against 0.60
+    assert hier["mean"] == pytest.approx(0.11) and hier["signs"] == "+ +"
+    assert (hier["ci_low"], hier["ci_high"]) == pytest.approx((0.10, 0.12))
+    assert hier["p_seeds"] == pytest.approx(0.5) and hier["p_min"] == pytest.approx(0.5)
+    flat = table.loc[("E_S", "mean_hierarchy")]  # 0.55 against 0.35 on both seeds
+    assert flat["mean"] == pytest.approx(0.20) and flat["positive_seeds"] == 2
+    pca = table.loc[("PCA-32", "middle")]  # deterministic: no seed, no sign-flip test
+    assert pca["mean"] == pytest.approx(-0.1) and pca["seeds"] == pca["negative_seeds"] == 0
+    assert np.isnan(pca["p_seeds"]) and np.isnan(pca["p_min"])
 
 
 def test_baselines_table_needs_every_baseline() -> None:

@@ -9,14 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hierbench.controls.outer import (
-    OuterSplitError,
-    outer_cells,
-    outer_gains,
-    outer_per_split,
-    outer_splits,
-    outer_table,
-)
+from hierbench.controls.outer import OuterSplitError, outer_cells, outer_splits
+from hierbench.controls.outer_tables import outer_gains, outer_per_split, outer_table
+from hierbench.effects.intervals import IntervalSettings
 from hierbench.stages.outer import _checked_spec
 
 # Mean hierarchy mAP is the mean of middle and high: these values make it exact.
@@ -92,6 +87,18 @@ def test_gains_are_paired_per_split_with_positive_counts() -> None:
     geometry = gains.loc["H_R − E_R"]
     assert geometry["kind"] == "geometry at matched loss"
     assert geometry["positive_splits"] == 2  # +0.01, −0.01, +0.02
+
+
+def test_gains_carry_an_interval_and_sign_flip_test_over_splits() -> None:
+    settings = IntervalSettings(level=0.9, replicates=2000, seed=1)
+    gains = outer_gains(outer_per_split(_scores(), "group_macro"), settings).set_index("gain")
+    differences = np.array([ENDPOINTS[s]["E_S"] - ENDPOINTS[s]["E_R"] for s in ENDPOINTS])
+    row = gains.loc["E_S − E_R"]  # +0.04, +0.03, −0.01
+    assert differences.min() <= row["ci_low"] < row["mean"] < row["ci_high"] <= differences.max()
+    # 8 sign assignments of (0.04, 0.03, 0.01): |mean| ≥ 0.02 for (+,+,±) and (−,−,±) only
+    assert row["p_splits"] == pytest.approx(4 / 8) and row["p_min"] == pytest.approx(0.25)
+    same_sign = gains.loc["H_S − H_R"]  # +0.04, +0.02, +0.04: all positive
+    assert same_sign["p_splits"] == pytest.approx(0.25) and same_sign["ci_low"] > 0
 
 
 def test_a_cell_trained_on_another_split_is_refused(tmp_path) -> None:

@@ -13,9 +13,11 @@ from conftest import TINY, TINY_LOGS, TINY_RUN, TINY_SEEDS, snakemake
 from test_splits import assert_outer_splits_disjoint
 
 from hierbench.effects.companion_angle import ranking_per_seed
+from hierbench.effects.intervals import IntervalSettings, percentile_interval
+from hierbench.effects.query_contrasts import QueryContrasts
 from hierbench.features.store import read_feature_matrix
 from hierbench.metrics.sealed_scoring import SealedCell
-from hierbench.protocol import LEVEL_NAMES
+from hierbench.protocol import LEVEL_NAMES, REGISTERED_AGGREGATION
 from hierbench.provenance.artifacts import provenance_path, read_parquet_metadata, read_provenance
 from hierbench.provenance.hashing import sha256_file
 from hierbench.provenance.lock import LockError
@@ -323,6 +325,36 @@ def test_the_controls_report_the_papers_contrasts_within_their_own_cells(built_r
         ("Full − Leaf+Parent", "mean_hierarchy"),
         ("Full − Leaf+Parent", "middle"),
     ]
+
+
+def _query_contrasts(paths: list[Path], label: str = "variant") -> QueryContrasts:
+    """The run's per-query rows of ``paths`` as paired contrasts at the default settings, under
+    CUB's registered aggregation."""
+    rows = pd.concat([pd.read_parquet(path) for path in paths], ignore_index=True)
+    return QueryContrasts(rows, REGISTERED_AGGREGATION["cub"], IntervalSettings(), label)
+
+
+def test_contrasts_outside_the_factorial_carry_two_stage_intervals(built_repo: Path):
+    """Recomputed from the run's per-query files, the intervals of a semantic contrast and of a
+    baseline's difference equal the tables' (seeds alone could not reach past the seeds)."""
+    base = built_repo / f"{TINY_RUN}/cub"
+    semantic = pd.read_parquet(base / "tables/controls/semantic_contrasts.parquet").iloc[0]
+    query = _query_contrasts(sorted((base / "eval/semantic").glob("*/ES-*[0-9].parquet")))
+    replicates = query.contrast("full", "shuffle", semantic["level"]).replicates
+    expected = percentile_interval(replicates, IntervalSettings().level)
+    assert (semantic["ci_low"], semantic["ci_high"]) == pytest.approx(expected, abs=1e-12)
+    differences = pd.read_parquet(base / "tables/baselines_differences.parquet")
+    hs = differences[(differences["arm"] == "H_S") & (differences["level"] == "mean_hierarchy")]
+    arms = [base / "eval/frozen.parquet", *sorted(base.glob("eval/HS-*[0-9].parquet"))]
+    replicates = _query_contrasts(arms, "arm").contrast("H_S", "frozen", "mean_hierarchy")
+    expected = percentile_interval(replicates.replicates, IntervalSettings().level)
+    assert (hs["ci_low"].item(), hs["ci_high"].item()) == pytest.approx(expected, abs=1e-12)
+    assert hs["mean"].item() == pytest.approx(replicates.observed, abs=1e-9)
+    pca = differences[differences["arm"].str.startswith("PCA")]
+    assert (pca["seeds"] == 0).all() and pca["p_seeds"].isna().all()  # deterministic
+    gains = pd.read_parquet(base / "outer/outer_gains.parquet")
+    assert gains[["ci_low", "ci_high", "p_splits"]].notna().all().all()
+    assert (gains["p_min"] == 0.25).all()  # three splits
 
 
 def test_the_companion_cells_trained_audited_and_scored(built_repo: Path):

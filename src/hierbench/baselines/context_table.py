@@ -1,5 +1,6 @@
 """The baselines table: the paper's context rows (frozen features, PCA, HIER-style) beside the
-factorial's four arms, mAP per level and mean hierarchy mAP, mean ± SD over training seeds.
+factorial's four arms, mAP per level and mean hierarchy mAP, mean ± SD over training seeds;
+and each arm's difference from the frozen features (what training adds to the backbone).
 
 Every arm is read under the dataset's registered aggregation from its evaluation summaries on
 the sealed draws; the per-seed rows carry a ``variant`` column naming the arm.
@@ -9,7 +10,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from hierbench.effects.variants import per_seed_of_arms, seeds_mean_sd
+from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings
+from hierbench.effects.query_contrasts import SEEDLESS, QueryContrasts
+from hierbench.effects.variants import paired_contrast, per_seed_of_arms, seeds_mean_sd
 from hierbench.protocol import (
     ARM_ORDER,
     BASELINE_ARMS,
@@ -57,3 +60,53 @@ def baselines_table(per_seed: pd.DataFrame, dimensions: int) -> pd.DataFrame:
         entry["seeds"] = int(part["seed"].nunique())
         rows.append(entry)
     return pd.DataFrame(rows)
+
+
+NAN = float("nan")
+DIFFERENCE_COLUMNS = (
+    "arm",
+    "level",
+    "mean",
+    "sd",
+    "positive_seeds",
+    "negative_seeds",
+    "seeds",
+    "signs",
+    "ci_low",
+    "ci_high",
+    "p_seeds",
+    "p_min",
+)
+
+
+def baselines_differences(
+    per_seed: pd.DataFrame,
+    dimensions: int,
+    intervals: IntervalSettings = DEFAULT_INTERVALS,
+    query: QueryContrasts | None = None,
+) -> pd.DataFrame:
+    """Each arm's mAP minus the frozen features' at every level and on mean hierarchy, per
+    training seed (the frozen features do not train: one value serves every seed), with the
+    interval (two-stage from ``query``'s per-query rows, labelled by arm, when given; else over
+    seeds) and the sign-flip test. A deterministic arm (PCA) has no seeds: its interval is
+    over queries alone and it has no sign-flip test."""
+    frozen = per_seed[per_seed["variant"] == FROZEN].set_index("level")["value"]
+    rows = []
+    for arm in arm_order(sorted(set(per_seed["variant"]) - {FROZEN})):
+        part = per_seed[per_seed["variant"] == arm]
+        for level in LEVELS_SHOWN:
+            at_level = part[part["level"] == level].set_index("seed")["value"].sort_index()
+            differences = at_level - float(frozen[level])
+            replicates = query.checked(arm, FROZEN, level, differences) if query else None
+            summary = paired_contrast(differences, intervals, replicates)
+            if list(differences.index) == [SEEDLESS]:  # PCA: deterministic, no seed to test
+                summary |= {"positive_seeds": 0, "negative_seeds": 0, "seeds": 0, "signs": ""}
+                summary |= {"p_seeds": NAN, "p_min": NAN}
+            rows.append(
+                {
+                    "arm": ARM_TITLES.get(arm, arm).format(dimensions=dimensions),
+                    "level": level,
+                    **summary,
+                }
+            )
+    return pd.DataFrame(rows, columns=list(DIFFERENCE_COLUMNS))

@@ -26,6 +26,7 @@ from hierbench.controls.curvature_points import (
     point_label,
 )
 from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings
+from hierbench.effects.query_contrasts import QueryContrasts
 from hierbench.effects.variants import paired_contrast, seeds_mean_sd
 from hierbench.protocol import MEAN_HIERARCHY
 
@@ -117,11 +118,13 @@ def curvature_contrasts(
     per_seed: pd.DataFrame,
     base: tuple[float, float],
     intervals: IntervalSettings = DEFAULT_INTERVALS,
+    query: QueryContrasts | None = None,
 ) -> pd.DataFrame:
     """The paper's contrasts of mean hierarchy mAP (Base − Near-flat, Strong − Base, Small
     radius − Base, Large radius − Base, Near-flat − Matched Euclidean) and each point without
-    a role against the base: per seed, mean ± SD, signs and the interval over seeds with the
-    sign-flip test, all within the control."""
+    a role against the base: per seed, mean ± SD, signs and the interval (two-stage from
+    ``query``'s per-query rows when given, else over seeds) with the sign-flip test, all
+    within the control."""
     rows = _map_rows(per_seed)
     wide = rows[rows["level"] == MEAN_HIERARCHY].pivot(
         index="seed", columns="variant", values="value"
@@ -143,6 +146,7 @@ def curvature_contrasts(
         if first not in roles:
             name = f"{first} − {_role_name(second, roles)}"
         table.append({"contrast": name, "minuend": first, "subtrahend": second})
-        table[-1] |= paired_contrast(diff, intervals)
+        replicates = query.checked(first, second, MEAN_HIERARCHY, diff) if query else None
+        table[-1] |= paired_contrast(diff, intervals, replicates)
     frame = pd.DataFrame(table)
     return frame.astype({"mean": np.float64, "sd": np.float64})

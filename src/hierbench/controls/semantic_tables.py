@@ -12,6 +12,7 @@ import pandas as pd
 
 from hierbench.controls.semantic import ARM_NAMES
 from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings
+from hierbench.effects.query_contrasts import QueryContrasts
 from hierbench.effects.variants import paired_contrast, seeds_mean_sd
 from hierbench.protocol import MEAN_HIERARCHY
 
@@ -70,11 +71,13 @@ def semantic_table(per_seed: pd.DataFrame, epochs: dict[str, int]) -> pd.DataFra
 
 
 def semantic_contrasts(
-    per_seed: pd.DataFrame, intervals: IntervalSettings = DEFAULT_INTERVALS
+    per_seed: pd.DataFrame,
+    intervals: IntervalSettings = DEFAULT_INTERVALS,
+    query: QueryContrasts | None = None,
 ) -> pd.DataFrame:
     """The paper's paired seed differences of mAP (Table 2's text), each at its levels, with
-    positive and negative seed counts, the signs in seed order, and the interval over seeds
-    with the sign-flip test."""
+    positive and negative seed counts, the signs in seed order, and the interval (two-stage
+    from ``query``'s per-query rows when given, else over seeds) with the sign-flip test."""
     chosen = per_seed[per_seed["metric"] == "map"]
     rows = []
     for first, second, levels in CONTRASTS:
@@ -83,12 +86,13 @@ def semantic_contrasts(
             wide = at_level.pivot(index="seed", columns="variant", values="value").sort_index()
             if first not in wide or second not in wide:
                 continue
-            contrast = f"{ARM_NAMES[first]} − {ARM_NAMES[second]}"
+            differences = wide[first] - wide[second]
+            replicates = query.checked(first, second, level, differences) if query else None
             rows.append(
                 {
-                    "contrast": contrast,
+                    "contrast": f"{ARM_NAMES[first]} − {ARM_NAMES[second]}",
                     "level": level,
-                    **paired_contrast(wide[first] - wide[second], intervals),
+                    **paired_contrast(differences, intervals, replicates),
                 }
             )
     return pd.DataFrame(rows, columns=list(CONTRAST_COLUMNS))

@@ -15,6 +15,7 @@ import pandas as pd
 
 from hierbench.effects import PER_SEED_COLUMNS, mean_sd
 from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings
+from hierbench.effects.query_contrasts import QueryContrasts
 from hierbench.effects.render import interval_text, p_text
 from hierbench.effects.variants import paired_contrast, per_seed_by_variant, seeds_mean_sd
 from hierbench.protocol import (
@@ -84,11 +85,14 @@ def _check_arms_and_rankings(summaries: pd.DataFrame) -> None:
 
 
 def ranking_table(
-    per_seed: pd.DataFrame, intervals: IntervalSettings = DEFAULT_INTERVALS
+    per_seed: pd.DataFrame,
+    intervals: IntervalSettings = DEFAULT_INTERVALS,
+    queries: dict[str, QueryContrasts] | None = None,
 ) -> pd.DataFrame:
     """Per companion arm: a row per ranking (mAP per level and mean hierarchy mAP, mean ± SD
     over seeds), then the paired difference angle − distance of mean hierarchy mAP with its
-    interval over seeds and the sign-flip test."""
+    interval (two-stage from the arm's per-query rows in ``queries`` when given, else over
+    seeds) and the sign-flip test."""
     arms = per_seed["geometry"].astype(str) + "_" + per_seed["loss"].astype(str)
     rows: list[dict[str, str | int]] = []
     for arm in (name for name in COMPANION_ARMS if name in set(arms)):
@@ -100,17 +104,24 @@ def ranking_table(
                 entry[level] = seeds_mean_sd(chosen[chosen["level"] == level]["value"])
             blank = {POSITIVE_SEEDS: "", INTERVAL: "", P_SEEDS: ""}
             rows.append(entry | blank | {"seeds": int(chosen["seed"].nunique())})
-        rows.append(_difference_row(arm, part, intervals))
+        rows.append(_difference_row(arm, part, intervals, (queries or {}).get(arm)))
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 
 def _difference_row(
-    arm: str, part: pd.DataFrame, intervals: IntervalSettings
+    arm: str, part: pd.DataFrame, intervals: IntervalSettings, query: QueryContrasts | None
 ) -> dict[str, str | int]:
-    """The per-seed difference angle − distance of one arm's mean hierarchy mAP, summarised."""
+    """The per-seed difference angle − distance of one arm's mean hierarchy mAP, summarised
+    (``query``: the arm's per-query rows, labelled by ranking)."""
     chosen = part[part["level"] == MEAN_HIERARCHY]
     wide = chosen.pivot(index="seed", columns="ranking", values="value").sort_index()
-    summary = paired_contrast(wide[ANGLE_RANKING] - wide[DISTANCE_RANKING], intervals)
+    differences = wide[ANGLE_RANKING] - wide[DISTANCE_RANKING]
+    replicates = (
+        query.checked(ANGLE_RANKING, DISTANCE_RANKING, MEAN_HIERARCHY, differences)
+        if query
+        else None
+    )
+    summary = paired_contrast(differences, intervals, replicates)
     entry: dict[str, str | int] = {"arm": arm, "ranking": DIFFERENCE}
     entry |= {level: "" for level in LEVELS}
     entry[MEAN_HIERARCHY] = mean_sd(summary["mean"], summary["sd"], 4, signed=True)

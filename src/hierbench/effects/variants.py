@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from hierbench.effects import mean_sd, per_seed_from_evaluations
@@ -42,11 +43,14 @@ def seed_signs(differences: pd.Series) -> str:
 
 
 def paired_contrast(
-    differences: pd.Series, intervals: IntervalSettings = DEFAULT_INTERVALS
+    differences: pd.Series,
+    intervals: IntervalSettings = DEFAULT_INTERVALS,
+    replicates: np.ndarray | None = None,
 ) -> dict[str, float | int | str]:
     """A contrast's per-seed differences summarised as the tables show them: mean, sample SD,
-    positive and negative seed counts, seeds, the signs in seed order, and the interval over
-    seeds with the sign-flip test (``ci_low``, ``ci_high``, ``p_seeds``, ``p_min``)."""
+    positive and negative seed counts, seeds, the signs in seed order, and the interval
+    (``ci_low``, ``ci_high``: from the two-stage ``replicates`` when given, else over seeds)
+    with the sign-flip test (``p_seeds``, ``p_min``)."""
     summary = paired_summary(differences)
     return {
         "mean": summary["mean"],
@@ -55,7 +59,7 @@ def paired_contrast(
         "negative_seeds": int((differences < 0).sum()),
         "seeds": summary["count"],
         "signs": seed_signs(differences),
-        **uncertainty(differences.to_numpy(dtype=float), intervals),
+        **uncertainty(differences.to_numpy(dtype=float), intervals, replicates),
     }
 
 

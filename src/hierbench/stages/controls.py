@@ -13,14 +13,19 @@ from typing import Any
 import pandas as pd
 
 from hierbench.baselines.context_table import arm_order as baseline_order
-from hierbench.baselines.context_table import baselines_per_seed, baselines_table
+from hierbench.baselines.context_table import (
+    baselines_differences,
+    baselines_per_seed,
+    baselines_table,
+)
 from hierbench.controls.curvature import curvature_contrasts, curvature_table, variant_order
 from hierbench.controls.curvature_points import MATCHED_EUCLIDEAN, point_label
-from hierbench.controls.outer import figure_rows, outer_gains, outer_per_split, outer_table
+from hierbench.controls.outer_tables import figure_rows, outer_gains, outer_per_split, outer_table
 from hierbench.controls.semantic_tables import arm_order, semantic_contrasts, semantic_table
 from hierbench.effects import PER_SEED_KEYS
 from hierbench.effects.figures import baselines_figure, control_figure, figure_writer
-from hierbench.effects.intervals import interval_settings
+from hierbench.effects.intervals import IntervalSettings, interval_settings
+from hierbench.effects.query_contrasts import QueryContrasts
 from hierbench.effects.table_files import write_table
 from hierbench.effects.variants import per_seed_by_variant
 from hierbench.levelnames import level_labels
@@ -41,11 +46,13 @@ def build_curvature_tables(
     aggregation: str,
     levels: tuple[str, str, str] | None = None,
     intervals: Mapping[str, Any] | None = None,
+    per_query: list[str | Path] | None = None,
 ) -> pd.DataFrame:
     """Write the curvature control's per-seed table, its two tables and its figure, from its
     own cells only (the base point and matched Euclidean included), under the dataset's
-    registered ``aggregation``; each contrast with its interval over seeds (``intervals``:
-    the config's ``effects.intervals``)."""
+    registered ``aggregation``; each contrast with its two-stage interval from the cells'
+    ``per_query`` rows (over seeds alone without them; ``intervals``: the config's
+    ``effects.intervals``)."""
     frame = _concat(summaries)
     missing = {MATCHED_EUCLIDEAN, point_label(*base)} - set(frame["variant"])
     if missing:
@@ -55,7 +62,8 @@ def build_curvature_tables(
     write_parquet(per_seed[[*keys, "value"]], outputs["per_seed"][0], job, sort_by=keys)
     settings = interval_settings(intervals)
     table = curvature_table(per_seed, base)
-    contrasts = curvature_contrasts(per_seed, base, settings)
+    query = _query_contrasts(per_query, aggregation, settings)
+    contrasts = curvature_contrasts(per_seed, base, settings, query)
     _write_tables({"table": table, "contrasts": contrasts}, outputs, job, levels)
     order = variant_order(sorted(set(per_seed["variant"])))
     title = f"{dataset}: curvature/radius control (H_R, {aggregation})"
@@ -74,10 +82,12 @@ def build_semantic_tables(
     aggregation: str,
     levels: tuple[str, str, str] | None = None,
     intervals: Mapping[str, Any] | None = None,
+    per_query: list[str | Path] | None = None,
 ) -> pd.DataFrame:
     """Write the semantic-alignment control's per-seed table, its two tables and its figure,
     under the dataset's registered aggregation, scored with the true taxonomy; each contrast
-    with its interval over seeds (``intervals``: the config's ``effects.intervals``)."""
+    with its two-stage interval from the cells' ``per_query`` rows (over seeds alone without
+    them; ``intervals``: the config's ``effects.intervals``)."""
     frame = pd.concat([pd.read_parquet(path) for path in summaries], ignore_index=True)
     per_seed = per_seed_by_variant(frame, aggregation)
     epochs = {}
@@ -86,7 +96,9 @@ def build_semantic_tables(
         epochs[record["arm"]] = int(record["epochs"])
     keys = ["variant", *PER_SEED_KEYS]
     write_parquet(per_seed[[*keys, "value"]], outputs["per_seed"][0], job, sort_by=keys)
-    contrasts = semantic_contrasts(per_seed, interval_settings(intervals))
+    settings = interval_settings(intervals)
+    query = _query_contrasts(per_query, aggregation, settings)
+    contrasts = semantic_contrasts(per_seed, settings, query)
     tables = {"table": semantic_table(per_seed, epochs), "contrasts": contrasts}
     _write_tables(tables, outputs, job, levels)
     order = arm_order(sorted(epochs))
@@ -94,6 +106,19 @@ def build_semantic_tables(
     _publish_figure(figure, outputs["figure"], job)
     log.info("%s semantic control: arms %s, epochs %s", dataset, order, epochs)
     return per_seed
+
+
+def _query_contrasts(
+    per_query: list[str | Path] | None,
+    aggregation: str,
+    settings: IntervalSettings,
+    label: str = "variant",
+) -> QueryContrasts | None:
+    """The per-query rows of a table's cells as paired contrasts (None when none are given:
+    the intervals are then over seeds only)."""
+    if not per_query:
+        return None
+    return QueryContrasts(_concat(per_query), aggregation, settings, label)
 
 
 def _write_tables(
@@ -137,12 +162,22 @@ def build_baselines_tables(
     *,
     aggregation: str,
     levels: tuple[str, str, str] | None = None,
+    intervals: Mapping[str, Any] | None = None,
+    per_query: list[str | Path] | None = None,
 ) -> pd.DataFrame:
-    """Write the context baselines' per-seed rows, their table beside the factorial's arms and
-    its figure, under the dataset's registered aggregation."""
+    """Write the context baselines' per-seed rows, their table beside the factorial's arms,
+    each arm's difference from the frozen features (two-stage intervals from ``per_query``,
+    over seeds alone without them) and the figure, under the dataset's registered
+    aggregation."""
     per_seed = baselines_per_seed(_concat(summaries), aggregation)
     _write_arm_per_seed(per_seed, outputs["per_seed"][0], job)
-    _write_tables({"table": baselines_table(per_seed, dimensions)}, outputs, job, levels)
+    settings = interval_settings(intervals)
+    query = _query_contrasts(per_query, aggregation, settings, label="arm")
+    tables = {
+        "table": baselines_table(per_seed, dimensions),
+        "differences": baselines_differences(per_seed, dimensions, settings, query),
+    }
+    _write_tables(tables, outputs, job, levels)
     order = baseline_order(sorted(set(per_seed["variant"])))
     title = f"{dataset}: context baselines beside the factorial"
     figure = baselines_figure(per_seed, order, aggregation, title, level_labels(levels))
@@ -159,13 +194,15 @@ def build_outer_tables(
     *,
     aggregation: str,
     levels: tuple[str, str, str] | None = None,
+    intervals: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """Write the outer splits' per-split rows, their table, their paired gains and figure,
-    under the dataset's registered ``aggregation``."""
+    """Write the outer splits' per-split rows, their table, their paired gains (interval over
+    splits) and figure, under the dataset's registered ``aggregation``."""
     per_split = outer_per_split(_concat(scores), aggregation)
     keys = ["split", *PER_SEED_KEYS]
     write_parquet(per_split[[*keys, "value"]], outputs["per_split"][0], job, sort_by=keys)
-    tables = {"table": outer_table(per_split), "gains": outer_gains(per_split)}
+    gains = outer_gains(per_split, interval_settings(intervals))
+    tables = {"table": outer_table(per_split), "gains": gains}
     _write_tables(tables, outputs, job, levels)
     order = [arm for arm in ARM_ORDER if arm in set(per_split["arm"])]
     title = f"{dataset}: outer hierarchy-disjoint splits ({aggregation})"
