@@ -36,6 +36,7 @@ from hierbench.paths import (
     DEV_MANIFEST,
     DEV_SPLITS,
     FAIRNESS_AUDIT,
+    EFFECTS_VERDICTS,
     FIGURES,
     FINAL_LOCK,
     DEMO_FOLDER,

@@ -47,6 +47,7 @@ rule figures:
             name: report(files, caption=f"../report/{name}.rst", category="Figures", subcategory="{dataset}")
             for name, files in FIGURE_FILES.items()
         },
+        verdicts=run_path(EFFECTS_VERDICTS),
     log:
         log_for(FIGURE_FILES),
     params:

@@ -14,6 +14,7 @@ build_figures(
     list(snakemake.input.models),
     snakemake.input.features,
     {name: list(snakemake.output[name]) for name in FIGURES},
+    snakemake.output.verdicts,
     job,
     levels=tuple(snakemake.params.levels),
 )

@@ -84,6 +84,7 @@ OUTER_SCORES = f"{OUTER_FOLDER}/{{outer}}/scores.parquet"
 TABLES = "{dataset}/tables"
 CONTROL_TABLES = f"{TABLES}/controls"
 FIGURES = "{dataset}/figures"
+EFFECTS_VERDICTS = f"{FIGURES}/effects_intervals.rst"  # the effects figure's caption, per effect
 
 # Every kind of trained cell: its folder below <dataset>/cells/ (and its evaluation's below
 # <dataset>/eval/). Seedless arms (the frozen features, PCA) are evaluated under their names.
@@ -338,6 +339,7 @@ class RunPaths:
         for dataset in datasets:
             targets.append(self.at(f"{TABLES}/{SUMMARY_PAGE}", dataset=dataset))
             targets += [path for name in FIGURE_NAMES for path in self.figure_files(name, dataset)]
+            targets.append(self.at(EFFECTS_VERDICTS, dataset=dataset))
             if dataset_kind(self.config, dataset) == "nabirds":
                 targets.append(self.at(SHUFFLED_TAXONOMY, dataset=dataset))
             parts: list[dict[str, list[str]]] = []

@@ -72,6 +72,23 @@ def effects_figure(effects: pd.DataFrame, summary: pd.DataFrame, title: str) -> 
     return figure
 
 
+def interval_verdicts(summary: pd.DataFrame) -> str:
+    """The effects figure's caption, effect by effect (reStructuredText, for the report): each
+    effect's mean and interval, and whether the interval excludes zero."""
+    rows = summary.set_index("effect")
+    lines = ["Effect by effect (mean hierarchy mAP):", ""]
+    for effect in (name for name in EFFECT_ORDER if name in rows.index):
+        low, high, mean = (float(rows.loc[effect, key]) for key in ("ci_low", "ci_high", "mean"))
+        if not np.isfinite([low, high]).all():
+            verdict = "no interval"
+        elif low > 0 or high < 0:
+            verdict = "its interval **excludes zero**"
+        else:
+            verdict = "its interval includes zero"
+        lines.append(f"- ``{effect}``: {mean:+.4f} [{low:+.4f}, {high:+.4f}]; {verdict}.")
+    return "\n".join(lines) + "\n"
+
+
 def _level_ticks(labels: Mapping[str, str] | None) -> list[str]:
     """The x tick labels of the three levels: the dataset's level names (or the keys)."""
     return [(labels or {}).get(level, level) for level in LEVEL_ORDER]

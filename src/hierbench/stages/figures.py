@@ -15,6 +15,7 @@ from hierbench.effects import ANY_OT_METRIC, add_arm
 from hierbench.effects.figures import (
     effects_figure,
     figure_writer,
+    interval_verdicts,
     map_by_level_figure,
     norms_figure,
     ot_by_k_figure,
@@ -56,11 +57,13 @@ def build_figures(
     checkpoints: list[str | Path],
     features: str | Path,
     outputs: dict[str, list[str]],
+    verdicts: str | Path,
     job: JobContext,
     *,
     levels: tuple[str, str, str] | None = None,
 ) -> None:
-    """Write the figures of a dataset, each as PNG and PDF, levels named as ``levels`` do."""
+    """Write the figures of a dataset, each as PNG and PDF, levels named as ``levels`` do, and
+    the effects figure's caption effect by effect (``verdicts``, reStructuredText)."""
     labels = level_labels(levels)
     effects = pd.read_parquet(effects_by_seed)
     chosen = effects[(effects["level"] == MEAN_HIERARCHY) & (effects["metric"] == METRIC)]
@@ -79,4 +82,6 @@ def build_figures(
     for name, figure in zip(FIGURES, drawn, strict=True):
         for target in outputs[name]:
             publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)
+    text = interval_verdicts(intervals)
+    publish(verdicts, lambda path: path.write_text(text, encoding="utf-8"), job)
     log.info("%s figures written", dataset)
