@@ -337,6 +337,39 @@ def test_image_absent_from_disk(tmp_path: Path):
     )
 
 
+def test_symbolic_links_to_folders_and_files_are_followed(tmp_path: Path):
+    """Images reached through a linked folder or a linked file are present; a link back to a
+    folder above does not loop; a broken link is absent."""
+    elsewhere = _dataset(tmp_path / "store")  # the real files live here
+    root = _dataset(tmp_path / "birds", files=())
+    (root / "a").symlink_to(elsewhere / "a", target_is_directory=True)
+    (root / "gull").mkdir()
+    (root / "gull/1.jpg").symlink_to(elsewhere / "gull/1.jpg")
+    for relpath in FILES:
+        if not relpath.startswith(("a/", "gull/")):
+            (root / relpath).parent.mkdir(parents=True, exist_ok=True)
+            (root / relpath).symlink_to(elsewhere / relpath)
+    (elsewhere / "a/loop").symlink_to(elsewhere, target_is_directory=True)  # a cycle
+    images = read_table_dataset(root).images
+    assert len(images) == len(read_table_dataset(elsewhere).images)
+    (root / "gull/1.jpg").unlink()
+    (root / "gull/1.jpg").symlink_to(tmp_path / "nowhere.jpg")  # broken
+    _fails(root, "image 'gull/1.jpg' is listed but absent", "(1 listed")
+
+
+def test_the_cub_reader_follows_a_linked_images_folder(tmp_path: Path):
+    real = _tiny_cub(tmp_path / "real")
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    for entry in real.iterdir():  # the text files linked, images/ a folder of linked classes
+        if entry.name != "images":
+            (linked / entry.name).symlink_to(entry)
+    (linked / "images").mkdir()
+    for folder in (real / "images").iterdir():
+        (linked / "images" / folder.name).symlink_to(folder, target_is_directory=True)
+    assert read_cub(linked).equals(read_cub(real))
+
+
 def test_directory_is_not_an_image(tmp_path: Path):
     root = _dataset(tmp_path / "birds", files=("gull/1.jpg", "a/9.jpg", "a/10.jpg"))
     (root / "z.jpg").mkdir()

@@ -251,19 +251,29 @@ def _bboxes(path: Path, boxes: _Rows) -> dict[str, tuple[float, float, float, fl
     return result
 
 
-def _files_under(folder: Path) -> set[str]:
-    """Relative POSIX paths of every file under ``folder``, from one scandir-based walk."""
+def files_under(folder: Path) -> set[str]:
+    """Relative POSIX paths of every file under ``folder``, from one scandir walk that follows
+    symbolic links to folders and files (a link back to a folder above it, a cycle, is not
+    followed again; a broken link is no file)."""
     found: set[str] = set()
-    for directory, _dirs, files in os.walk(folder):
-        relative = Path(directory).relative_to(folder).as_posix()
-        prefix = "" if relative == "." else relative + "/"
-        found.update(prefix + name for name in files)
+    pending = [(Path(folder), "", frozenset[str]())]
+    while pending:
+        directory, prefix, above = pending.pop()
+        real = os.path.realpath(directory)
+        if real in above:
+            continue
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=True):
+                    pending.append((Path(entry.path), f"{prefix}{entry.name}/", above | {real}))
+                elif entry.is_file(follow_symlinks=True):
+                    found.add(prefix + entry.name)
     return found
 
 
 def _check_on_disk(root: Path, images: _Rows) -> None:
     """Every image in ``images.txt`` must be a file under ``images/`` (one walk, no stats)."""
-    present = _files_under(root / IMAGES_DIR)
+    present = files_under(root / IMAGES_DIR)
     absent = sorted((n, i, rel) for i, (n, (rel,)) in images.items() if rel not in present)
     if absent:
         number, image_id, relpath = absent[0]

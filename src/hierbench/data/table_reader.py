@@ -33,7 +33,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import pandas as pd
 
-from hierbench.data.layouts import COLUMNS, _files_under, image_sort_key
+from hierbench.data.layouts import COLUMNS, files_under, image_sort_key
 from hierbench.data.table_csv import Row, Table, TableDatasetError, read_csv
 from hierbench.protocol import LEVELS
 from hierbench.taxonomy.levels import add_level_codes
@@ -324,7 +324,7 @@ def _box_value(path: Path, line: int, column: str, cell: str) -> float:
 
 def _check_on_disk(root: Path, images: list[_Image]) -> None:
     """Every listed image must be a file under ROOT (one walk, no stat per image)."""
-    present = _files_under(root)
+    present = files_under(root)
     absent = [image for image in images if image.path not in present]
     if absent:
         first = absent[0]
