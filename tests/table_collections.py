@@ -38,3 +38,21 @@ def table_dataset_folder(
         (root / relpath).parent.mkdir(parents=True, exist_ok=True)
         (root / relpath).write_bytes(b"x")
     return root
+
+
+def tiny_cub_folder(root: Path) -> Path:
+    """The smallest CUB_200_2011 folder read_cub accepts: two classes, one image each."""
+    root.mkdir(parents=True)
+    texts = {
+        "classes.txt": "1 001.A\n2 002.B\n",
+        "images.txt": "1 001.A/a.jpg\n2 002.B/b.jpg\n",
+        "image_class_labels.txt": "1 1\n2 2\n",
+        "train_test_split.txt": "1 1\n2 0\n",
+        "bounding_boxes.txt": "1 0 0 1 1\n2 0 0 1 1\n",
+    }
+    for name, text in texts.items():
+        (root / name).write_text(text, encoding="utf-8")
+    for relpath in ("001.A/a.jpg", "002.B/b.jpg"):
+        (root / "images" / relpath).parent.mkdir(parents=True)
+        (root / "images" / relpath).write_bytes(b"x")
+    return root

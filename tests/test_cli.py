@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from table_collections import IMAGES
+from table_collections import IMAGES, tiny_cub_folder
 from table_collections import table_dataset_folder as _dataset
 
 from hierbench.cli import main
@@ -186,17 +186,34 @@ def test_check_dataset_refuses_unknown_names_and_other_kinds(tmp_path: Path, cap
     config = _table_config(tmp_path, tmp_path)
     assert main(["check-dataset", str(config), "moths", "--schema", SCHEMA]) == 2
     assert "dataset 'moths' is not in the config" in capsys.readouterr().err
-    assert main(["check-dataset", str(config), "cub", "--schema", SCHEMA]) == 2
-    assert "'cub' is of kind 'cub'" in capsys.readouterr().err
 
 
-def test_check_dataset_on_an_example_not_yet_rendered_says_how_to_render_it(
+def test_check_dataset_checks_the_shipped_example_before_any_run(
     tmp_path: Path, capsys, monkeypatch
 ):
     monkeypatch.chdir(tmp_path)
     example = str(REPO / "configs/table-example.yaml")
-    assert main(["check-dataset", example, "birds_of_prey_and_co", "--schema", SCHEMA]) == 2
-    assert "rule demo_table" in capsys.readouterr().err
+    assert main(["check-dataset", example, "birds_of_prey_and_co", "--schema", SCHEMA]) == 0
+    out = capsys.readouterr().out
+    assert "birds_of_prey_and_co: the example collection is a valid table dataset" in out
+    assert "rendered here as the pipeline will render it into runs/table-example/" in out
+    for label, count in (("images", 216), ("species (leaf)", 36), ("genus (middle)", 12)):
+        assert re.search(rf"{re.escape(label)}\s+{count}\n", out), out
+    assert not list(tmp_path.iterdir())  # rendered in a temporary folder, nothing left here
+
+
+def test_check_dataset_verifies_a_real_copy_against_its_release(tmp_path: Path, capsys):
+    config = tmp_path / "real.yaml"
+    root = tmp_path / "CUB_200_2011"
+    config.write_text(f"datasets:\n  cub:\n    source: folder\n    root: {root}\n")
+    tiny_cub_folder(root)
+    assert main(["check-dataset", str(config), "cub", "--schema", SCHEMA]) == 2
+    err = capsys.readouterr().err
+    assert "not the cub release: images 2 (the release has 11,788); classes 2" in err
+    demo = tmp_path / "demo.yaml"
+    demo.write_text("datasets:\n  cub:\n    source: demo\n")
+    assert main(["check-dataset", str(demo), "cub", "--schema", SCHEMA]) == 2
+    assert "check-dataset verifies a real copy" in capsys.readouterr().err
 
 
 def test_code_hash_lists_each_covered_module_with_its_normalised_hash(capsys):

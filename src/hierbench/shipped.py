@@ -1,6 +1,7 @@
 """The default inputs that ship with hierbench, found the same way from any working folder.
 
-The CUB and NABirds class lists, the NABirds tree, the CUB alias file, and the schemas of the
+The CUB and NABirds class lists, the NABirds tree, the example collection's taxonomy, the CUB
+alias file, and the schemas of the
 alias file and the config live once, in the repository (``resources/`` and ``schemas/``), where
 the pipeline's config points at them by relative path; those paths are recorded in artifacts
 (the match report names the alias file) and in the config the Final lock hashes, so they stay.
@@ -22,6 +23,7 @@ SHIPPED_FILES: dict[str, str] = {
     "cub_aliases.json": "resources",
     "nabirds_classes.txt": "resources",
     "nabirds_hierarchy.txt": "resources",
+    "example_collection_taxonomy.csv": "resources",
     "aliases.schema.json": "schemas",
     "config.schema.yaml": "schemas",
 }

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from table_collections import FILES, IMAGES, PLAIN_IMAGES, TAXONOMY
+from table_collections import FILES, IMAGES, PLAIN_IMAGES, TAXONOMY, tiny_cub_folder
 from table_collections import table_dataset_folder as _dataset
 
 from hierbench.data.layouts import COLUMNS, DatasetFormatError, read_cub
@@ -30,24 +30,6 @@ def _fails(root: Path, *fragments: str) -> str:
     for fragment in fragments:
         assert fragment in message, message
     return message
-
-
-def _tiny_cub(root: Path) -> Path:
-    """The smallest CUB_200_2011 folder read_cub accepts, for its dtypes."""
-    root.mkdir()
-    texts = {
-        "classes.txt": "1 001.A\n2 002.B\n",
-        "images.txt": "1 001.A/a.jpg\n2 002.B/b.jpg\n",
-        "image_class_labels.txt": "1 1\n2 2\n",
-        "train_test_split.txt": "1 1\n2 0\n",
-        "bounding_boxes.txt": "1 0 0 1 1\n2 0 0 1 1\n",
-    }
-    for name, text in texts.items():
-        (root / name).write_text(text, encoding="utf-8")
-    for relpath in ("001.A/a.jpg", "002.B/b.jpg"):
-        (root / "images" / relpath).parent.mkdir(parents=True)
-        (root / "images" / relpath).write_bytes(b"x")
-    return root
 
 
 # --- the valid dataset ---------------------------------------------------------------------
@@ -90,7 +72,7 @@ def test_valid_dataset_gives_the_documented_tables(tmp_path: Path):
 
 def test_images_dtypes_equal_read_cubs(tmp_path: Path):
     dataset = read_table_dataset(_dataset(tmp_path / "birds"))
-    cub = read_cub(_tiny_cub(tmp_path / "CUB_200_2011"))
+    cub = read_cub(tiny_cub_folder(tmp_path / "CUB_200_2011"))
     pd.testing.assert_series_equal(dataset.images.dtypes, cub.dtypes)
     assert str(dataset.images["image_id"].dtype) in ("str", "string", "object")
     assert dataset.images["class_id"].dtype == "int64"
@@ -358,7 +340,7 @@ def test_symbolic_links_to_folders_and_files_are_followed(tmp_path: Path):
 
 
 def test_the_cub_reader_follows_a_linked_images_folder(tmp_path: Path):
-    real = _tiny_cub(tmp_path / "real")
+    real = tiny_cub_folder(tmp_path / "real")
     linked = tmp_path / "linked"
     linked.mkdir()
     for entry in real.iterdir():  # the text files linked, images/ a folder of linked classes

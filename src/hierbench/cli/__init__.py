@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hierbench import __version__
+from hierbench.cli.dataset_commands import add_dataset_commands
 from hierbench.cli.effect_commands import add_effect_commands
 from hierbench.config import ConfigError, check_inputs_exist, load_config
-from hierbench.data.quality import check_report
 from hierbench.effects import EffectsError
 from hierbench.provenance import codehash, seal
 from hierbench.provenance.artifacts import write_parquet
@@ -65,18 +65,6 @@ def _config_check(args: argparse.Namespace) -> int:
         check_inputs_exist(config)
     json.dump(config, sys.stdout, indent=2, sort_keys=True)
     sys.stdout.write("\n")
-    return 0
-
-
-def _check_dataset(args: argparse.Namespace) -> int:
-    """Validate a table dataset of a config without running anything; print its counts and
-    warn about what makes its queries invalid or weak."""
-    schema = _input_file("--schema", args.schema, DEFAULT_SCHEMA)
-    config = load_config(_input_file("CONFIG", args.config), schema)
-    lines, warnings = check_report(config, args.name, deep=args.deep)
-    print("\n".join(lines))
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -319,17 +307,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(handler=_config_check)
 
-    dataset = commands.add_parser(
-        "check-dataset", help="validate a table dataset of a config and print its counts"
-    )
-    dataset.add_argument("config", type=Path, metavar="CONFIG")
-    dataset.add_argument("name", metavar="NAME", help="the dataset's name under datasets:")
-    dataset.add_argument(
-        "--schema", type=Path, help=f"config schema (default: the shipped {DEFAULT_SCHEMA})"
-    )
-    dataset.add_argument("--deep", action="store_true", help="also open every image (slow)")
-    dataset.set_defaults(handler=_check_dataset)
-
     hashing = commands.add_parser(
         "code-hash", help="behaviour hash of library modules (comments and docstrings ignored)"
     )
@@ -340,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     hashing.set_defaults(handler=_code_hash)
     _add_taxonomy(commands)
     add_effect_commands(commands)
+    add_dataset_commands(commands)
     _add_audit(commands)
     _add_compare(commands)
     _add_resume(commands)

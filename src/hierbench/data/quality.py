@@ -114,22 +114,18 @@ class DatasetCheckError(ValueError):
 
 
 def check_report(
-    config: dict[str, Any], name: str, *, deep: bool = False
+    config: dict[str, Any], name: str, *, deep: bool = False, root: str | Path | None = None
 ) -> tuple[list[str], list[str]]:
     """``hierbench check-dataset``: a table dataset read and checked, without running anything.
     Returns the report's lines (its counts per level) and the warnings (``deep``: opening
-    every image too)."""
+    every image too). ``root`` reads the dataset from another folder (an example collection
+    rendered before its run)."""
     kind = dataset_kind(config, name)
     if kind != TABLE_KIND:
         raise DatasetCheckError(
             f"check-dataset validates table datasets; {name!r} is of kind {kind!r}"
         )
-    root = table_folder(config, name)
-    if config["datasets"][name]["source"] == "demo" and not Path(root).is_dir():
-        raise DatasetCheckError(
-            f"{name!r} renders its example collection into {root} when Snakemake runs "
-            "(rule demo_table); run it first, or set source: folder and root: to your folder"
-        )
+    root = root or table_folder(config, name)
     dataset = read_table_dataset(root)
     counts = level_counts(dataset)
     levels = level_names(config, name)

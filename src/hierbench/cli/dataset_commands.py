@@ -1,0 +1,192 @@
+"""The dataset commands of ``hierbench``: check a dataset before a run, start a table dataset
+from a folder of images, fetch the real data."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hierbench.config import load_config
+from hierbench.data.fetch import (
+    CUB,
+    NABIRDS,
+    NABIRDS_TERMS,
+    check_release_counts,
+    config_lines,
+    fetch_release,
+)
+from hierbench.data.init_dataset import init_dataset
+from hierbench.data.kinds import TABLE_KIND, dataset_entry, dataset_kind, table_folder
+from hierbench.data.quality import DatasetCheckError, check_report
+from hierbench.data.table_reader import read_taxonomy_csv
+from hierbench.demo import write_table_demo
+from hierbench.shipped import SHIPPED_FILES, shipped_file
+
+RELEASES = {CUB.name: CUB, NABIRDS.name: NABIRDS}
+DEFAULT_SCHEMA = "config.schema.yaml"
+
+
+def _schema(path: Path | None) -> Path:
+    """The schema an option names, or the shipped one."""
+    if path is None:
+        return shipped_file(DEFAULT_SCHEMA)
+    if not path.is_file():
+        raise FileNotFoundError(f"--schema: no such file {path}")
+    return path
+
+
+def _config(path: Path, schema: Path | None) -> dict[str, Any]:
+    """A validated config, a missing file named by its argument."""
+    if not path.is_file():
+        raise FileNotFoundError(f"CONFIG: no such file {path}")
+    return load_config(path, _schema(schema))
+
+
+def _shipped_or_given(path: str) -> Path:
+    """A config's input path as given, or, from another working folder, the shipped file of
+    that name (the config's defaults name shipped files relative to the repository)."""
+    given = Path(path)
+    if given.is_file() or given.name not in SHIPPED_FILES:
+        return given
+    return shipped_file(given.name)
+
+
+def _check_release(config: dict[str, Any], name: str, kind: str) -> list[str]:
+    """A real CUB or NABirds copy (source: folder) checked against its release's counts."""
+    if dataset_entry(config, name).get("source") != "folder":
+        raise DatasetCheckError(
+            f"{name!r} renders the embedded demo (source: demo); check-dataset verifies a real "
+            "copy: set source: folder and root: to it"
+        )
+    root = Path(dataset_entry(config, name)["root"])
+    counts = check_release_counts(RELEASES[kind], root)
+    lines = [f"{name}: {root} is the {kind} release"]
+    return lines + [f"  {key:<24} {count:>8,}" for key, count in counts.items()]
+
+
+def _check_table(config: dict[str, Any], name: str, deep: bool) -> tuple[list[str], list[str]]:
+    """A table dataset checked; an example collection not rendered yet is rendered into a
+    temporary folder first (the same function and settings as the pipeline's rule)."""
+    entry = dataset_entry(config, name)
+    if entry.get("source") != "demo" or Path(table_folder(config, name)).is_dir():
+        return check_report(config, name, deep=deep)
+    with tempfile.TemporaryDirectory(prefix="hierbench-example-") as staging:
+        rendered = Path(staging) / "collection"
+        taxonomy = read_taxonomy_csv(_shipped_or_given(entry["example_taxonomy"]))
+        write_table_demo(rendered, taxonomy, **entry["demo"])
+        lines, warnings = check_report(config, name, deep=deep, root=rendered)
+    target = table_folder(config, name)
+    note = f"  (rendered here as the pipeline will render it into {target})"
+    return [lines[0].replace(str(rendered), "the example collection"), note, *lines[1:]], warnings
+
+
+def check_dataset(args: argparse.Namespace) -> int:
+    """Validate a dataset of a config without running anything: a table dataset's counts and
+    warnings, or a real CUB/NABirds copy against its release."""
+    config = _config(args.config, args.schema)
+    kind = dataset_kind(config, args.name)
+    warnings: list[str] = []
+    if kind == TABLE_KIND:
+        lines, warnings = _check_table(config, args.name, args.deep)
+    else:
+        lines = _check_release(config, args.name, kind)
+    print("\n".join(lines))
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def init_dataset_command(args: argparse.Namespace) -> int:
+    """Write images.csv, taxonomy.csv and config.yaml for a folder tree of images."""
+    lines = init_dataset(
+        args.folder,
+        args.out,
+        name=args.name,
+        test_fraction=args.official_split,
+        seed=args.seed,
+        smoke=args.smoke,
+    )
+    print("\n".join(lines))
+    return 0
+
+
+def fetch_command(args: argparse.Namespace) -> int:
+    """Fetch CUB-200-2011 into DEST; describe how to get NABirds."""
+    if args.dataset == NABIRDS.name:
+        print(NABIRDS_TERMS)
+        return 0
+    if args.dest is None:
+        raise ValueError(f"fetch cub needs DEST, the folder to unpack {CUB.folder} into")
+    folder, counts = fetch_release(CUB, args.dest, progress=not args.quiet)
+    print(
+        f"{folder}: {counts['images']:,} images of {counts['classes']} classes, "
+        f"{counts['train']:,} official train, MD5 checked"
+    )
+    print("use it with these config lines:")
+    print("\n".join(config_lines(CUB, folder)))
+    return 0
+
+
+def add_dataset_commands(commands: argparse._SubParsersAction) -> None:
+    """Register check-dataset, init-dataset and fetch."""
+    check = commands.add_parser(
+        "check-dataset",
+        help="validate a dataset of a config and print its counts",
+        description="Validate a table dataset (counts per level, what makes queries weak), or "
+        "a real CUB/NABirds copy against its release, without running anything.",
+        epilog="example: hierbench check-dataset configs/table-example.yaml birds_of_prey_and_co",
+    )
+    check.add_argument("config", type=Path, metavar="CONFIG")
+    check.add_argument("name", metavar="NAME", help="the dataset's name under datasets:")
+    check.add_argument(
+        "--schema", type=Path, help=f"config schema (default: the shipped {DEFAULT_SCHEMA})"
+    )
+    check.add_argument("--deep", action="store_true", help="also open every image (slow)")
+    check.set_defaults(handler=check_dataset)
+
+    init = commands.add_parser(
+        "init-dataset",
+        help="start a table dataset from a folder tree high/middle/class/*.jpg",
+        description="Write images.csv, taxonomy.csv and a config that runs the study, from a "
+        "tree FOLDER/<high>/<middle>/<class>/<image>. Boxes are left out.",
+        epilog="example: hierbench init-dataset photos --out my_dataset --official-split 0.5",
+    )
+    init.add_argument("folder", type=Path, metavar="FOLDER", help="the image tree")
+    init.add_argument(
+        "--out",
+        type=Path,
+        help="where to write the files (default: FOLDER; elsewhere, OUT/images links to FOLDER)",
+    )
+    init.add_argument("--name", help="the dataset's name (default: FOLDER's name)")
+    init.add_argument(
+        "--official-split",
+        type=float,
+        metavar="FRACTION",
+        help="add a split column: this share of each class's images is test (default: none, "
+        "the config then uses middle-disjoint splits)",
+    )
+    init.add_argument("--seed", type=int, default=0, help="seed of the split draw (default: 0)")
+    init.add_argument(
+        "--smoke",
+        action="store_true",
+        help="small training sizes in the config: a check of the pipeline in minutes",
+    )
+    init.set_defaults(handler=init_dataset_command)
+
+    fetch = commands.add_parser(
+        "fetch",
+        help="download CUB-200-2011 (checked); say how to get NABirds",
+        description="cub: download the official archive, check its MD5, unpack it safely and "
+        "check its layout, then print the config lines. nabirds: print where to get it (its "
+        "terms must be accepted by a person).",
+        epilog="example: hierbench fetch cub data",
+    )
+    fetch.add_argument(
+        "dataset", choices=sorted(RELEASES), metavar="DATASET", help="cub or nabirds"
+    )
+    fetch.add_argument("dest", type=Path, nargs="?", metavar="DEST", help="where to unpack (cub)")
+    fetch.add_argument("--quiet", action="store_true", help="no progress bar")
+    fetch.set_defaults(handler=fetch_command)

