@@ -2,7 +2,7 @@
 
     python tools/rebuild_map.py            # measure, compare with the committed table
     python tools/rebuild_map.py --write    # measure, write tests/fixtures/rebuild_map.json and
-                                             # the README's table
+                                             # the table in docs/rebuilds.md
     python tools/rebuild_map.py --built DIR   # measure on a complete tiny run in DIR (a copy
                                                 # of this repository), restoring every edit
     python tools/rebuild_map.py --workers 1   # one dry run at a time (default 2, each in its
@@ -34,15 +34,15 @@ from hierbench.runtools.rebuild import (
     dag_jobs,
     job_counts,
     measure,
-    readme_section,
+    page_section,
     render_markdown,
-    with_readme_section,
+    with_page_section,
 )
 from hierbench.runtools.rundiff import COPY_IGNORED
 
 REPO = Path(__file__).resolve().parents[1]
 EXPECTED = REPO / "tests/fixtures/rebuild_map.json"
-README = REPO / "README.md"
+PAGE = REPO / "docs/rebuilds.md"  # the user guide's page that shows the map
 TINY = ("--configfile", "configs/tiny.yaml")
 OVERLAY = "configs/rebuild-probe.yaml"
 # What a workspace copy of a complete run leaves out: no dry run reads history or environments.
@@ -98,7 +98,7 @@ def _measure(repo: Path, workers: int) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="write the table and the README")
+    parser.add_argument("--write", action="store_true", help="write the table and its page")
     parser.add_argument("--built", type=Path, help="a complete tiny run to measure on")
     parser.add_argument(
         "--workers", type=int, default=2, help="dry runs at once, each in its own copy (default 2)"
@@ -119,11 +119,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = render_markdown(rebuild)
     if args.write:
         EXPECTED.write_text(json.dumps(rebuild, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        README.write_text(with_readme_section(README.read_text(encoding="utf-8"), table))
-        print(f"wrote {EXPECTED.relative_to(REPO)} and the README's table")
+        PAGE.write_text(with_page_section(PAGE.read_text(encoding="utf-8"), table))
+        print(f"wrote {EXPECTED.relative_to(REPO)} and the table in {PAGE.relative_to(REPO)}")
         return 0
     committed = json.loads(EXPECTED.read_text(encoding="utf-8"))
-    same = committed == rebuild and readme_section(README.read_text(encoding="utf-8")) == table
+    same = committed == rebuild and page_section(PAGE.read_text(encoding="utf-8")) == table
     print(table)
     print("matches the committed table" if same else "DIFFERS from the committed table")
     return 0 if same else 1

@@ -31,8 +31,8 @@ from hierbench.runtools.rebuild import (
     module_groups,
     module_path_root,
     overlay,
+    page_section,
     probe_edit,
-    readme_section,
     render_markdown,
     rule_blocks,
 )
@@ -45,7 +45,7 @@ def _committed() -> dict:
     return json.loads(EXPECTED.read_text(encoding="utf-8"))
 
 
-# ---- fast: the committed table, the README and the rule declarations agree
+# ---- fast: the committed table, its page in the guide and the rule declarations agree
 
 
 def test_the_committed_map_covers_every_module_and_config_probe():
@@ -54,10 +54,10 @@ def test_the_committed_map_covers_every_module_and_config_probe():
     assert sorted(committed["config"]) == sorted(key for key, _ in CONFIG_PROBES)
 
 
-def test_the_readme_shows_the_committed_map():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert readme_section(readme) == render_markdown(_committed()), (
-        "README's rebuild map differs from tests/fixtures/rebuild_map.json: "
+def test_the_rebuilds_page_shows_the_committed_map():
+    page = (REPO / "docs/rebuilds.md").read_text(encoding="utf-8")
+    assert page_section(page) == render_markdown(_committed()), (
+        "docs/rebuilds.md's rebuild map differs from tests/fixtures/rebuild_map.json: "
         "run python tools/rebuild_map.py --write"
     )
 
@@ -229,7 +229,7 @@ def _overlay_writer(repo: Path):
 
 def test_the_rebuild_map_matches_the_committed_table(built_repo: Path, tmp_path: Path):
     """Every module group and config probe, dry-run two at a time (each in its own copy of the
-    complete run); python tools/rebuild_map.py --write rewrites the table (and the README)
+    complete run); python tools/rebuild_map.py --write rewrites the table (and docs/rebuilds.md)
     after a deliberate change."""
     second = Path(shutil.copytree(built_repo, tmp_path / "second", symlinks=True))
     workspaces = [

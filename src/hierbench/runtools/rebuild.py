@@ -32,8 +32,9 @@ RULE_HEADER = re.compile(
 CODE_CALL = re.compile(r"\bcode\([^)]*\)")
 # An edit that changes behaviour in every module and breaks none: one more global name.
 PROBE_LINE = "\n_REBUILD_PROBE = 1\n"
-README_START = "<!-- rebuild-map:start (python tools/rebuild_map.py --write) -->"
-README_END = "<!-- rebuild-map:end -->"
+# The rebuild map's markers in its page of the user guide (docs/rebuilds.md).
+PAGE_START = "<!-- rebuild-map:start (python tools/rebuild_map.py --write) -->"
+PAGE_END = "<!-- rebuild-map:end -->"
 
 # Config keys probed, one or more per stage, each with the value the edit sets (tiny config).
 CONFIG_PROBES: tuple[tuple[str, Any], ...] = (
@@ -261,6 +262,12 @@ def _jobs(rules: Mapping[str, int]) -> int:
     return sum(count for rule, count in rules.items() if rule != "all")
 
 
+def _escaped(text: str) -> str:
+    """A family's ``*`` escaped, so that Markdown does not read ``*_tables ×8, evaluate_*`` as
+    emphasis."""
+    return text.replace("*", "\\*")
+
+
 def render_markdown(rebuild: RebuildMap) -> str:
     """Two tables: module groups (cheapest first) and config keys, with the rules they rerun
     and the number of jobs."""
@@ -268,7 +275,7 @@ def render_markdown(rebuild: RebuildMap) -> str:
     by_rules: dict[str, list[str]] = {}
     totals: dict[str, int] = {}
     for module, rules in rebuild["modules"].items():
-        text = rule_list(rules, universe)
+        text = _escaped(rule_list(rules, universe))
         by_rules.setdefault(text, []).append(module)
         totals[text] = _jobs(rules)
     lines = [
@@ -280,22 +287,23 @@ def render_markdown(rebuild: RebuildMap) -> str:
         lines.append(f"| {names} | {totals[text]} | {text} |")
     lines += ["", "| Edit this config key | Jobs | These rules rerun |", "|---|---:|---|"]
     for key, rules in sorted(rebuild["config"].items()):
-        lines.append(f"| `{key}` | {_jobs(rules)} | {rule_list(rules, universe)} |")
+        lines.append(f"| `{key}` | {_jobs(rules)} | {_escaped(rule_list(rules, universe))} |")
     return "\n".join(lines) + "\n"
 
 
-def readme_section(readme: str) -> str:
-    """The text between the rebuild map's markers in the README."""
-    if README_START not in readme or README_END not in readme:
-        raise RebuildMapError(f"the README has no {README_START!r} ... {README_END!r} section")
-    return readme.split(README_START, 1)[1].split(README_END, 1)[0].strip("\n") + "\n"
+def page_section(page: str) -> str:
+    """The text between the rebuild map's markers in its page (docs/rebuilds.md)."""
+    if PAGE_START not in page or PAGE_END not in page:
+        raise RebuildMapError(f"the page has no {PAGE_START!r} ... {PAGE_END!r} section")
+    return page.split(PAGE_START, 1)[1].split(PAGE_END, 1)[0].strip("\n") + "\n"
 
 
-def with_readme_section(readme: str, table: str) -> str:
-    """The README with the rebuild map's section replaced by ``table``."""
-    before = readme.split(README_START, 1)[0]
-    after = readme.split(README_END, 1)[1]
-    return f"{before}{README_START}\n{table}{README_END}{after}"
+def with_page_section(page: str, table: str) -> str:
+    """The page with the rebuild map's section replaced by ``table`` (blank lines around it,
+    so that Markdown reads the table apart from the markers)."""
+    before = page.split(PAGE_START, 1)[0]
+    after = page.split(PAGE_END, 1)[1]
+    return f"{before}{PAGE_START}\n\n{table}\n{PAGE_END}{after}"
 
 
 # `snakemake --dag` (DOT): one node per job of the DAG, up-to-date jobs drawn dashed.
