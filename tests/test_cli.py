@@ -229,3 +229,25 @@ def test_code_hash_form_prints_what_is_hashed(capsys):
     form = capsys.readouterr().out.strip()
     assert form.startswith("Module(body=[") and "sha256" in form
     assert '"""' not in form
+
+
+def test_a_closed_pipe_ends_quietly(monkeypatch, capsys):
+    """``hierbench config FILE | head -1``: the reader leaves early; no traceback, status 0."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone: every write fails with EPIPE
+    with os.fdopen(write_end, "w") as closed:
+        monkeypatch.setattr(sys, "stdout", closed)
+        assert main(["config", str(REPO / "config.yaml")]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_effects_out_on_a_file_is_one_line_and_writes_nothing(tmp_path: Path, capsys):
+    occupied = tmp_path / "tables"
+    occupied.write_text("mine")
+    per_seed = tmp_path / "per_seed.parquet"
+    assert main(["effects", "--per-seed", str(per_seed), "--out", str(occupied)]) == 2
+    assert (
+        capsys.readouterr().err
+        == f"hierbench: error: --out: {occupied} is a file; name a folder for the tables\n"
+    )
+    assert occupied.read_text() == "mine" and sorted(tmp_path.iterdir()) == [occupied]

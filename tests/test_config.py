@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -43,8 +44,9 @@ def test_wrong_type_in_a_list_names_the_index():
 
 def test_unknown_key_names_the_key_and_the_allowed_ones():
     message = _error({"datasets": {"cub": {"sourc": "demo"}}})
-    assert "unknown config key 'datasets.cub.sourc'" in message
+    assert "unknown config key 'datasets.cub.sourc' (did you mean 'source'?)" in message
     assert "'source'" in message
+    assert "did you mean" not in _error({"training": {"zzzz": 1}})  # nothing near: no guess
 
 
 def test_interval_settings_are_checked_and_default():
@@ -53,6 +55,15 @@ def test_interval_settings_are_checked_and_default():
     config: dict[str, Any] = {}
     validate_config(config, SCHEMA)
     assert IntervalSettings.from_config(config) == IntervalSettings(0.95, 10_000, 0)
+
+
+def test_a_yaml_error_and_a_missing_file_name_the_file_and_line(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("run: results\ntraining:\n  epochs: [1,\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(broken))}:4: not valid YAML: "):
+        load_yaml(broken)
+    with pytest.raises(ConfigError, match=r"absent.yaml: no such file$"):
+        load_yaml(tmp_path / "absent.yaml")
 
 
 def test_unknown_top_level_key():
@@ -125,9 +136,11 @@ def test_a_dataset_under_a_name_of_its_own_takes_its_kinds_defaults():
     ("datasets", "expected"),
     [
         ({"bad name!": TABLE}, "'datasets.bad name!': the name 'bad name!' may hold only"),
+        ({"cbu": {"source": "demo"}}, "unknown dataset 'datasets.cbu' (did you mean 'cub'?)"),
         (
             {"beetles": {"levels": ["a", "b", "c"]}},
-            "missing required config key 'datasets.beetles.kind'",
+            "unknown dataset 'datasets.beetles': the bird datasets are 'cub' and 'nabirds'; a "
+            "dataset of your own needs kind: table",
         ),
         ({"beetles": {"kind": "table"}}, "missing required config key 'datasets.beetles.levels'"),
         ({"beetles": {**TABLE, "kind": "insects"}}, "'datasets.beetles.kind'"),

@@ -4,6 +4,7 @@ and checks that the data and weights a config points at exist before any job is 
 from __future__ import annotations
 
 import copy
+import difflib
 import functools
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ import yaml
 from jsonschema.exceptions import ValidationError
 
 from hierbench.data.kinds import dataset_kind
+from hierbench.protocol import DATASETS as BIRD_DATASETS
 from hierbench.protocol import PACKAGE_WEIGHTS_PREFIX
 from hierbench.shipped import shipped_file
 
@@ -32,8 +34,19 @@ class ConfigError(ValueError):
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
-    """Read a YAML mapping; anything else is an error naming the file."""
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    """Read a YAML mapping; a missing file, a syntax error (with its line) or anything but a
+    mapping is an error naming the file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ConfigError(f"{where}: not valid YAML: {problem}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
     return data
@@ -53,11 +66,20 @@ def describe_error(error: ValidationError) -> str:
     if error.validator == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
         unknown = sorted(set(error.instance) - set(allowed))
-        names = ", ".join(f"'{key_path([*error.absolute_path, key])}'" for key in unknown)
+        names = ", ".join(
+            f"'{key_path([*error.absolute_path, key])}'{_nearest(key, allowed)}" for key in unknown
+        )
         return f"unknown config key {names}; allowed keys here: {allowed}"
     if error.validator == "required":
         missing = [key for key in error.validator_value if key not in error.instance]
         names = ", ".join(f"'{key_path([*error.absolute_path, key])}'" for key in missing)
+        path = list(error.absolute_path)
+        if len(path) == 2 and path[0] == "datasets" and missing == ["kind"]:
+            name = str(path[1])
+            return (
+                f"unknown dataset 'datasets.{name}'{_nearest(name, list(BIRD_DATASETS))}: the "
+                "bird datasets are 'cub' and 'nabirds'; a dataset of your own needs kind: table"
+            )
         return f"missing required config key {names}"
     if "propertyNames" in error.relative_schema_path:
         return (
@@ -65,6 +87,12 @@ def describe_error(error: ValidationError) -> str:
             f"{error.instance!r} may hold only letters, digits, '_' and '-' (it is used in paths)"
         )
     return f"config key '{where}': {error.message}"
+
+
+def _nearest(key: str, allowed: list[str]) -> str:
+    """The hint " (did you mean 'x'?)" for the allowed key nearest a misspelt one, or ''."""
+    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def _errors(config: dict[str, Any], schema: dict[str, Any]) -> Iterator[ValidationError]:
@@ -181,8 +209,9 @@ def check_inputs_exist(config: dict[str, Any], base: Path = Path()) -> None:
 
 def load_config(path: str | Path, schema_path: str | Path = SCHEMA_PATH) -> dict[str, Any]:
     """Read, validate and default-fill a config file (for the CLI and tests)."""
+    config, schema = load_yaml(path), load_yaml(schema_path)
     try:
-        return validate_config(load_yaml(path), load_yaml(schema_path))
+        return validate_config(config, schema)
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}") from None
 

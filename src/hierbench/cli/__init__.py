@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -330,7 +331,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: run one subcommand; user errors print one line and exit with status 2."""
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args)
+        status = args.handler(args)
+        sys.stdout.flush()  # a reader that left early fails here, not at exit
+        return status
+    except BrokenPipeError:  # the reader stopped early (`| head`): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (
         ConfigError,
         TaxonomyError,

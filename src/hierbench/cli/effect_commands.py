@@ -24,6 +24,8 @@ def _effects(args: argparse.Namespace) -> int:
     Prints what it derived (mean_hierarchy from middle and high) and which paper tables its
     metrics do not support, then how many files it wrote.
     """
+    if args.out.exists() and not args.out.is_dir():
+        raise ValueError(f"--out: {args.out} is a file; name a folder for the tables")
     settings = IntervalSettings(args.confidence, args.replicates, args.seed)
     query_level = None
     if args.per_query:
