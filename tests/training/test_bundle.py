@@ -90,3 +90,13 @@ def test_cells_that_differ_only_in_their_seed_share_a_loss_group():
     tuned = dataclasses.replace(specs[1], tau=0.7)  # E_S at another temperature
     assert loss_groups(specs) == [[0, 4], [1, 5], [2, 6], [3, 7]]
     assert loss_groups([*specs, tuned]) == [[0, 4], [1, 5], [2, 6], [3, 7], [8]]
+
+
+def test_the_training_logs_name_each_epoch_out_of_its_total(caplog):
+    x, y = _data()
+    with caplog.at_level("INFO"):
+        train_bundle(x, y, _specs(epochs=2))
+        train_cell(x, y, _specs(epochs=2)[0])
+    lines = [record.getMessage() for record in caplog.records]
+    assert sum(" bundle of 4 cells epoch 2/2: " in line for line in lines) == 1
+    assert sum(" epoch 1/2: " in line and "bundle" not in line for line in lines) == 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Sequence
 
@@ -53,6 +54,8 @@ SHARED_FIELDS = (
     "dropout",
 )
 CLIP_EPSILON = 1e-6  # torch.nn.utils.clip_grad_norm_'s guard against a zero norm
+
+log = logging.getLogger(__name__)
 
 
 class BundleError(ValueError):
@@ -173,6 +176,15 @@ def train_bundle(
             check_finite(table, keys, spec, epoch)
             row = {"epoch": epoch, "updates": updates, "seconds": seconds / len(specs)}
             rows[cell].append(row | epoch_means(table, keys))
+        log.info(
+            "%s bundle of %d cells epoch %d/%d: %d updates, %.1f s",
+            first.dataset,
+            len(specs),
+            epoch,
+            first.epochs,
+            updates,
+            seconds,
+        )
     stacked.cpu().eval()
     results = []
     for cell, head in enumerate(heads):

@@ -250,7 +250,7 @@ def train_cell(
         if on_epoch is not None:
             row |= on_epoch(epoch, model)
         rows.append(row)
-        log.info("%s %s epoch %d: %s", spec.dataset, spec.cell, epoch, _brief(row))
+        log.info("%s %s epoch %d/%d: %s", spec.dataset, spec.cell, epoch, spec.epochs, _brief(row))
     model.cpu().eval()
     return TrainResult(
         model=model,
