@@ -1,5 +1,6 @@
 # Two entry points: `make run` (the pipeline on the embedded demo) and `make test`
-# (`make test-fast` runs the unit tests only). `make bench` runs every speed benchmark.
+# (`make test-fast` runs the unit tests only). `make bench` runs every speed benchmark;
+# `make docs` builds the user guide (docs/, mkdocs.yml) into site/.
 # Both bootstrap .venv first; the bootstrap is skipped when a stamp keyed on the hash of the
 # dependency specification (pyproject.toml + requirements.lock) is present.
 SHELL := /bin/bash
@@ -20,7 +21,7 @@ export PATH := $(BIN):$(PATH)
 export HF_HUB_OFFLINE := 1
 export PYTHONHASHSEED := 0
 
-.PHONY: run test test-fast test-cluster bench venv lint lock clean
+.PHONY: run test test-fast test-cluster bench docs venv lint lock clean
 
 run: $(STAMP)
 	snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
@@ -46,6 +47,11 @@ test-cluster: $(STAMP)
 # BENCH_ARGS="--quick" for a smoke check at small sizes; "--demo" adds the demo's wall time.
 bench: $(STAMP) $(BENCH_STAMP)
 	python benchmarks/run_all.py $(BENCH_ARGS)
+
+# The user guide with MkDocs, strict: a warning (a broken link or anchor, a page left out of
+# the nav) fails the build. docs/hooks/cli_reference.py writes the CLI page from the parser.
+docs: $(STAMP)
+	mkdocs build --strict --site-dir site
 
 venv: $(STAMP)
 
