@@ -1,4 +1,4 @@
-"""GPU figures for the README (#21), measured in one process on a CUDA machine.
+"""GPU figures for the guide (docs/cluster-gpu.md, #21), measured in one process on a CUDA machine.
 
 1. Features: DINOv2 ViT-B/14 (timm ``vit_base_patch14_dinov2``, random weights: the speed is
    the architecture's) at 224 px, through the features stage's own batch step (float16
@@ -15,7 +15,7 @@
    (870 queries x 4,924 gallery, 3 draws each, on the CPU as the pipeline does).
 
 Run: ``.venv/bin/python benchmarks/gpu.py [--out FILE.json]``. Without CUDA it prints one line
-and exits 2 (the README's GPU figures then stay "to be measured"). ``--smoke`` runs every step
+and exits 2 (the guide's GPU figures then stay "to be measured"). ``--smoke`` runs every step
 at toy sizes on whatever device there is (the test suite's check that the script works).
 """
 

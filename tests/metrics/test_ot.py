@@ -129,7 +129,7 @@ def test_random_rankings_agree_with_scipy(geometry, trial):
 
 def test_ot_is_the_mean_relation_beyond_the_ideal_top_k():
     # The ideal cumulative shares are never below the actual ones, so W1 is the difference of
-    # the mean relations (README's reading of OT@K).
+    # the mean relations (the reading of OT@K in docs/pipeline.md).
     rng = np.random.default_rng(14)
     for _ in range(20):
         relations = rng.integers(0, 4, int(rng.integers(5, 30))).tolist()

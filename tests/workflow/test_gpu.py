@@ -49,7 +49,7 @@ def test_the_fairness_invariants_do_not_depend_on_the_device(geometry, loss):
     assert on_gpu.batch_order_hashes == on_cpu.batch_order_hashes
     assert on_gpu.updates == on_cpu.updates
     # The weights themselves are not the CPU's: dropout draws from CUDA's own generator and
-    # the kernels sum in another order (stated in the README).
+    # the kernels sum in another order (stated in docs/cluster-gpu.md).
 
 
 @pytest.mark.parametrize("head", ["E", "L"])
