@@ -12,7 +12,7 @@ from conftest import REPO
 
 from hierbench.cli import main
 from hierbench.config import load_config
-from hierbench.data.init_dataset import InitDatasetError, init_dataset
+from hierbench.data.init_dataset import InitDatasetError, fitting_ot_ks, init_dataset
 from hierbench.data.table_reader import read_table_dataset
 
 SCHEMA = str(REPO / "schemas/config.schema.yaml")
@@ -105,3 +105,10 @@ def test_nothing_existing_is_overwritten(tmp_path: Path, capsys):
     assert "taxonomy.csv exist(s): remove, or choose another --out" in capsys.readouterr().err
     assert (photos / "taxonomy.csv").read_text() == "mine"
     assert not (photos / "images.csv").exists()
+
+
+def test_the_ot_cut_offs_fit_the_expected_gallery():
+    assert fitting_ot_ks(10_000, None) == [10, 50, 100]  # 2,000 test, gallery 1,600
+    assert fitting_ot_ks(1_000, 150) == [10, 50]  # gallery 120: room for K up to 60
+    assert fitting_ot_ks(72, 36) == [10]  # gallery 28
+    assert fitting_ot_ks(20, 10) == [1, 2, 4]  # gallery 8: no paper K fits, three that do

@@ -147,6 +147,9 @@ backbone:
 
 companion:
   pairs: {{boxes: false, cross_image: 0, taxonomy: true}}   # images.csv has no boxes
+
+evaluation:
+  ot_ks: {ot_ks}   # K of OT@K: at most the gallery (about {gallery} images here)
 {smoke}"""
 
 OFFICIAL_SPLITS = """\
@@ -169,9 +172,27 @@ tuning:
 """
 
 
-def config_text(name: str, root: Path, config: Path, official: bool, smoke: bool) -> str:
+PAPER_OT_KS = (10, 50, 100)
+GALLERY_SHARE = 0.8  # of the test images (the table kind's default query/gallery split)
+MIDDLE_DISJOINT_TEST_SHARE = 0.2  # of the images, roughly (whole middle groups go to test)
+
+
+def fitting_ot_ks(images: int, test_images: int | None) -> list[int]:
+    """The paper's OT@K cut-offs that fit half the expected gallery (the split draws vary), or
+    three smaller ones when none fits: a K larger than a gallery stops the evaluation."""
+    test = test_images if test_images is not None else images * MIDDLE_DISJOINT_TEST_SHARE
+    room = int(test * GALLERY_SHARE) // 2
+    fitting = [k for k in PAPER_OT_KS if k <= room]
+    return fitting or sorted({max(1, room // 4), max(2, room // 2), max(3, room)})
+
+
+def config_text(
+    name: str, root: Path, config: Path, official: bool, smoke: bool, ot_ks: list[int], gallery: int
+) -> str:
     """The config.yaml that runs the study on the written tables."""
     return CONFIG_TEMPLATE.format(
+        ot_ks=f"[{', '.join(map(str, ot_ks))}]",
+        gallery=gallery,
         name=name,
         config=config.as_posix(),
         root=root.as_posix(),
@@ -179,6 +200,22 @@ def config_text(name: str, root: Path, config: Path, official: bool, smoke: bool
         smoke=SMOKE_SIZES if smoke else "",
         smoke_note=" Written with --smoke: small sizes." if smoke else "",
     )
+
+
+def _config(
+    name: str,
+    out: Path,
+    config: Path,
+    images: list[TreeImage],
+    split: dict[str, str] | None,
+    smoke: bool,
+) -> bytes:
+    """The config's bytes, its OT@K cut-offs sized to the expected gallery."""
+    test = sum(v == "test" for v in split.values()) if split else None
+    ot_ks = fitting_ot_ks(len(images), test)
+    expected = test if test is not None else len(images) * MIDDLE_DISJOINT_TEST_SHARE
+    gallery = int(expected * GALLERY_SHARE)
+    return config_text(name, out, config, split is not None, smoke, ot_ks, gallery).encode()
 
 
 def _csv(lines: list[str]) -> bytes:
@@ -210,7 +247,7 @@ def init_dataset(
     files = {
         out / "images.csv": _csv([header, *rows]),
         out / "taxonomy.csv": _csv(["class,middle,high", *(",".join(row) for row in taxonomy)]),
-        config: config_text(dataset, out, config, split is not None, smoke).encode("utf-8"),
+        config: _config(dataset, out, config, images, split, smoke),
     }
     link = out / LINKED_IMAGES
     existing = [str(p) for p in (*files, *([link] if linked else [])) if os.path.lexists(p)]
