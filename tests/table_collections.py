@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
-from hierbench.data.table_reader import IMAGES_FILE, TAXONOMY_FILE
+import pandas as pd
+
+from hierbench.data.table_reader import IMAGES_FILE, TAXONOMY_FILE, read_taxonomy_csv
+from hierbench.demo import write_table_demo
+from hierbench.shipped import shipped_file
 
 TAXONOMY = """class,middle,high
 wren,wrens,songbirds
@@ -55,4 +60,23 @@ def tiny_cub_folder(root: Path) -> Path:
     for relpath in ("001.A/a.jpg", "002.B/b.jpg"):
         (root / "images" / relpath).parent.mkdir(parents=True)
         (root / "images" / relpath).write_bytes(b"x")
+    return root
+
+
+def example_collection_tree(root: Path, classes: int = 12, images_per_class: int = 6) -> Path:
+    """The embedded example collection laid out as a tree ``root/<high>/<middle>/<class>/``
+    (what ``hierbench init-dataset`` reads), rendered by the demo's own code."""
+    rendered = root.with_name(f".{root.name}-rendered")
+    taxonomy = read_taxonomy_csv(shipped_file("example_collection_taxonomy.csv"))
+    write_table_demo(
+        rendered, taxonomy, images_per_class=images_per_class, image_size=64, classes=classes
+    )
+    groups = pd.read_csv(rendered / TAXONOMY_FILE).set_index("class")
+    for path, name in pd.read_csv(rendered / IMAGES_FILE)[["path", "class"]].itertuples(
+        index=False
+    ):
+        target = root / groups.loc[name, "high"] / groups.loc[name, "middle"] / name
+        target.mkdir(parents=True, exist_ok=True)
+        (rendered / path).rename(target / Path(path).name)
+    shutil.rmtree(rendered)
     return root

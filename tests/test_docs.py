@@ -27,6 +27,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from table_collections import example_collection_tree
 
 REPO = Path(__file__).resolve().parents[1]
 COMMAND_INFOS = frozenset({"bash", "sh", "console"})
@@ -35,8 +36,20 @@ NOT_RUN = re.compile(r"^\s*<!--\s*not run:(?P<reason>.*?)-->\s*$")
 # A comment that looks like a marker but is not one (no colon, say) must not pass silently.
 NEAR_MARKER = re.compile(r"<!--\s*not[\s_-]*run", re.IGNORECASE)
 # One block may take this long in the built copy; the tiny run makes every runnable block a
-# matter of seconds (a no-op snakemake, an audit, a CLI call).
+# matter of seconds (a no-op snakemake, an audit, a CLI call), but for the own-dataset page's,
+# which runs a smoke-sized study on the example collection (about 1.5 min on 2 cores).
 BLOCK_TIMEOUT_S = 120
+STUDY_TIMEOUT_S = 600
+
+
+def _example_tree(repo: Path) -> None:
+    """The own-dataset page's ``beetles/`` tree: the embedded example collection as folders."""
+    if not (repo / "beetles").exists():
+        example_collection_tree(repo / "beetles")
+
+
+# What a page's blocks find in place before they run (the reader's own files).
+PAGE_SETUP = {"docs/own-dataset.md": _example_tree}
 
 
 @dataclass(frozen=True)
@@ -293,6 +306,9 @@ def test_every_runnable_command_block_runs(block: Block, docs_repo: Path):
         "PYTHONHASHSEED": "0",
     }
     env.pop("VIRTUAL_ENV", None)
+    setup = PAGE_SETUP.get(block.page)
+    if setup is not None:
+        setup(docs_repo)
     result = subprocess.run(
         ["bash", "-c", f"set -euo pipefail\n{block.script}\n"],
         cwd=docs_repo,
@@ -300,7 +316,7 @@ def test_every_runnable_command_block_runs(block: Block, docs_repo: Path):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        timeout=BLOCK_TIMEOUT_S,
+        timeout=STUDY_TIMEOUT_S if setup is not None else BLOCK_TIMEOUT_S,
     )
     assert result.returncode == 0, (
         f"{block} exited {result.returncode}:\n{block.script}\n---\n{result.stdout[-4000:]}"
