@@ -12,7 +12,12 @@ import pandas as pd
 
 from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings
 from hierbench.effects.query_contrasts import SEEDLESS, QueryContrasts
-from hierbench.effects.variants import paired_contrast, per_seed_of_arms, seeds_mean_sd
+from hierbench.effects.variants import (
+    PAIRED_COLUMNS,
+    paired_contrast,
+    per_seed_of_arms,
+    seeds_mean_sd,
+)
 from hierbench.protocol import (
     ARM_ORDER,
     BASELINE_ARMS,
@@ -63,20 +68,7 @@ def baselines_table(per_seed: pd.DataFrame, dimensions: int) -> pd.DataFrame:
 
 
 NAN = float("nan")
-DIFFERENCE_COLUMNS = (
-    "arm",
-    "level",
-    "mean",
-    "sd",
-    "positive_seeds",
-    "negative_seeds",
-    "seeds",
-    "signs",
-    "ci_low",
-    "ci_high",
-    "p_seeds",
-    "p_min",
-)
+DIFFERENCE_COLUMNS = ("arm", "level", *PAIRED_COLUMNS)
 
 
 def baselines_differences(

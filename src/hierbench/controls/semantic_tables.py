@@ -13,7 +13,7 @@ import pandas as pd
 from hierbench.controls.semantic import ARM_NAMES
 from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings
 from hierbench.effects.query_contrasts import QueryContrasts
-from hierbench.effects.variants import paired_contrast, seeds_mean_sd
+from hierbench.effects.variants import PAIRED_COLUMNS, paired_contrast, seeds_mean_sd
 from hierbench.protocol import MEAN_HIERARCHY
 
 # The paired seed differences the paper reports (its Table 2's text), as (minuend,
@@ -25,20 +25,7 @@ CONTRASTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("leaf_parent", "leaf", (MEAN_HIERARCHY,)),
     ("full", "leaf_parent", (MEAN_HIERARCHY, "middle")),
 )
-CONTRAST_COLUMNS = (
-    "contrast",
-    "level",
-    "mean",
-    "sd",
-    "positive_seeds",
-    "negative_seeds",
-    "seeds",
-    "signs",
-    "ci_low",
-    "ci_high",
-    "p_seeds",
-    "p_min",
-)
+CONTRAST_COLUMNS = ("contrast", "level", *PAIRED_COLUMNS)
 
 
 def arm_order(arms: list[str]) -> list[str]:

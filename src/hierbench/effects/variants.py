@@ -42,6 +42,21 @@ def seed_signs(differences: pd.Series) -> str:
     return " ".join("+" if d > 0 else ("−" if d < 0 else "0") for d in differences)
 
 
+# The columns of a paired contrast, as :func:`paired_contrast` gives them.
+PAIRED_COLUMNS: tuple[str, ...] = (
+    "mean",
+    "sd",
+    "positive_seeds",
+    "negative_seeds",
+    "seeds",
+    "signs",
+    "ci_low",
+    "ci_high",
+    "p_seeds",
+    "p_min",
+)
+
+
 def paired_contrast(
     differences: pd.Series,
     intervals: IntervalSettings = DEFAULT_INTERVALS,
