@@ -17,6 +17,7 @@ from pathlib import Path
 from hierbench import __version__
 from hierbench.cli.dataset_commands import add_dataset_commands
 from hierbench.cli.effect_commands import add_effect_commands
+from hierbench.cli.runs_command import add_runs_command
 from hierbench.config import ConfigError, check_inputs_exist, load_config
 from hierbench.effects import EffectsError
 from hierbench.provenance import codehash, seal
@@ -319,6 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_taxonomy(commands)
     add_effect_commands(commands)
     add_dataset_commands(commands)
+    add_runs_command(commands)
     _add_audit(commands)
     _add_compare(commands)
     _add_resume(commands)

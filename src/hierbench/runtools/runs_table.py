@@ -1,0 +1,220 @@
+"""``hierbench runs``: the run folders beside a repository in one table, the way ``dvc exp
+show`` lists experiments.
+
+A run folder is the ``run`` of a config in ``config.yaml`` or ``configs/*.yaml`` that exists.
+Its state and job counts come from the newest Snakemake log of that config
+(``.snakemake/log/``): ``N of M steps`` gives the jobs done and planned, a failed job's message
+makes it failed, and a live Snakemake started on that config makes it running. A lock left by
+a Snakemake that no longer runs is a stale lock (``hierbench resume`` releases it). The
+headline is each dataset's mean hierarchy mAP per factorial arm, from its arms summary.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from hierbench.protocol import FACTORIAL_ARMS, MEAN_HIERARCHY
+from hierbench.runs import DEFAULT_RUN
+from hierbench.runtools.resume import PROC, ResumeError, live_snakemake, lock_files
+
+SNAKEMAKE_LOGS = Path(".snakemake/log")
+CONFIG_LINE = re.compile(r"Config file\(s\): \[(?P<files>.*)\]")
+STEPS_LINE = re.compile(r"^(?P<done>\d+) of (?P<planned>\d+) steps \(\d+%\) done", re.MULTILINE)
+FAILED_LINES = ("Exiting because a job execution failed", "Error in rule ")
+NOTHING_LINE = "Nothing to be done"
+DEFAULT_CONFIG = "config.yaml"
+SORT_KEYS = ("name", "config", "state", "jobs", "last_change")
+ARMS_SUMMARY = Path("tables/arms_summary.parquet")
+
+
+@dataclass
+class RunRow:
+    """One run folder: where, from which config, its state, jobs and headline."""
+
+    name: str
+    config: str
+    state: str
+    jobs_done: int | None
+    jobs_planned: int | None
+    last_change: str
+    headline: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def run_configs(repo: Path) -> dict[str, str]:
+    """Each run folder that exists, with the config (relative to ``repo``) whose ``run`` names
+    it (the first in sorted order when several do)."""
+    found: dict[str, str] = {}
+    for path in [repo / DEFAULT_CONFIG, *sorted((repo / "configs").glob("*.yaml"))]:
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError):
+            continue  # not a config this listing can read; `hierbench config` names the flaw
+        run = data.get("run", DEFAULT_RUN) if isinstance(data, dict) else None
+        if isinstance(run, str) and (repo / run).is_dir():
+            found.setdefault(run, path.relative_to(repo).as_posix())
+    return found
+
+
+def _log_config(text: str, repo: Path) -> str | None:
+    """The config a Snakemake log names, relative to ``repo`` (None when it names none)."""
+    match = CONFIG_LINE.search(text)
+    if not match:
+        return None
+    first = re.search(r"'([^']+)'", match.group("files"))
+    if not first:
+        return None
+    path = Path(first.group(1))
+    path = path if path.is_absolute() else repo / path
+    try:
+        return path.resolve().relative_to(repo.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def config_logs(repo: Path, config: str) -> list[str]:
+    """The Snakemake logs of ``config`` that ran or planned jobs, newest first (dry runs and
+    DAG printouts, which log only their first line, are skipped)."""
+    folder = repo / SNAKEMAKE_LOGS
+    logs = sorted(folder.glob("*.snakemake.log"), reverse=True) if folder.is_dir() else []
+    found = []
+    for log in logs:
+        text = log.read_text(encoding="utf-8", errors="replace")
+        if _log_config(text, repo) == config and (
+            STEPS_LINE.search(text) or NOTHING_LINE in text or any(f in text for f in FAILED_LINES)
+        ):
+            found.append(text)
+    return found
+
+
+def _running_configs(repo: Path) -> set[str] | None:
+    """The configs a live Snakemake in ``repo`` was started on (None: /proc cannot tell)."""
+    try:
+        pids = live_snakemake(repo)
+    except ResumeError:
+        return None
+    configs = set()
+    for pid in pids:
+        words = (PROC / str(pid) / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        named = [words[i + 1] for i, word in enumerate(words[:-1]) if word == "--configfile"]
+        for name in named or [DEFAULT_CONFIG]:
+            path = (repo / name).resolve()  # a relative name is relative to the run's folder
+            if path.is_relative_to(repo.resolve()):
+                configs.add(path.relative_to(repo.resolve()).as_posix())
+    return configs
+
+
+def log_state(text: str | None, running: bool, locked: bool) -> tuple[str, int | None, int | None]:
+    """The state of a run and its jobs done and planned, from its newest log."""
+    if running:
+        state = "running"
+    elif text is None:
+        return ("stale lock" if locked else "no log"), None, None
+    elif any(line in text for line in FAILED_LINES):
+        state = "failed"
+    else:
+        state = "stopped"
+    steps = STEPS_LINE.findall(text or "")
+    done, planned = (int(steps[-1][0]), int(steps[-1][1])) if steps else (None, None)
+    if state == "stopped" and (NOTHING_LINE in (text or "") or (steps and done == planned)):
+        state = "complete"
+    elif state == "stopped" and locked:
+        state = "stale lock"
+    return state, done, planned
+
+
+def last_change(folder: Path) -> str:
+    """When the newest file of a run folder changed (UTC, to the second)."""
+    newest = max((entry.stat().st_mtime for entry in folder.rglob("*")), default=None)
+    if newest is None:
+        return ""
+    return dt.datetime.fromtimestamp(newest, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def headline(folder: Path) -> dict[str, dict[str, float]]:
+    """Per dataset of the run, the mean hierarchy mAP of each factorial arm."""
+    found = {}
+    for summary in sorted(folder.glob(f"*/{ARMS_SUMMARY}")):
+        arms = pd.read_parquet(summary)
+        chosen = arms[(arms["level"] == MEAN_HIERARCHY) & (arms["metric"] == "map")]
+        labels = chosen["geometry"].astype(str) + "_" + chosen["loss"].astype(str)
+        values = dict(zip(labels, chosen["mean"].astype(float), strict=True))
+        found[summary.parents[1].name] = {
+            arm: values[arm] for arm in FACTORIAL_ARMS if arm in values
+        }
+    return found
+
+
+def list_runs(repo: Path, sort: str = "name") -> list[RunRow]:
+    """Every run folder beside ``repo``, sorted by ``sort`` (one of :data:`SORT_KEYS`)."""
+    if sort not in SORT_KEYS:
+        raise ValueError(f"--sort must be one of {', '.join(SORT_KEYS)}, got {sort!r}")
+    running = _running_configs(repo) or set()
+    locked = bool(lock_files(repo))
+    rows = []
+    for run, config in run_configs(repo).items():
+        logs = config_logs(repo, config)
+        state, done, planned = log_state(logs[0] if logs else None, config in running, locked)
+        if state == "complete" and done is None:  # a rerun that had nothing to do
+            counted = [STEPS_LINE.findall(text)[-1] for text in logs if STEPS_LINE.search(text)]
+            done, planned = (int(counted[0][0]), int(counted[0][1])) if counted else (None, None)
+        folder = repo / run
+        rows.append(
+            RunRow(run, config, state, done, planned, last_change(folder), headline(folder))
+        )
+    key = {
+        "jobs": lambda row: (row.jobs_done or 0, row.name),
+        "last_change": lambda row: (row.last_change, row.name),
+    }.get(sort, lambda row: (getattr(row, sort), row.name))
+    return sorted(rows, key=key, reverse=sort == "last_change")
+
+
+def _arms_text(arms: dict[str, float]) -> str:
+    """``E_R 0.132 H_R 0.137 ...`` for one dataset's headline."""
+    return " ".join(f"{arm} {value:.3f}" for arm, value in arms.items())
+
+
+def runs_text(rows: list[RunRow]) -> str:
+    """The runs as a text table, a headline column per dataset."""
+    if not rows:
+        return "no run folder: no config's run folder exists yet"
+    datasets = sorted({name for row in rows for name in row.headline})
+    table = pd.DataFrame(
+        {
+            "run": [row.name for row in rows],
+            "config": [row.config for row in rows],
+            "state": [row.state for row in rows],
+            "jobs": [
+                "" if row.jobs_planned is None else f"{row.jobs_done}/{row.jobs_planned}"
+                for row in rows
+            ],
+            "last change (UTC)": [row.last_change for row in rows],
+            **{
+                f"{dataset} mean hierarchy mAP": [
+                    " ".join(
+                        f"{arm} {value:.3f}" for arm, value in row.headline.get(dataset, {}).items()
+                    )
+                    for row in rows
+                ]
+                for dataset in datasets
+            },
+        }
+    )
+    return table.to_string(index=False)
+
+
+def runs_json(rows: list[RunRow]) -> list[dict]:
+    """The runs as JSON-ready records (a value that is not a number is null)."""
+    records = [asdict(row) for row in rows]
+    for record in records:
+        record["headline"] = {
+            dataset: {arm: value if math.isfinite(value) else None for arm, value in arms.items()}
+            for dataset, arms in record["headline"].items()
+        }
+    return records
