@@ -100,6 +100,17 @@ def test_mean_hierarchy_is_not_derived_without_both_levels():
     assert "table_effects_map" in plan.skipped and "table_arms_map" in plan.paper
 
 
+def test_a_one_seed_table_says_that_sd_needs_two_seeds(tmp_path: Path, capsys):
+    table = published_table()
+    one_seed = table[table["seed"].isin([table["seed"].min(), -1])]
+    path = tmp_path / "one_seed.csv"
+    one_seed.to_csv(path, index=False)
+    assert main(["effects", "--per-seed", str(path), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "dataset 'cub' has one training seed: SD needs two seeds, so every SD is NaN" in out
+    assert "one training seed" not in "\n".join(plan_effects(table).notes())
+
+
 def test_published_table_goes_through_hierbench_effects(tmp_path: Path, capsys):
     path = tmp_path / "published.csv"
     published_table(("cub", "nabirds")).to_csv(path, index=False)

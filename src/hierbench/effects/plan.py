@@ -55,12 +55,13 @@ class EffectsPlan(NamedTuple):
     derived: tuple[str, ...]  # one note per dataset and metric whose mean_hierarchy was derived
     skipped: dict[str, str]  # paper table -> why it is not written
     uncertainty: str  # what the effects' intervals account for
+    cautions: tuple[str, ...] = ()  # what the data cannot show (one seed: no SD)
 
     def notes(self) -> list[str]:
         """What a reader of the output should know: derived rows, tables left out, and what
         the intervals account for."""
         left_out = [f"not written: {name} ({why})" for name, why in self.skipped.items()]
-        return [*self.derived, *left_out, self.uncertainty]
+        return [*self.derived, *left_out, *self.cautions, self.uncertainty]
 
 
 def _has_metric(frame: pd.DataFrame, pattern: str) -> bool:
@@ -120,4 +121,20 @@ def plan_effects(
         "over the training seeds only (a per-seed table holds no per-query rows, so the test "
         "images' noise is not in them); p (seeds): the sign-flip test over seeds"
     )
-    return EffectsPlan(frame, arms, by_seed, summary, paper, tuple(derived), skipped, uncertainty)
+    cautions = tuple(_single_seed_cautions(frame))
+    return EffectsPlan(
+        frame, arms, by_seed, summary, paper, tuple(derived), skipped, uncertainty, cautions
+    )
+
+
+def _single_seed_cautions(frame: pd.DataFrame) -> list[str]:
+    """One line per dataset whose arms have a single training seed: its SD is NaN (a sample SD
+    needs two seeds) and its interval and sign-flip test have nothing to resample."""
+    trained = frame[frame["seed"] >= 0]
+    seeds = trained.groupby("dataset")["seed"].nunique()
+    return [
+        f"dataset {dataset!r} has one training seed: SD needs two seeds, so every SD is NaN "
+        "(tables show the mean alone) and its intervals cannot reach past that seed"
+        for dataset, count in seeds.items()
+        if count == 1
+    ]
