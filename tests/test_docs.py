@@ -279,7 +279,7 @@ def test_mkdocs_names_the_hook_and_builds_strictly():
 
     config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
     assert config["strict"] is True and config["docs_dir"] == "docs"
-    assert config["hooks"] == ["docs/hooks/cli_reference.py"]
+    assert config["hooks"] == ["docs/hooks/cli_reference.py", "docs/hooks/error_table.py"]
 
 
 # ---- slow: each runnable block, in a copy of the repository after the tiny run

@@ -86,7 +86,21 @@ def describe_error(error: ValidationError) -> str:
             f"config key '{key_path([*error.absolute_path, error.instance])}': the name "
             f"{error.instance!r} may hold only letters, digits, '_' and '-' (it is used in paths)"
         )
+    if error.validator == "pattern":
+        return f"config key '{where}': {error.instance!r} {_pattern_rule(error)}"
     return f"config key '{where}': {error.message}"
+
+
+def _pattern_rule(error: ValidationError) -> str:
+    """A key's name pattern in words (a raw regular expression helps nobody)."""
+    if list(error.absolute_path) == ["run"]:
+        return (
+            "must be a folder path relative to the repository, parts of letters, digits, "
+            "'_', '.' and '-' separated by '/' (no leading '/', no spaces)"
+        )
+    if error.validator_value == "^[A-Za-z][A-Za-z0-9_]*$":
+        return "must start with a letter and hold only letters, digits and '_'"
+    return f"does not match the pattern {error.validator_value}"
 
 
 def _nearest(key: str, allowed: list[str]) -> str:
@@ -156,6 +170,8 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any]) -> dict[str,
         problems = [describe_error(error) for error in _errors(filled, schema)]
         if not problems:
             return filled
+    if len(problems) == 1:
+        raise ConfigError(f"invalid configuration: {problems[0]}")
     raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
 
 

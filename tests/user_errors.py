@@ -1,0 +1,82 @@
+"""The user's mistakes the `hierbench` command answers in one line: each case writes its files,
+runs one command, and names what the one line must say. tests/test_user_errors.py runs every
+case; the guide's error table (docs/errors.md) is generated from this list by an MkDocs hook
+(docs/hooks/error_table.py), so the table shows what the tests check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+REPO_CONFIG = "{repo}/config.yaml"
+
+
+@dataclass(frozen=True)
+class UserError:
+    """A mistake: what the user did, the files it needs, the command, and the line it gets."""
+
+    mistake: str
+    command: str  # the arguments after `hierbench`, {tmp} and {repo} filled in
+    says: str  # what the one error line holds
+    files: dict[str, str] = field(default_factory=dict)  # path under {tmp} -> text
+
+
+CASES: tuple[UserError, ...] = (
+    UserError(
+        "a config file that does not exist",
+        "config missing.yaml",
+        "FILE: no such file missing.yaml",
+    ),
+    UserError(
+        "a YAML syntax error",
+        "config broken.yaml",
+        "broken.yaml:2: not valid YAML: mapping values are not allowed here",
+        {"broken.yaml": "run: a\ntraining: epochs: 2\n"},
+    ),
+    UserError(
+        "a misspelt key",
+        "config typo.yaml",
+        "unknown config key 'trainng' (did you mean 'training'?)",
+        {"typo.yaml": "trainng: {epochs: 2}\n"},
+    ),
+    UserError(
+        "a misspelt dataset name",
+        "config cbu.yaml",
+        "unknown dataset 'datasets.cbu' (did you mean 'cub'?): the bird datasets are 'cub' "
+        "and 'nabirds'; a dataset of your own needs kind: table",
+        {"cbu.yaml": "datasets:\n  cbu: {source: demo}\n"},
+    ),
+    UserError(
+        "an absolute run folder",
+        "config abs.yaml",
+        "config key 'run': '/scratch/run' must be a folder path relative to the repository",
+        {"abs.yaml": "run: /scratch/run\n"},
+    ),
+    UserError(
+        "`effects --out` naming a file",
+        "effects --per-seed x.csv --out taken",
+        "--out: taken is a file; name a folder for the tables",
+        {"taken": "mine"},
+    ),
+    UserError(
+        "check-dataset on a dataset the config lacks",
+        "check-dataset " + REPO_CONFIG + " moths",
+        "dataset 'moths' is not in the config",
+    ),
+    UserError(
+        "init-dataset on a tree with an image at the wrong depth",
+        "init-dataset photos",
+        "an image must sit at FOLDER/<high>/<middle>/<class>/<file>, this one is 1 folder(s) deep",
+        {"photos/gulls/a.jpg": "x"},
+    ),
+    UserError(
+        "fetch cub without a destination",
+        "fetch cub",
+        "fetch cub needs DEST, the folder to unpack CUB_200_2011 into",
+    ),
+    UserError(
+        "runs outside a repository",
+        "runs --repo {tmp}",
+        "is not inside a hierbench repository (no Snakefile above it)",
+    ),
+)
