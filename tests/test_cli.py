@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -14,7 +15,7 @@ from conftest import REPO
 from table_collections import IMAGES, tiny_cub_folder
 from table_collections import table_dataset_folder as _dataset
 
-from hierbench.cli import main
+from hierbench.cli import build_parser, main
 from hierbench.provenance.codehash import code_hash, module_closure, module_hash
 
 SCHEMA = str(REPO / "schemas/config.schema.yaml")
@@ -118,13 +119,13 @@ def test_unseal_archives_the_seal_with_its_reason(tmp_path: Path, capsys):
     for path, text in ((lock, "{}"), (access_log, "2026-11-30 cub ER-42 (evaluate_cell)\n")):
         path.parent.mkdir(parents=True)
         path.write_text(text)
-    paths = ["--results", str(tmp_path / "results"), "--logs", str(tmp_path / "logs")]
-    assert main(["unseal", "cub", "--reason", "new checklist version", *paths]) == 0
+    run, logs = str(tmp_path / "results"), ["--logs", str(tmp_path / "logs")]
+    assert main(["unseal", run, "cub", "--reason", "new checklist version", *logs]) == 0
     assert "archived in" in capsys.readouterr().out
     record = json.loads((tmp_path / "results/cub/reseals/001/reseal.json").read_text())
     assert record["reason"] == "new checklist version" and record["test_reads"] == 1
     assert not lock.exists() and not access_log.exists()
-    assert main(["unseal", "cub", "--reason", "again", *paths]) == 0
+    assert main(["unseal", run, "cub", "--reason", "again", *logs]) == 0
     assert "nothing to unseal" in capsys.readouterr().out
 
 
@@ -251,3 +252,30 @@ def test_effects_out_on_a_file_is_one_line_and_writes_nothing(tmp_path: Path, ca
         == f"hierbench: error: --out: {occupied} is a file; name a folder for the tables\n"
     )
     assert occupied.read_text() == "mine" and sorted(tmp_path.iterdir()) == [occupied]
+
+
+def _subcommands(parser, words=("hierbench",)):
+    """Every subcommand parser below ``parser``, with its words."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield (*words, name), child
+                yield from _subcommands(child, (*words, name))
+
+
+def test_one_grammar_examples_help_and_the_run_first():
+    """Every command shows an example and helps every argument; every command that acts on a
+    run takes the run folder as its first positional argument, defaulting to the demo's."""
+    parser = build_parser()
+    for words, sub in _subcommands(parser):
+        assert (sub.epilog or "").startswith(f"example: {' '.join(words)}"), words
+        for action in sub._actions:
+            if not isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
+                assert action.help, (words, action.dest)
+        if words[-1] in ("audit", "jobs", "resume", "unseal"):
+            first = next(a for a in sub._actions if not a.option_strings)
+            assert (first.metavar, first.default) == ("RUN", Path("results")), words
+    unseal = parser.parse_args(["unseal", "cub", "--reason", "r"])
+    assert (unseal.run, unseal.dataset) == (Path("results"), "cub")
+    help_text = parser._subparsers._group_actions[0].choices["effects"].format_help()
+    assert "(default: 10000)" in help_text and "(default: 0)" in help_text

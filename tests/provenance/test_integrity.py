@@ -154,7 +154,7 @@ def test_refuse_stops_a_changed_lock_after_a_sealed_read_and_names_unseal(tmp_pa
     _write_lock(tmp_path, {"lr": 1}, "refuse")
     before = _seal(tmp_path).lock.read_bytes()
     _read_the_test(tmp_path)
-    unseal = r"hierbench unseal cub --results \S+/results --reason"
+    unseal = r"hierbench unseal \S+/results cub --reason"
     with pytest.raises(SealChangedError, match=unseal) as error:
         _write_lock(tmp_path, {"lr": 2}, "refuse")
     assert "config lr" in str(error.value)

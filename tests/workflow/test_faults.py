@@ -105,16 +105,15 @@ def test_refuse_stops_a_changed_lock_until_unseal(built_repo: Path):
     _edit_the_audit_and_its_record(built_repo)
     stopped = snakemake(built_repo, *refuse, check=False)
     assert stopped.returncode != 0
-    assert f"hierbench unseal cub --results {TINY_RUN} --reason" in stopped.stdout
+    assert f"hierbench unseal {TINY_RUN} cub --reason" in stopped.stdout
     assert f"artifact {TINY_RUN}/cub/audit/fairness.parquet" in stopped.stdout
     assert _bytes(built_repo, LOCK, EVALUATION) == kept
 
     unsealed = _hierbench(
         built_repo,
         "unseal",
-        "cub",
-        "--results",
         TINY_RUN,
+        "cub",
         "--reason",
         "audit table rebuilt by hand",
     )

@@ -144,10 +144,10 @@ def _taxonomy_nabirds(args: argparse.Namespace) -> int:
 
 def _audit(args: argparse.Namespace) -> int:
     """Verify every artifact against its record, write the manifest, exit 1 on any failure."""
-    if not args.results.is_dir():
-        raise FileNotFoundError(f"results folder {args.results} does not exist")
-    findings = verify(args.results, args.base)
-    reseals = seal.list_reseals(args.results)
+    if not args.run.is_dir():
+        raise FileNotFoundError(f"run folder {args.run} does not exist")
+    findings = verify(args.run, args.base)
+    reseals = seal.list_reseals(args.run)
     if args.json:
         print(report_json(findings, reseals))
     else:
@@ -155,16 +155,18 @@ def _audit(args: argparse.Namespace) -> int:
     table = manifest_table(findings)
     if not table.empty:
         job = JobContext(rule="cli:audit", code=code_hash(["provenance.verify"]))
-        write_parquet(table, args.results / MANIFEST_NAME, job, sort_by=["path"])
+        write_parquet(table, args.run / MANIFEST_NAME, job, sort_by=["path"])
     return 1 if any(not f.passed for f in findings) else 0
 
 
 def _add_audit(commands: argparse._SubParsersAction) -> None:
     """The `audit` subcommand."""
-    audit = commands.add_parser("audit", help="verify every artifact against its provenance")
-    audit.add_argument(
-        "results", type=Path, nargs="?", default=Path(DEFAULT_RUN), help="the run folder"
+    audit = commands.add_parser(
+        "audit",
+        help="verify every artifact against its provenance",
+        epilog="example: hierbench audit runs/tiny",
     )
+    _add_run_argument(audit)
     audit.add_argument("--json", action="store_true", help="machine-readable output")
     audit.add_argument(
         "--base", type=Path, default=Path("."), help="folder the recorded paths are relative to"
@@ -185,7 +187,9 @@ def _compare(args: argparse.Namespace) -> int:
 def _add_compare(commands: argparse._SubParsersAction) -> None:
     """The `compare` subcommand."""
     compare = commands.add_parser(
-        "compare", help="compare two run folders: first differences, stages, tables"
+        "compare",
+        help="compare two run folders: first differences, stages, tables",
+        epilog="example: hierbench compare runs/tiny runs/tiny-lr6",
     )
     compare.add_argument("run_a", type=Path, metavar="RUN_A", help="run folder A (e.g. results)")
     compare.add_argument("run_b", type=Path, metavar="RUN_B", help="run folder B (e.g. runs/tiny)")
@@ -195,10 +199,10 @@ def _add_compare(commands: argparse._SubParsersAction) -> None:
 
 def _jobs(args: argparse.Namespace) -> int:
     """Print what the run's jobs cost (wall, CPU, peak memory) per rule or per stage."""
-    logs = args.logs if args.logs is not None else Path(logs_folder(args.results.as_posix()))
+    logs = args.logs if args.logs is not None else Path(logs_folder(args.run.as_posix()))
     if not logs.is_dir():
-        raise FileNotFoundError(f"log folder {logs} of run {args.results} does not exist")
-    jobs = jobstats.job_costs(args.results, logs, jobstats.rule_stages(args.rules))
+        raise FileNotFoundError(f"log folder {logs} of run {args.run} does not exist")
+    jobs = jobstats.job_costs(args.run, logs, jobstats.rule_stages(args.rules))
     table, totals = jobstats.rule_costs(jobs, args.by), jobstats.total_costs(jobs)
     if args.json:
         groups = json.loads(table.to_json(orient="records"))
@@ -210,8 +214,12 @@ def _jobs(args: argparse.Namespace) -> int:
 
 def _add_jobs(commands: argparse._SubParsersAction) -> None:
     """The `jobs` subcommand."""
-    jobs = commands.add_parser("jobs", help="wall and CPU seconds, peak memory of a run's jobs")
-    jobs.add_argument("results", type=Path, nargs="?", default=Path(DEFAULT_RUN), help="run folder")
+    jobs = commands.add_parser(
+        "jobs",
+        help="wall and CPU seconds, peak memory of a run's jobs",
+        epilog="example: hierbench jobs runs/tiny --by stage",
+    )
+    _add_run_argument(jobs)
     jobs.add_argument("--logs", type=Path, help="the run's logs (default: its -logs folder)")
     jobs.add_argument(
         "--rules", type=Path, default=Path("rules"), help="folder of the stages' .smk"
@@ -223,8 +231,8 @@ def _add_jobs(commands: argparse._SubParsersAction) -> None:
 
 def _unseal(args: argparse.Namespace) -> int:
     """Archive a dataset's lock, evaluations and access log, so a changed lock can be written."""
-    logs = args.logs if args.logs is not None else Path(logs_folder(args.results.as_posix()))
-    paths = seal.SealPaths.of(args.dataset, args.results, logs)
+    logs = args.logs if args.logs is not None else Path(logs_folder(args.run.as_posix()))
+    paths = seal.SealPaths.of(args.dataset, args.run, logs)
     if not paths.lock.is_file() and not seal.sealed_test_was_read(paths):
         print(f"{args.dataset}: no Final lock and no sealed read; nothing to unseal")
         return 0
@@ -236,13 +244,13 @@ def _unseal(args: argparse.Namespace) -> int:
 def _add_unseal(commands: argparse._SubParsersAction) -> None:
     """The `unseal` subcommand."""
     unseal = commands.add_parser(
-        "unseal", help="archive a dataset's Final lock and its evaluations, with a reason"
+        "unseal",
+        help="archive a dataset's Final lock and its evaluations, with a reason",
+        epilog='example: hierbench unseal runs/paper cub --reason "a new checklist version"',
     )
-    unseal.add_argument("dataset")
+    _add_run_argument(unseal)
+    unseal.add_argument("dataset", metavar="DATASET", help="the dataset whose seal is opened")
     unseal.add_argument("--reason", required=True, help="why the seal is opened (recorded)")
-    unseal.add_argument(
-        "--results", type=Path, default=Path(DEFAULT_RUN), help="the run folder (config key run)"
-    )
     unseal.add_argument("--logs", type=Path, help="the run's logs (default: its -logs folder)")
     unseal.set_defaults(handler=_unseal)
 
@@ -250,28 +258,42 @@ def _add_unseal(commands: argparse._SubParsersAction) -> None:
 def _resume(args: argparse.Namespace) -> int:
     """Release a killed run's stale lock and rerun its incomplete jobs (never a live run's)."""
     repo = Path.cwd()
-    config, locked = resume.resume_plan(repo, args.run)
+    config, locked = resume.resume_plan(repo, args.run.as_posix())
     snakemake = [str(Path(sys.executable).with_name("snakemake")), *args.targets]
     snakemake += ["--configfile", str(config)]  # after the targets: it takes several values
     if locked:
-        print(f"{args.run}: releasing the stale lock of a killed run", file=sys.stderr)
+        print(f"{args.run.as_posix()}: releasing the stale lock", file=sys.stderr)
         subprocess.run([*snakemake, "--unlock"], cwd=repo, check=True, capture_output=True)
     return subprocess.run([*snakemake, "--rerun-incomplete"], cwd=repo, check=False).returncode
 
 
 def _add_resume(commands: argparse._SubParsersAction) -> None:
     """The `resume` subcommand."""
-    again = commands.add_parser("resume", help="release a killed run's lock and finish the run")
-    again.add_argument("run", nargs="?", default=DEFAULT_RUN, help="the run folder (config run)")
+    again = commands.add_parser(
+        "resume",
+        help="release a killed run's lock and finish the run",
+        epilog="example: hierbench resume runs/tiny",
+    )
+    _add_run_argument(again)
     again.add_argument("targets", nargs="*", help="only these files (default: the whole run)")
     again.set_defaults(handler=_resume)
 
 
 def _add_taxonomy(commands: argparse._SubParsersAction) -> None:
     """The `taxonomy cub` and `taxonomy nabirds` subcommands."""
-    taxonomy = commands.add_parser("taxonomy", help="build a taxonomy table")
+    taxonomy = commands.add_parser(
+        "taxonomy",
+        help="build a taxonomy table",
+        epilog="example: hierbench taxonomy nabirds --classes resources/nabirds_classes.txt "
+        "--hierarchy resources/nabirds_hierarchy.txt --out nabirds_taxonomy.parquet",
+    )
     which = taxonomy.add_subparsers(dest="dataset", required=True)
-    cub = which.add_parser("cub", help="match CUB class names to a bird checklist")
+    cub = which.add_parser(
+        "cub",
+        help="match CUB class names to a bird checklist",
+        epilog="example: hierbench taxonomy cub --classes resources/cub_classes.txt "
+        "--out cub_taxonomy.parquet",
+    )
     cub.add_argument("--classes", type=Path, required=True, help="CUB classes.txt")
     cub.add_argument(
         "--checklist",
@@ -281,26 +303,82 @@ def _add_taxonomy(commands: argparse._SubParsersAction) -> None:
     cub.add_argument(
         "--aliases", type=Path, help=f"alias file (default: the shipped {DEFAULT_ALIASES})"
     )
-    cub.add_argument("--fuzzy-threshold", type=float, default=DEFAULT_FUZZY_THRESHOLD)
-    cub.add_argument("--fuzzy-margin", type=float, default=DEFAULT_FUZZY_MARGIN)
+    cub.add_argument(
+        "--fuzzy-threshold",
+        type=float,
+        default=DEFAULT_FUZZY_THRESHOLD,
+        help="smallest rapidfuzz score a fuzzy match may have",
+    )
+    cub.add_argument(
+        "--fuzzy-margin",
+        type=float,
+        default=DEFAULT_FUZZY_MARGIN,
+        help="how far the best fuzzy match must lead the second",
+    )
     cub.add_argument("--out", type=Path, required=True, help="taxonomy parquet to write")
     cub.add_argument("--report", type=Path, help="match report (default: beside --out)")
     cub.set_defaults(handler=_taxonomy_cub)
-    nabirds = which.add_parser("nabirds", help="NABirds Leaf / Parent / Supergroup")
+    nabirds = which.add_parser(
+        "nabirds",
+        help="NABirds Leaf / Parent / Supergroup",
+        epilog="example: hierbench taxonomy nabirds --classes resources/nabirds_classes.txt "
+        "--hierarchy resources/nabirds_hierarchy.txt --out nabirds_taxonomy.parquet",
+    )
     nabirds.add_argument("--classes", type=Path, required=True, help="NABirds classes.txt")
     nabirds.add_argument("--hierarchy", type=Path, required=True, help="NABirds hierarchy.txt")
     nabirds.add_argument("--out", type=Path, required=True, help="taxonomy parquet to write")
     nabirds.set_defaults(handler=_taxonomy_nabirds)
 
 
+class DefaultsShown(argparse.HelpFormatter):
+    """Help that states each option's default, unless its help already does."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        shown = not (default is None or default is False or default == [])
+        shown = shown and default is not argparse.SUPPRESS
+        if shown and "default" not in text and (action.option_strings or action.nargs == "?"):
+            text += " (default: %(default)s)"
+        return text
+
+
+class CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: defaults shown in its help, its example kept as written."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", DefaultsShownRaw)
+        super().__init__(*args, **kwargs)
+
+
+class DefaultsShownRaw(DefaultsShown, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown; the epilog's example line kept as written."""
+
+
+def _add_run_argument(parser: argparse.ArgumentParser) -> None:
+    """The run folder, the first positional argument of every command that acts on a run."""
+    parser.add_argument(
+        "run",
+        type=Path,
+        nargs="?",
+        default=Path(DEFAULT_RUN),
+        metavar="RUN",
+        help="the run folder (a config's key run; default: the demo's results)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `hierbench` command."""
     parser = argparse.ArgumentParser(prog="hierbench", description=__doc__)
     parser.add_argument("--version", action="version", version=f"hierbench {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
 
-    check = commands.add_parser("config", help="validate a config file and print it resolved")
-    check.add_argument("file", type=Path, metavar="FILE")
+    check = commands.add_parser(
+        "config",
+        help="validate a config file and print it resolved",
+        epilog="example: hierbench config configs/tiny.yaml",
+    )
+    check.add_argument("file", type=Path, metavar="FILE", help="the config file (YAML)")
     check.add_argument(
         "--schema", type=Path, help=f"config schema (default: the shipped {DEFAULT_SCHEMA})"
     )
@@ -310,9 +388,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(handler=_config_check)
 
     hashing = commands.add_parser(
-        "code-hash", help="behaviour hash of library modules (comments and docstrings ignored)"
+        "code-hash",
+        help="behaviour hash of library modules (comments and docstrings ignored)",
+        epilog="example: hierbench code-hash stages.tables",
     )
-    hashing.add_argument("modules", nargs="+")
+    hashing.add_argument(
+        "modules", nargs="+", metavar="MODULE", help="a module below hierbench (data.inputs)"
+    )
     hashing.add_argument(
         "--form", action="store_true", help="print the normalised form that is hashed"
     )

@@ -139,7 +139,7 @@ def add_dataset_commands(commands: argparse._SubParsersAction) -> None:
         "a real CUB/NABirds copy against its release, without running anything.",
         epilog="example: hierbench check-dataset configs/table-example.yaml birds_of_prey_and_co",
     )
-    check.add_argument("config", type=Path, metavar="CONFIG")
+    check.add_argument("config", type=Path, metavar="CONFIG", help="the config file (YAML)")
     check.add_argument("name", metavar="NAME", help="the dataset's name under datasets:")
     check.add_argument(
         "--schema", type=Path, help=f"config schema (default: the shipped {DEFAULT_SCHEMA})"

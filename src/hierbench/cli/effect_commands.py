@@ -62,7 +62,12 @@ def _seeds(args: argparse.Namespace) -> int:
 
 def add_effect_commands(commands: argparse._SubParsersAction) -> None:
     """The `effects` subcommand."""
-    effects = commands.add_parser("effects", help="mean ± SD per arm and simple effects")
+    effects = commands.add_parser(
+        "effects",
+        help="mean ± SD per arm and simple effects",
+        epilog="example: hierbench effects --per-seed runs/tiny/cub/tables/per_seed.parquet "
+        "--out my_tables",
+    )
     effects.add_argument(
         "--per-seed",
         type=Path,
@@ -85,22 +90,32 @@ def add_effect_commands(commands: argparse._SubParsersAction) -> None:
         help="the per-seed table's aggregation, recomputed on the per-query rows "
         "(default: %(default)s)",
     )
-    effects.add_argument("--confidence", type=float, default=0.95, help="(default: %(default)s)")
-    effects.add_argument("--replicates", type=int, default=10_000, help="(default: %(default)s)")
-    effects.add_argument("--seed", type=int, default=0, help="resampling seed (default: 0)")
+    effects.add_argument(
+        "--confidence", type=float, default=0.95, help="the intervals' confidence level"
+    )
+    effects.add_argument(
+        "--replicates", type=int, default=10_000, help="bootstrap replicates per interval"
+    )
+    effects.add_argument("--seed", type=int, default=0, help="the resampling seed")
     effects.set_defaults(handler=_effects)
     seeds = commands.add_parser(
         "seeds",
         help="how many training seeds an effect needs for its interval to exclude zero",
         description="Simulate studies of 3, 5, 10 and 20 seeds from an effect's measured "
-        "spread over seeds and test images. Example: hierbench seeds "
-        "results/nabirds/tables/effects_summary.parquet --effect geom_R --dataset nabirds",
+        "spread over seeds and test images.",
+        epilog="example: hierbench seeds results/nabirds/tables/effects_summary.parquet "
+        "--effect geom_R --dataset nabirds",
     )
-    seeds.add_argument("effects_table", type=Path, help="a run's tables/effects_summary.parquet")
+    seeds.add_argument(
+        "effects_table",
+        type=Path,
+        metavar="EFFECTS_TABLE",
+        help="a run's tables/effects_summary.parquet",
+    )
     seeds.add_argument("--effect", required=True, help="e.g. geom_R, loss_E, int")
     seeds.add_argument("--dataset", required=True, help="e.g. cub, nabirds")
-    seeds.add_argument("--metric", default="map", help="(default: %(default)s)")
-    seeds.add_argument("--level", default="mean_hierarchy", help="(default: %(default)s)")
+    seeds.add_argument("--metric", default="map", help="the effect's metric")
+    seeds.add_argument("--level", default="mean_hierarchy", help="the effect's level")
     seeds.add_argument(
         "--confidence",
         type=float,

@@ -3,9 +3,9 @@
 The access log (``logs/<dataset>/lock/test_access.log``) records every read of sealed data. Once
 it exists, a new Final lock that differs from the old one in anything it covers (the config, a
 split, a checkpoint, an audit, a record) is never written silently. ``seal.on_change`` decides:
-``refuse`` stops the lock until ``hierbench unseal DATASET --reason ...``; ``archive`` goes on by
-itself with the reason "config changed" or "locked artifacts changed". Either way the old lock,
-its evaluations, the tables and figures computed from them and its access log move into
+``refuse`` stops the lock until ``hierbench unseal [RUN] DATASET --reason ...``; ``archive``
+goes on by itself with the reason "config changed" or "locked artifacts changed". Either way
+the old lock, its evaluations, the tables and figures computed from them and its access log move into
 ``results/<dataset>/reseals/<NNN>/`` beside a ``reseal.json`` that says why (so a plain
 ``snakemake`` rebuilds what is gone: Snakemake does not rebuild missing intermediate files
 under outputs that still exist); the audit and the report list every re-seal. This is the
@@ -131,7 +131,7 @@ def _move(source: Path, folder: Path) -> list[str]:
 def archive_seal(paths: SealPaths, reason: str, changes: list[str]) -> Path:
     """Move the lock, its evaluations and the access log into the next re-seal folder."""
     if not reason.strip():
-        raise ValueError("a re-seal needs a reason (hierbench unseal DATASET --reason '...')")
+        raise ValueError("a re-seal needs a reason (hierbench unseal [RUN] DATASET --reason '...')")
     folder = _next_folder(paths.reseals)
     log = paths.access_log
     reads = log.read_text(encoding="utf-8").splitlines() if sealed_test_was_read(paths) else []

@@ -40,8 +40,8 @@ def _previous_lock(path: Path) -> dict[str, Any] | None:
 def _unseal_command(dataset: str, seal: SealPaths) -> str:
     """The `hierbench unseal` command for this dataset's run (its folder named unless default)."""
     run = seal.lock.parents[2].as_posix()
-    where = "" if run == DEFAULT_RUN else f" --results {run}"
-    return f'hierbench unseal {dataset}{where} --reason "..."'
+    where = "" if run == DEFAULT_RUN else f" {run}"
+    return f'hierbench unseal{where} {dataset} --reason "..."'
 
 
 def _guard_the_seal(
