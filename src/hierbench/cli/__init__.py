@@ -17,7 +17,7 @@ from pathlib import Path
 from hierbench import __version__
 from hierbench.cli.dataset_commands import add_dataset_commands
 from hierbench.cli.effect_commands import add_effect_commands
-from hierbench.cli.runs_command import add_runs_command
+from hierbench.cli.runs_command import add_runs_command, add_status_command
 from hierbench.config import ConfigError, check_inputs_exist, load_config
 from hierbench.effects import EffectsError
 from hierbench.provenance import codehash, seal
@@ -403,6 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_effect_commands(commands)
     add_dataset_commands(commands)
     add_runs_command(commands)
+    add_status_command(commands)
     _add_audit(commands)
     _add_compare(commands)
     _add_resume(commands)

@@ -1,4 +1,5 @@
-"""``hierbench runs``: the run folders beside the repository, as text or JSON."""
+"""``hierbench runs`` and ``hierbench status``: the run folders beside the repository, and
+where one run stands."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import argparse
 import json
 from pathlib import Path
 
+from hierbench.runs import DEFAULT_RUN
 from hierbench.runtools.runs_table import SORT_KEYS, list_runs, runs_json, runs_text
+from hierbench.runtools.status import run_status, status_lines
 
 
 def repository_of(start: Path) -> Path:
@@ -43,3 +46,32 @@ def add_runs_command(commands: argparse._SubParsersAction) -> None:
     )
     runs.add_argument("--json", action="store_true", help="JSON records instead of a table")
     runs.set_defaults(handler=runs_command)
+
+
+def status_command(args: argparse.Namespace) -> int:
+    """Print a run's jobs per stage, the jobs running now and the time left."""
+    repo = repository_of(Path())
+    run = args.run.resolve().relative_to(repo).as_posix() if args.run.is_absolute() else None
+    print("\n".join(status_lines(run_status(repo, run or args.run.as_posix()))))
+    return 0
+
+
+def add_status_command(commands: argparse._SubParsersAction) -> None:
+    """Register ``status``."""
+    status = commands.add_parser(
+        "status",
+        help="a run's jobs done and to do per stage, the jobs running now, the time left",
+        description="Per stage the jobs done and to do (from snakemake --dag on the run's "
+        "config), the jobs running now with their last log line, and the job time left "
+        "estimated from the run's own finished jobs.",
+        epilog="example: hierbench status runs/tiny",
+    )
+    status.add_argument(
+        "run",
+        type=Path,
+        nargs="?",
+        default=Path(DEFAULT_RUN),
+        metavar="RUN",
+        help="the run folder (a config's key run; default: the demo's results)",
+    )
+    status.set_defaults(handler=status_command)
