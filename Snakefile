@@ -9,7 +9,7 @@ from snakemake.utils import min_version, validate
 from hierbench.config import check_inputs_exist, enabled_datasets, load_yaml, validate_config
 from hierbench.controls.curvature_points import POINT_PATTERN
 from hierbench.data.kinds import name_constraint
-from hierbench.data.quality import plan_warnings
+from hierbench.data.quality import check_table_splits, plan_warnings
 from hierbench.devices import check_device_before_scheduling
 from hierbench.paths import BACKBONE_PASSES
 from hierbench.protocol import COMPANION_CELLS, GEOMETRIES, LOSSES, alternatives
@@ -28,6 +28,7 @@ check_inputs_exist(config)
 
 # A collection of your own is checked as the run is planned: what makes its queries weak.
 if workflow.is_main_process:
+    check_table_splits(config, enabled_datasets(config))
     for warning in plan_warnings(config, enabled_datasets(config)):
         print(f"warning: {warning}", file=sys.stderr)
 

@@ -5,9 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from table_collections import FILES, IMAGES, TAXONOMY, table_dataset_folder
 
-from hierbench.data.quality import dataset_warnings, query_count, unreadable_images
+from hierbench.config import load_config
+from hierbench.data.quality import (
+    DatasetCheckError,
+    check_table_splits,
+    dataset_warnings,
+    query_count,
+    unreadable_images,
+)
 from hierbench.data.table_reader import read_table_dataset
 
 LEVELS = ("species", "genus", "family")
@@ -62,3 +70,29 @@ def test_deep_checking_names_every_image_that_cannot_be_decoded(tmp_path: Path):
     root = table_dataset_folder(tmp_path / "mine")  # its image files are one byte each
     problems = unreadable_images(root, ["gull/1.jpg", "z.jpg"])
     assert len(problems) == 2 and problems[0].startswith(f"{root / 'gull/1.jpg'}: cannot be read")
+
+
+def test_middle_groups_that_cannot_be_split_stop_the_plan_naming_the_datasets_key(tmp_path: Path):
+    root = table_dataset_folder(tmp_path / "beetles")  # 3 middle groups hold images
+    config = load_config_text(tmp_path, root, "{train: 3, validation: 1, test: 1}")
+    with pytest.raises(DatasetCheckError) as error:
+        check_table_splits(config, ["beetles"])
+    assert str(error.value) == (
+        "datasets.beetles.splits.middles: train 3 + validation 1 + test 1 = 5, but the image "
+        "pool has 3 middle groups"
+    )
+    check_table_splits(
+        load_config_text(tmp_path, root, "{train: 1, validation: 1, test: 1}"), ["beetles"]
+    )
+
+
+def load_config_text(tmp_path: Path, root: Path, middles: str) -> dict:
+    """A validated config whose table dataset ``beetles`` splits its middles as given."""
+    path = tmp_path / "beetles.yaml"
+    path.write_text(
+        "datasets:\n  cub: {enabled: false}\n  nabirds: {enabled: false}\n  beetles:\n"
+        f"    kind: table\n    source: folder\n    root: {root}\n"
+        "    levels: [species, genus, family]\n"
+        f"    splits: {{protocol: middle-disjoint, middles: {middles}}}\n"
+    )
+    return load_config(path)

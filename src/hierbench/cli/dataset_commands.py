@@ -20,7 +20,7 @@ from hierbench.data.fetch import (
 )
 from hierbench.data.init_dataset import init_dataset
 from hierbench.data.kinds import TABLE_KIND, dataset_entry, dataset_kind, table_folder
-from hierbench.data.quality import DatasetCheckError, check_report
+from hierbench.data.quality import DatasetCheckError, check_report, check_table_splits
 from hierbench.data.table_reader import read_taxonomy_csv
 from hierbench.demo import write_table_demo
 from hierbench.shipped import SHIPPED_FILES, shipped_file
@@ -72,6 +72,7 @@ def _check_table(config: dict[str, Any], name: str, deep: bool) -> tuple[list[st
     temporary folder first (the same function and settings as the pipeline's rule)."""
     entry = dataset_entry(config, name)
     if entry.get("source") != "demo" or Path(table_folder(config, name)).is_dir():
+        check_table_splits(config, [name])
         return check_report(config, name, deep=deep)
     with tempfile.TemporaryDirectory(prefix="hierbench-example-") as staging:
         rendered = Path(staging) / "collection"

@@ -23,6 +23,8 @@ from hierbench.data.kinds import TABLE_KIND, dataset_kind, level_names, table_fo
 from hierbench.data.layouts import DatasetFormatError
 from hierbench.data.table_reader import TableDataset, level_counts, read_table_dataset
 from hierbench.relations import strict_positive_counts
+from hierbench.splits.construction import MIDDLE_DISJOINT, parent_counts
+from hierbench.splits.sampling import SplitError
 
 MIN_VALID_QUERIES = 10  # fewer valid queries per draw than this make a level's score weak
 MIN_CLASS_IMAGES = 2  # a query and one gallery positive at its leaf
@@ -162,3 +164,28 @@ def plan_warnings(config: dict[str, Any], datasets: list[str]) -> list[str]:
         found = dataset_warnings(dataset, level_names(config, name), queries)
         warnings += [f"{name}: {warning}" for warning in found]
     return warnings
+
+
+def check_table_splits(config: dict[str, Any], datasets: list[str]) -> None:
+    """Stop the plan when a middle-disjoint table dataset whose folder is there cannot split
+    its middle groups as configured, naming the dataset's own key (not at the splits job)."""
+    for name in datasets:
+        if dataset_kind(config, name) != TABLE_KIND:
+            continue
+        splits = config["datasets"][name]["splits"]
+        root = table_folder(config, name)
+        if splits.get("protocol") != MIDDLE_DISJOINT or not Path(root).is_dir():
+            continue
+        try:
+            dataset = read_table_dataset(root)
+        except DatasetFormatError:
+            continue  # the run's first job names that flaw
+        middles = dataset.taxonomy.loc[
+            dataset.taxonomy["class_name"].isin(dataset.images["class_name"]), "middle"
+        ].nunique()
+        try:
+            parent_counts(
+                splits["middles"], int(middles), f"datasets.{name}.splits.middles", "middle groups"
+            )
+        except SplitError as error:
+            raise DatasetCheckError(str(error)) from None

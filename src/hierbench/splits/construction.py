@@ -219,24 +219,30 @@ def cub_split_table(
     return _assemble(parts)
 
 
-def parent_counts(spec: dict[str, int | float], n_parents: int) -> dict[str, int]:
-    """Parents per split (train/validation/test) from counts or fractions, checked."""
+def parent_counts(
+    spec: dict[str, int | float],
+    n_parents: int,
+    key: str = "splits.parents",
+    groups: str = "parents",
+) -> dict[str, int]:
+    """Middle groups per split (train/validation/test) from counts or fractions, checked; an
+    error names the config ``key`` and the ``groups`` in the dataset's own words."""
     values = [spec[name] for name in ("train", "validation", "test")]
     if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         if sum(values) != n_parents:
             raise SplitError(
-                f"splits.parents: train {values[0]} + validation {values[1]} + test {values[2]} "
-                f"= {sum(values)}, but the image pool has {n_parents} parents"
+                f"{key}: train {values[0]} + validation {values[1]} + test {values[2]} "
+                f"= {sum(values)}, but the image pool has {n_parents} {groups}"
             )
         return dict(zip(("train", "validation", "test"), values, strict=True))
     if any(isinstance(v, int) for v in values) or abs(sum(values) - 1) > FRACTION_TOLERANCE:
-        raise SplitError(
-            f"splits.parents: give three counts or three fractions summing to 1, got {values}"
-        )
+        raise SplitError(f"{key}: give three counts or three fractions summing to 1, got {values}")
     sizes = pd.Series(values, index=["train", "validation", "test"])
     counts = allocate(sizes, n_parents, np.random.default_rng(0)).to_dict()
     if min(counts.values()) < 1:
-        raise SplitError(f"splits.parents: {n_parents} parents cannot be split as {values}")
+        raise SplitError(
+            f"{key}: {n_parents} {groups} cannot be split as {values} (each split needs one)"
+        )
     return {name: int(count) for name, count in counts.items()}
 
 
@@ -288,14 +294,16 @@ def nabirds_split_table(
     outer_count: int,
     outer_seed: int,
     outer_test_fraction: float,
+    groups_key: tuple[str, str] = ("splits.parents", "parents"),
 ) -> pd.DataFrame:
     """NABirds Parent-disjoint: whole parents to train / validation / test (official flags unused).
+    ``groups_key``: the config key and the name of the groups, for an error.
 
     The development data is train + validation; tuning trains on the train parents and scores
     on the validation parents' images divided into query and gallery.
     """
     names = np.array(sorted(images["middle_code"].unique()))
-    counts = parent_counts(parents, len(names))
+    counts = parent_counts(parents, len(names), *groups_key)
     order = names[np.random.default_rng(seed).permutation(len(names))]
     cut = np.cumsum([counts["train"], counts["validation"]])
     role_of = {code: "train" for code in order[: cut[0]]}

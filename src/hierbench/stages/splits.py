@@ -56,7 +56,8 @@ def make_split_table(kind: str, images: pd.DataFrame, config: dict[str, Any]) ->
     if kind == "nabirds":
         pooled = study_pool(kind, images, config)
         return nabirds_split_table(pooled, parents=splits["parents"], **common)
-    return nabirds_split_table(images, parents=splits["middles"], **common)
+    middles = ("splits.middles", "middle groups")
+    return nabirds_split_table(images, parents=splits["middles"], groups_key=middles, **common)
 
 
 def build_splits_and_sealed_test(
