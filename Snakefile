@@ -3,6 +3,7 @@
 # Every decision lives in src/hierbench/ (docs/architecture.md).
 
 import sys
+from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
@@ -13,8 +14,12 @@ from hierbench.data.quality import check_table_splits, plan_warnings
 from hierbench.devices import check_device_before_scheduling
 from hierbench.paths import BACKBONE_PASSES
 from hierbench.protocol import COMPANION_CELLS, GEOMETRIES, LOSSES, alternatives
+from hierbench.runs import check_working_folder
 
 min_version("9.0")
+
+# From another folder (snakemake -s PATH/Snakefile), stop with what to do, not a missing file.
+check_working_folder(workflow.basedir, Path.cwd())
 
 # The config file comes from profiles/default (config.yaml, the demo) or from --configfile,
 # which replaces it rather than merging into it.

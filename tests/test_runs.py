@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
-from conftest import REPO
+from conftest import REPO, SNAKEMAKE
 
 from hierbench.config import load_config
-from hierbench.runs import DEFAULT_RUN, RunFolderError, check_run_folder, logs_folder, run_folder
+from hierbench.runs import (
+    DEFAULT_RUN,
+    RunFolderError,
+    check_run_folder,
+    check_working_folder,
+    logs_folder,
+    run_folder,
+)
 
 
 def test_the_default_run_is_results_with_logs_in_logs():
@@ -44,3 +54,28 @@ def test_each_shipped_config_names_its_own_run_folder():
     }
     assert folders["config.yaml"] == "results"
     assert len(set(folders.values())) == len(folders), folders
+
+
+def test_snakemake_from_another_folder_says_where_to_run(tmp_path):
+    with pytest.raises(RunFolderError, match=r"run it there \(cd .*\), or add --directory"):
+        check_working_folder(REPO, tmp_path)
+    check_working_folder(REPO, REPO / "rules" / "..")  # the same folder: nothing to say
+
+
+@pytest.mark.slow
+def test_snakemake_s_from_elsewhere_stops_with_what_to_do(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-n"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    said = result.stdout + result.stderr
+    assert f"snakemake works in the repository {REPO}, not in {tmp_path}" in said
+    assert not any(tmp_path.iterdir()) or sorted(p.name for p in tmp_path.iterdir()) == [
+        ".snakemake"
+    ]

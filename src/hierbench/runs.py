@@ -8,7 +8,7 @@ compared.
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 DEFAULT_RUN = "results"
@@ -68,3 +68,13 @@ def logs_folder(run: str) -> str:
     """The folder of a run's logs and benchmark timings: ``logs`` for the default run, else
     the run folder's name with ``-logs`` appended."""
     return DEFAULT_LOGS if run == DEFAULT_RUN else run + LOGS_SUFFIX
+
+
+def check_working_folder(repository: str | Path, working: str | Path) -> None:
+    """Snakemake must work in the repository (its relative paths, run folders and locks are
+    there): from another folder, say how to get there instead of naming a missing file."""
+    if Path(repository).resolve() != Path(working).resolve():
+        raise RunFolderError(
+            f"snakemake works in the repository {repository}, not in {working}: run it there "
+            f"(cd {repository}), or add --directory {repository}"
+        )
