@@ -4,6 +4,7 @@ with jobs to do, and a run whose job failed."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import subprocess
 import sys
@@ -49,13 +50,21 @@ def test_a_job_log_without_a_benchmark_since_the_run_began_is_running(tmp_path: 
     old.write_text("finished\n")
     past = time.time() - 60
     os.utime(old, (past, past))
-    (tmp_path / ".snakemake/log/2026-12-03T010000.snakemake.log").write_text("Building DAG\n")
+    started = dt.datetime.fromtimestamp(time.time() - 30).strftime("%Y-%m-%dT%H%M%S.%f")
+    (tmp_path / f".snakemake/log/{started}.snakemake.log").write_text("Building DAG\nrun\n")
+    later = dt.datetime.fromtimestamp(time.time() + 5).strftime("%Y-%m-%dT%H%M%S.%f")
+    (tmp_path / f".snakemake/log/{later}.snakemake.log").write_text("a dry run\n")  # skipped
     live = tmp_path / "logs/a/cell.parquet.log"
     live.write_text("epoch 1/3\nepoch 2/3\n\n")
     finished = tmp_path / "logs/a/table.parquet.log"
     finished.write_text("wrote it\n")
     (tmp_path / "logs/a/table.parquet.benchmark.tsv").write_text("s\n1\n")
-    assert running_logs(tmp_path, tmp_path / "logs") == [("logs/a/cell.parquet.log", "epoch 2/3")]
+    quiet = tmp_path / "logs/a/figure.png.log"  # a job without a benchmark, its output recorded
+    quiet.write_text("drew it\n")
+    (tmp_path / "results/a").mkdir(parents=True)
+    (tmp_path / "results/a/figure.png.prov.json").write_text("{}")
+    found = running_logs(tmp_path, tmp_path / "logs", tmp_path / "results")
+    assert found == [("logs/a/cell.parquet.log", "epoch 2/3")]
 
 
 def test_the_lines_say_what_is_left():

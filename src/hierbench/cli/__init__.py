@@ -17,7 +17,7 @@ from pathlib import Path
 from hierbench import __version__
 from hierbench.cli.dataset_commands import add_dataset_commands
 from hierbench.cli.effect_commands import add_effect_commands
-from hierbench.cli.runs_command import add_runs_command, add_status_command
+from hierbench.cli.runs_command import add_runs_command, add_status_command, repository_or_here
 from hierbench.config import ConfigError, check_inputs_exist, load_config
 from hierbench.effects import EffectsError
 from hierbench.provenance import codehash, seal
@@ -146,7 +146,8 @@ def _audit(args: argparse.Namespace) -> int:
     """Verify every artifact against its record, write the manifest, exit 1 on any failure."""
     if not args.run.is_dir():
         raise FileNotFoundError(f"run folder {args.run} does not exist")
-    findings = verify(args.run, args.base)
+    base = args.base if args.base is not None else repository_or_here(args.run)
+    findings = verify(args.run, base)
     reseals = seal.list_reseals(args.run)
     if args.json:
         print(report_json(findings, reseals))
@@ -169,7 +170,9 @@ def _add_audit(commands: argparse._SubParsersAction) -> None:
     _add_run_argument(audit)
     audit.add_argument("--json", action="store_true", help="machine-readable output")
     audit.add_argument(
-        "--base", type=Path, default=Path("."), help="folder the recorded paths are relative to"
+        "--base",
+        type=Path,
+        help="folder the recorded paths are relative to (default: the run's repository)",
     )
     audit.set_defaults(handler=_audit)
 
@@ -202,7 +205,8 @@ def _jobs(args: argparse.Namespace) -> int:
     logs = args.logs if args.logs is not None else Path(logs_folder(args.run.as_posix()))
     if not logs.is_dir():
         raise FileNotFoundError(f"log folder {logs} of run {args.run} does not exist")
-    jobs = jobstats.job_costs(args.run, logs, jobstats.rule_stages(args.rules))
+    rules = args.rules if args.rules is not None else repository_or_here(args.run) / "rules"
+    jobs = jobstats.job_costs(args.run, logs, jobstats.rule_stages(rules))
     table, totals = jobstats.rule_costs(jobs, args.by), jobstats.total_costs(jobs)
     if args.json:
         groups = json.loads(table.to_json(orient="records"))
@@ -222,7 +226,9 @@ def _add_jobs(commands: argparse._SubParsersAction) -> None:
     _add_run_argument(jobs)
     jobs.add_argument("--logs", type=Path, help="the run's logs (default: its -logs folder)")
     jobs.add_argument(
-        "--rules", type=Path, default=Path("rules"), help="folder of the stages' .smk"
+        "--rules",
+        type=Path,
+        help="folder of the stages' .smk (default: the run's repository's rules/)",
     )
     jobs.add_argument("--by", choices=("rule", "stage"), default="rule", help="group the jobs")
     jobs.add_argument("--json", action="store_true", help="machine-readable output")
@@ -257,8 +263,9 @@ def _add_unseal(commands: argparse._SubParsersAction) -> None:
 
 def _resume(args: argparse.Namespace) -> int:
     """Release a killed run's stale lock and rerun its incomplete jobs (never a live run's)."""
-    repo = Path.cwd()
-    config, locked = resume.resume_plan(repo, args.run.as_posix())
+    repo = repository_or_here(args.run)
+    run = args.run.resolve().relative_to(repo.resolve()).as_posix()
+    config, locked = resume.resume_plan(repo, run)
     snakemake = [str(Path(sys.executable).with_name("snakemake")), *args.targets]
     snakemake += ["--configfile", str(config)]  # after the targets: it takes several values
     if locked:

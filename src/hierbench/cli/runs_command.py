@@ -20,6 +20,15 @@ def repository_of(start: Path) -> Path:
     raise ValueError(f"{start} is not inside a hierbench repository (no Snakefile above it)")
 
 
+def repository_or_here(run: Path) -> Path:
+    """The repository a run folder lies in (the nearest folder upwards with a Snakefile), so
+    a command works from any folder; the working folder when the run lies in none."""
+    try:
+        return repository_of(run)
+    except ValueError:
+        return Path()
+
+
 def runs_command(args: argparse.Namespace) -> int:
     """Print the runs table."""
     rows = list_runs(repository_of(args.repo), args.sort)
@@ -50,9 +59,9 @@ def add_runs_command(commands: argparse._SubParsersAction) -> None:
 
 def status_command(args: argparse.Namespace) -> int:
     """Print a run's jobs per stage, the jobs running now and the time left."""
-    repo = repository_of(Path())
-    run = args.run.resolve().relative_to(repo).as_posix() if args.run.is_absolute() else None
-    print("\n".join(status_lines(run_status(repo, run or args.run.as_posix()))))
+    repo = repository_of(args.run if args.run.exists() else Path())
+    run = args.run.resolve().relative_to(repo).as_posix() if args.run.exists() else args.run
+    print("\n".join(status_lines(run_status(repo, str(run)))))
     return 0
 
 

@@ -10,6 +10,7 @@ a rule not seen yet): job seconds, which parallel jobs share.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import statistics
 import subprocess
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from hierbench.provenance.artifacts import provenance_path
 from hierbench.runs import logs_folder
 from hierbench.runtools import jobstats
 from hierbench.runtools.rebuild import dag_jobs
@@ -88,19 +90,39 @@ def last_line(path: Path) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def running_logs(repo: Path, logs: Path) -> list[tuple[str, str]]:
-    """The job logs written since the newest Snakemake run began that have no benchmark yet:
-    the jobs running now (or stopped by a failure), each with its last line."""
+def run_started(repo: Path) -> float | None:
+    """When the newest Snakemake run of the folder began (the time in its log's name), dry
+    runs and DAG printouts (one-line logs) left out."""
     folder = repo / SNAKEMAKE_LOGS
-    started = max((p.stat().st_mtime for p in folder.glob("*.snakemake.log")), default=None)
+    for log in sorted(folder.glob("*.snakemake.log"), reverse=True) if folder.is_dir() else []:
+        text = log.read_text(encoding="utf-8", errors="replace")
+        if len(text.strip().splitlines()) > 1:
+            stamp = log.name.removesuffix(".snakemake.log")
+            return dt.datetime.strptime(stamp, "%Y-%m-%dT%H%M%S.%f").timestamp()
+    return None
+
+
+def _finished(log: Path, logs: Path, run: Path) -> bool:
+    """Whether a job log's job finished: its benchmark is there, or the record of the output
+    the log mirrors was written after the log's last line."""
+    stem = log.name.removesuffix(".log")
+    if log.with_name(stem + jobstats.BENCHMARK_SUFFIX).exists():
+        return True
+    record = provenance_path(run / log.relative_to(logs).with_name(stem))
+    return record.exists() and record.stat().st_mtime >= log.stat().st_mtime
+
+
+def running_logs(repo: Path, logs: Path, run: Path) -> list[tuple[str, str]]:
+    """The job logs written since the newest Snakemake run began whose job has not finished:
+    the jobs running now (or stopped by a failure), each with its last line."""
+    started = run_started(repo)
     if started is None or not logs.is_dir():
         return []
-    found = []
-    for log in sorted(logs.rglob("*.log")):
-        finished = log.with_name(log.name.removesuffix(".log") + jobstats.BENCHMARK_SUFFIX)
-        if log.stat().st_mtime >= started and not finished.exists():
-            found.append((log.relative_to(repo).as_posix(), last_line(log)))
-    return found
+    return [
+        (log.relative_to(repo).as_posix(), last_line(log))
+        for log in sorted(logs.rglob("*.log"))
+        if log.stat().st_mtime >= started and not _finished(log, logs, run)
+    ]
 
 
 def seconds_left(jobs: list[tuple[str, bool]], costs: pd.DataFrame) -> float | None:
@@ -128,7 +150,11 @@ def run_status(repo: Path, run: str) -> RunStatus:
         else pd.DataFrame(columns=jobstats.JOB_COLUMNS)
     )
     return RunStatus(
-        run, config, stage_table(jobs, stages), running_logs(repo, logs), seconds_left(jobs, costs)
+        run,
+        config,
+        stage_table(jobs, stages),
+        running_logs(repo, logs, repo / run),
+        seconds_left(jobs, costs),
     )
 
 
