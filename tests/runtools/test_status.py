@@ -51,9 +51,15 @@ def test_a_job_log_without_a_benchmark_since_the_run_began_is_running(tmp_path: 
     past = time.time() - 60
     os.utime(old, (past, past))
     started = dt.datetime.fromtimestamp(time.time() - 30).strftime("%Y-%m-%dT%H%M%S.%f")
-    (tmp_path / f".snakemake/log/{started}.snakemake.log").write_text("Building DAG\nrun\n")
+    (tmp_path / f".snakemake/log/{started}.snakemake.log").write_text(
+        "Building DAG\nProvided cores: 2\n"
+    )
     later = dt.datetime.fromtimestamp(time.time() + 5).strftime("%Y-%m-%dT%H%M%S.%f")
-    (tmp_path / f".snakemake/log/{later}.snakemake.log").write_text("a dry run\n")  # skipped
+    (tmp_path / f".snakemake/log/{later}.snakemake.log").write_text(
+        "Building DAG\nJob stats:\n"
+    )  # dry: skipped
+    (tmp_path / "logs/a/cell.parquet.benchmark.tsv").write_text("s\n1\n")  # the last run's
+    os.utime(tmp_path / "logs/a/cell.parquet.benchmark.tsv", (past, past))
     live = tmp_path / "logs/a/cell.parquet.log"
     live.write_text("epoch 1/3\nepoch 2/3\n\n")
     finished = tmp_path / "logs/a/table.parquet.log"

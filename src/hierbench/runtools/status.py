@@ -15,6 +15,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from hierbench.runtools import jobstats
 from hierbench.runtools.rebuild import dag_jobs
 from hierbench.runtools.runs_table import SNAKEMAKE_LOGS, run_configs
 
+SCHEDULING_LINE = "Provided cores:"  # a run that executes jobs logs its cores; a dry run does not
 # The stages in pipeline order (rules/<stage>.smk); a stage not named here comes after them.
 STAGE_ORDER = (
     "inputs",
@@ -54,20 +56,24 @@ class RunStatus:
     seconds_left: float | None
 
 
-def planned_jobs(repo: Path, config: str) -> list[tuple[str, bool]]:
-    """``(rule, will run)`` of every job of the run's DAG (``snakemake --dag``)."""
+def planned_jobs(repo: Path, config: str, attempts: int = 3) -> list[tuple[str, bool]]:
+    """``(rule, will run)`` of every job of the run's DAG (``snakemake --dag``), asked again
+    when a live run replaced a file while Snakemake read it."""
     snakemake = Path(sys.executable).with_name("snakemake")
-    result = subprocess.run(
-        [str(snakemake), "--dag", "--configfile", config],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
-    if result.returncode != 0:
-        last = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise StatusError(f"snakemake --dag --configfile {config} failed: {last}")
-    return dag_jobs(result.stdout[result.stdout.index("digraph") :])
+    for attempt in range(1, attempts + 1):
+        result = subprocess.run(
+            [str(snakemake), "--dag", "--configfile", config],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        )
+        if result.returncode == 0:
+            return dag_jobs(result.stdout[result.stdout.index("digraph") :])
+        if attempt < attempts:
+            time.sleep(1.0)
+    last = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
+    raise StatusError(f"snakemake --dag --configfile {config} failed: {last}")
 
 
 def stage_table(jobs: list[tuple[str, bool]], stages: dict[str, str]) -> pd.DataFrame:
@@ -91,25 +97,28 @@ def last_line(path: Path) -> str:
 
 
 def run_started(repo: Path) -> float | None:
-    """When the newest Snakemake run of the folder began (the time in its log's name), dry
-    runs and DAG printouts (one-line logs) left out."""
+    """When the newest Snakemake run of the folder began (the time in its log's name); dry
+    runs and DAG printouts, which schedule nothing, are left out."""
     folder = repo / SNAKEMAKE_LOGS
     for log in sorted(folder.glob("*.snakemake.log"), reverse=True) if folder.is_dir() else []:
         text = log.read_text(encoding="utf-8", errors="replace")
-        if len(text.strip().splitlines()) > 1:
+        if SCHEDULING_LINE in text:
             stamp = log.name.removesuffix(".snakemake.log")
             return dt.datetime.strptime(stamp, "%Y-%m-%dT%H%M%S.%f").timestamp()
     return None
 
 
 def _finished(log: Path, logs: Path, run: Path) -> bool:
-    """Whether a job log's job finished: its benchmark is there, or the record of the output
-    the log mirrors was written after the log's last line."""
+    """Whether a job log's job finished: its benchmark, or the record of the output the log
+    mirrors, was written after the log's last line (a rerun's log is newer than the last run's
+    benchmark and record until it ends)."""
     stem = log.name.removesuffix(".log")
-    if log.with_name(stem + jobstats.BENCHMARK_SUFFIX).exists():
-        return True
-    record = provenance_path(run / log.relative_to(logs).with_name(stem))
-    return record.exists() and record.stat().st_mtime >= log.stat().st_mtime
+    written = log.stat().st_mtime
+    marks = (
+        log.with_name(stem + jobstats.BENCHMARK_SUFFIX),
+        provenance_path(run / log.relative_to(logs).with_name(stem)),
+    )
+    return any(mark.exists() and mark.stat().st_mtime >= written for mark in marks)
 
 
 def running_logs(repo: Path, logs: Path, run: Path) -> list[tuple[str, str]]:
