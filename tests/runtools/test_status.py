@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import TINY_LOGS, TINY_RUN, snakemake
+from conftest import SNAKEMAKE, TINY_LOGS, TINY_RUN
 
 from hierbench.runtools.status import (
     RunStatus,
@@ -83,24 +83,37 @@ def test_the_lines_say_what_is_left():
 
 
 @pytest.mark.slow
-def test_status_of_a_finished_a_pending_and_a_failed_run(built_repo: Path):
-    def status() -> str:
-        return status_in(built_repo)
-
-    finished = status()
-    assert finished.splitlines()[0].endswith(" to do") and ", 0 to do" in finished
-    assert "nothing left to do" in finished
-    (built_repo / f"{TINY_RUN}/cub/tables/summary.md").unlink()
-    pending = status()
-    assert ", 0 to do" not in pending and "time left: about" in pending
-    # a job that failed: its log written after the newest Snakemake run began, no benchmark
+def test_status_of_a_finished_a_running_and_a_failed_run(built_repo: Path):
+    finished = status_in(built_repo)
+    assert ", 0 to do" in finished.splitlines()[0] and "nothing left to do" in finished
+    assert "running now" not in finished
+    # running: a real run of the tiny config, its factorial retrained in the background
+    (built_repo / f"{TINY_RUN}/cub/cells/ER-42/model.safetensors").unlink()
+    env = {**os.environ, "PYTHONPATH": str(built_repo / "src"), "HF_HUB_OFFLINE": "1"}
+    run = subprocess.Popen(
+        [SNAKEMAKE, "--cores", "2", "--configfile", "configs/tiny.yaml"],
+        cwd=built_repo,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    seen = []
+    try:
+        while run.poll() is None and not any("running now" in text for text in seen):
+            seen.append(status_in(built_repo))
+    finally:
+        run.wait(timeout=600)
+    live = next(text for text in seen if "running now" in text)
+    assert ", 0 to do" not in live.splitlines()[0] and "time left: about" in live
+    assert f"{TINY_LOGS}/" in live.split("running now", 1)[1]
+    assert run.returncode == 0 and "nothing left to do" in status_in(built_repo)
+    # failed: a job's log written after the run began, its job never finished
     broken = built_repo / TINY_LOGS / "cub/tables/summary.md.log"
-    snakemake(built_repo, "-n", "--configfile", "configs/tiny.yaml")  # a newest log
-    time.sleep(0.01)
+    (built_repo / f"{TINY_RUN}/cub/tables/summary.md").unlink()
     broken.write_text("starting\nValueError: something went wrong\n")
-    (broken.with_name("summary.md.benchmark.tsv")).unlink(missing_ok=True)
-    failed = status()
+    failed = status_in(built_repo)
     assert f"{TINY_LOGS}/cub/tables/summary.md.log: ValueError: something went wrong" in failed
+    assert "time left: about" in failed
 
 
 def status_in(repo: Path) -> str:
