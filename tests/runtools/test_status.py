@@ -4,11 +4,10 @@ with jobs to do, and a run whose job failed."""
 
 from __future__ import annotations
 
-import datetime as dt
+import base64
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -17,6 +16,7 @@ from conftest import SNAKEMAKE, TINY_LOGS, TINY_RUN
 
 from hierbench.runtools.status import (
     RunStatus,
+    failed_logs,
     running_logs,
     seconds_left,
     stage_table,
@@ -43,43 +43,40 @@ def test_time_left_is_each_job_at_its_rules_median():
     assert seconds_left(jobs, costs.iloc[:0]) is None
 
 
-def test_a_job_log_without_a_benchmark_since_the_run_began_is_running(tmp_path: Path):
-    (tmp_path / ".snakemake/log").mkdir(parents=True)
-    old = tmp_path / "logs/a/done.parquet.log"
-    old.parent.mkdir(parents=True)
-    old.write_text("finished\n")
-    past = time.time() - 60
-    os.utime(old, (past, past))
-    started = dt.datetime.fromtimestamp(time.time() - 30).strftime("%Y-%m-%dT%H%M%S.%f")
-    (tmp_path / f".snakemake/log/{started}.snakemake.log").write_text(
-        "Building DAG\nProvided cores: 2\n"
+def test_running_jobs_are_snakemakes_incomplete_outputs_and_failed_ones_its_log(tmp_path: Path):
+    logs = tmp_path / "runs/x-logs"
+    (logs / "cub/cells").mkdir(parents=True)
+    (logs / "cub/cells/ER-42.parquet.log").write_text("epoch 1/3\nepoch 2/3\n\n")
+    (logs / "cub/tables/summary.md.log").parent.mkdir(parents=True)
+    (logs / "cub/tables/summary.md.log").write_text("starting\nValueError: no rows\n")
+    long_name = "runs/x/cub/cells/ER-42.parquet"
+    encoded = base64.urlsafe_b64encode(long_name.encode()).decode()
+    marker = tmp_path / ".snakemake/incomplete" / f"@{encoded[:10]}" / encoded[10:]
+    marker.parent.mkdir(parents=True)  # a long name is split into "@"-prefixed folders
+    marker.write_text("{}")
+    other = base64.urlsafe_b64encode(b"runs/other/a.parquet").decode()
+    (tmp_path / ".snakemake/incomplete" / other).write_text("{}")  # another run's output
+    assert running_logs(tmp_path, logs, "runs/x") == [
+        ("runs/x-logs/cub/cells/ER-42.parquet.log", "epoch 2/3")
+    ]
+    run_log = (
+        "Provided cores: 2\nError in rule effect_tables:\n    jobid: 3\n"
+        "    log: runs/x-logs/cub/tables/summary.md.log (check log file(s) for error details)\n"
     )
-    later = dt.datetime.fromtimestamp(time.time() + 5).strftime("%Y-%m-%dT%H%M%S.%f")
-    (tmp_path / f".snakemake/log/{later}.snakemake.log").write_text(
-        "Building DAG\nJob stats:\n"
-    )  # dry: skipped
-    (tmp_path / "logs/a/cell.parquet.benchmark.tsv").write_text("s\n1\n")  # the last run's
-    os.utime(tmp_path / "logs/a/cell.parquet.benchmark.tsv", (past, past))
-    live = tmp_path / "logs/a/cell.parquet.log"
-    live.write_text("epoch 1/3\nepoch 2/3\n\n")
-    finished = tmp_path / "logs/a/table.parquet.log"
-    finished.write_text("wrote it\n")
-    (tmp_path / "logs/a/table.parquet.benchmark.tsv").write_text("s\n1\n")
-    quiet = tmp_path / "logs/a/figure.png.log"  # a job without a benchmark, its output recorded
-    quiet.write_text("drew it\n")
-    (tmp_path / "results/a").mkdir(parents=True)
-    (tmp_path / "results/a/figure.png.prov.json").write_text("{}")
-    found = running_logs(tmp_path, tmp_path / "logs", tmp_path / "results")
-    assert found == [("logs/a/cell.parquet.log", "epoch 2/3")]
+    assert failed_logs(tmp_path, run_log) == [
+        ("runs/x-logs/cub/tables/summary.md.log", "ValueError: no rows")
+    ]
+    assert failed_logs(tmp_path, None) == []
 
 
 def test_the_lines_say_what_is_left():
     stages = pd.DataFrame({"stage": ["training"], "done": [2], "to_do": [3]})
     lines = status_lines(
-        RunStatus("runs/x", "configs/x.yaml", stages, [("l.log", "epoch 2/3")], 150)
+        RunStatus("runs/x", "configs/x.yaml", stages, [("l.log", "epoch 2/3")], [], 150)
     )
     assert lines[0] == "runs/x (configs/x.yaml): 2 jobs done, 3 to do"
-    assert "  l.log: epoch 2/3" in lines and "about 2.5 min of job time" in lines[-1]
+    assert lines[-3:-1] == ["jobs running now, with their last log line:", "  l.log: epoch 2/3"]
+    assert "about 2.5 min of job time" in lines[-1]
 
 
 @pytest.mark.slow
@@ -87,8 +84,10 @@ def test_status_of_a_finished_a_running_and_a_failed_run(built_repo: Path):
     finished = status_in(built_repo)
     assert ", 0 to do" in finished.splitlines()[0] and "nothing left to do" in finished
     assert "running now" not in finished
-    # running: a real run of the tiny config, its factorial retrained in the background
-    (built_repo / f"{TINY_RUN}/cub/cells/ER-42/model.safetensors").unlink()
+    # running: a real run of the tiny config in the background, every table job to do again
+    # (the intervals' replicates changed in the config)
+    config = built_repo / "configs/tiny.yaml"
+    config.write_text(config.read_text() + "\neffects:\n  intervals: {replicates: 4000}\n")
     env = {**os.environ, "PYTHONPATH": str(built_repo / "src"), "HF_HUB_OFFLINE": "1"}
     run = subprocess.Popen(
         [SNAKEMAKE, "--cores", "2", "--configfile", "configs/tiny.yaml"],
@@ -107,13 +106,29 @@ def test_status_of_a_finished_a_running_and_a_failed_run(built_repo: Path):
     assert ", 0 to do" not in live.splitlines()[0] and "time left: about" in live
     assert f"{TINY_LOGS}/" in live.split("running now", 1)[1]
     assert run.returncode == 0 and "nothing left to do" in status_in(built_repo)
-    # failed: a job's log written after the run began, its job never finished
-    broken = built_repo / TINY_LOGS / "cub/tables/summary.md.log"
-    (built_repo / f"{TINY_RUN}/cub/tables/summary.md").unlink()
-    broken.write_text("starting\nValueError: something went wrong\n")
+    # failed: a run whose table job fails; the job's log and its last line are named
+    summary = built_repo / f"{TINY_RUN}/cub/tables/summary.md"
+    summary.unlink()
+    per_seed = built_repo / f"{TINY_RUN}/cub/eval/ER-42_summary.parquet"
+    per_seed.write_bytes(b"not a parquet file")
+    assert run_tiny(built_repo).returncode != 0
     failed = status_in(built_repo)
-    assert f"{TINY_LOGS}/cub/tables/summary.md.log: ValueError: something went wrong" in failed
+    assert "jobs failed, with their last log line:" in failed
+    assert f"{TINY_LOGS}/cub/tables/summary.md.log: " in failed
     assert "time left: about" in failed
+
+
+def run_tiny(repo: Path) -> subprocess.CompletedProcess[str]:
+    """The tiny config run in ``repo`` to its end, its output kept."""
+    env = {**os.environ, "PYTHONPATH": str(repo / "src"), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(
+        [SNAKEMAKE, "--cores", "2", "--configfile", "configs/tiny.yaml"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 def status_in(repo: Path) -> str:

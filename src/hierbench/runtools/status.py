@@ -2,16 +2,18 @@
 
 The jobs come from ``snakemake --dag`` on the run's config (done: jobs Snakemake would not
 run; to do: the others), each rule's stage from ``rules/<stage>.smk``. The jobs running now
-are those whose log changed since the run's newest Snakemake log began and that have no
-benchmark yet; their last log line is shown. The time left is each job to do costed at the
-median wall time of its rule's finished jobs in this run (the median of every finished job for
-a rule not seen yet): job seconds, which parallel jobs share.
+are those whose outputs Snakemake marks incomplete (``.snakemake/incomplete``), the failed ones
+those the newest run's Snakemake log names; the last line of each one's log is shown. The time
+left is each job to do costed at the median wall time of its rule's finished jobs in this run
+(the median of every finished job for a rule not seen yet): job seconds, which parallel jobs
+share.
 """
 
 from __future__ import annotations
 
-import datetime as dt
+import base64
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -21,13 +23,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from hierbench.provenance.artifacts import provenance_path
 from hierbench.runs import logs_folder
 from hierbench.runtools import jobstats
 from hierbench.runtools.rebuild import dag_jobs
 from hierbench.runtools.runs_table import SNAKEMAKE_LOGS, run_configs
 
 SCHEDULING_LINE = "Provided cores:"  # a run that executes jobs logs its cores; a dry run does not
+INCOMPLETE = Path(".snakemake/incomplete")  # Snakemake's markers of outputs being written
+# A failed job in a Snakemake log: "Error in rule X:" ... "log: PATH (check log file(s) ...)".
+FAILED_JOB_LOG = re.compile(r"^\s+log: (\S+) \(check log file", re.MULTILINE)
 # The stages in pipeline order (rules/<stage>.smk); a stage not named here comes after them.
 STAGE_ORDER = (
     "inputs",
@@ -53,6 +57,7 @@ class RunStatus:
     config: str
     stages: pd.DataFrame  # stage, done, to_do
     running: list[tuple[str, str]]  # (log file, its last line)
+    failed: list[tuple[str, str]]  # (log file, its last line) of the newest run's failed jobs
     seconds_left: float | None
 
 
@@ -96,42 +101,51 @@ def last_line(path: Path) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def run_started(repo: Path) -> float | None:
-    """When the newest Snakemake run of the folder began (the time in its log's name); dry
-    runs and DAG printouts, which schedule nothing, are left out."""
+def newest_run_log(repo: Path) -> str | None:
+    """The newest Snakemake log of the folder that ran jobs (dry runs and DAG printouts, which
+    schedule nothing, left out)."""
     folder = repo / SNAKEMAKE_LOGS
     for log in sorted(folder.glob("*.snakemake.log"), reverse=True) if folder.is_dir() else []:
         text = log.read_text(encoding="utf-8", errors="replace")
         if SCHEDULING_LINE in text:
-            stamp = log.name.removesuffix(".snakemake.log")
-            return dt.datetime.strptime(stamp, "%Y-%m-%dT%H%M%S.%f").timestamp()
+            return text
     return None
 
 
-def _finished(log: Path, logs: Path, run: Path) -> bool:
-    """Whether a job log's job finished: its benchmark, or the record of the output the log
-    mirrors, was written after the log's last line (a rerun's log is newer than the last run's
-    benchmark and record until it ends)."""
-    stem = log.name.removesuffix(".log")
-    written = log.stat().st_mtime
-    marks = (
-        log.with_name(stem + jobstats.BENCHMARK_SUFFIX),
-        provenance_path(run / log.relative_to(logs).with_name(stem)),
-    )
-    return any(mark.exists() and mark.stat().st_mtime >= written for mark in marks)
+def incomplete_outputs(repo: Path) -> list[str]:
+    """The outputs Snakemake marks incomplete: those of the jobs running now (or killed)."""
+    folder = repo / INCOMPLETE
+    found = []
+    for marker in sorted(folder.rglob("*")) if folder.is_dir() else []:
+        if marker.is_file():
+            parts = marker.relative_to(folder).parts  # long names split, "@" before each piece
+            encoded = "".join(part.removeprefix("@") for part in parts)
+            found.append(base64.urlsafe_b64decode(encoded).decode(errors="replace"))
+    return found
 
 
-def running_logs(repo: Path, logs: Path, run: Path) -> list[tuple[str, str]]:
-    """The job logs written since the newest Snakemake run began whose job has not finished:
-    the jobs running now (or stopped by a failure), each with its last line."""
-    started = run_started(repo)
-    if started is None or not logs.is_dir():
-        return []
-    return [
-        (log.relative_to(repo).as_posix(), last_line(log))
-        for log in sorted(logs.rglob("*.log"))
-        if log.stat().st_mtime >= started and not _finished(log, logs, run)
+def _with_last_line(repo: Path, logs: list[Path]) -> list[tuple[str, str]]:
+    """Each existing log, relative to ``repo``, with its last line."""
+    return [(log.relative_to(repo).as_posix(), last_line(log)) for log in logs if log.is_file()]
+
+
+def running_logs(repo: Path, logs: Path, run: str) -> list[tuple[str, str]]:
+    """The logs of the jobs running now: the log each incomplete output of the run mirrors."""
+    prefix = f"{run}/"
+    mirrored = [
+        logs / f"{output.removeprefix(prefix)}.log"
+        for output in incomplete_outputs(repo)
+        if output.startswith(prefix)
     ]
+    return _with_last_line(repo, sorted(set(mirrored)))
+
+
+def failed_logs(repo: Path, run_log: str | None) -> list[tuple[str, str]]:
+    """The logs of the jobs that failed in the newest run, from its Snakemake log."""
+    if run_log is None:
+        return []
+    named = FAILED_JOB_LOG.findall(run_log)
+    return _with_last_line(repo, [repo / path for path in dict.fromkeys(named)])
 
 
 def seconds_left(jobs: list[tuple[str, bool]], costs: pd.DataFrame) -> float | None:
@@ -162,7 +176,8 @@ def run_status(repo: Path, run: str) -> RunStatus:
         run,
         config,
         stage_table(jobs, stages),
-        running_logs(repo, logs, repo / run),
+        running_logs(repo, logs, run),
+        failed_logs(repo, newest_run_log(repo)),
         seconds_left(jobs, costs),
     )
 
@@ -172,11 +187,14 @@ def status_lines(status: RunStatus) -> list[str]:
     done, to_do = int(status.stages["done"].sum()), int(status.stages["to_do"].sum())
     lines = [f"{status.run} ({status.config}): {done} jobs done, {to_do} to do"]
     lines += status.stages.to_string(index=False).splitlines()
-    if status.running:
-        lines.append("jobs running now (or stopped), with their last log line:")
-        lines += [f"  {log}: {line}" for log, line in status.running]
-    if to_do == 0:
+    for title, found in (("running now", status.running), ("failed", status.failed)):
+        if found:
+            lines.append(f"jobs {title}, with their last log line:")
+            lines += [f"  {log}: {line}" for log, line in found]
+    if to_do == 0 and not status.running:
         lines.append("nothing left to do")
+    elif to_do == 0:
+        lines.append("time left: the jobs running now")
     elif status.seconds_left is None:
         lines.append("time left: unknown (no job of this run has finished yet)")
     else:
