@@ -170,6 +170,7 @@ def test_check_dataset_warns_about_weak_queries_and_deep_opens_every_image(tmp_p
     assert main(["check-dataset", str(config), "beetles", "--schema", SCHEMA]) == 0
     err = capsys.readouterr().err
     assert "warning: 3 genus group(s) hold a single species" in err
+    assert "warning: datasets.beetles.splits.middles: 3 middle groups cannot be split" in err
     assert "cannot be read as an image" not in err  # only --deep opens the images
     assert main(["check-dataset", str(config), "beetles", "--schema", SCHEMA, "--deep"]) == 0
     assert capsys.readouterr().err.count("cannot be read as an image") == 4

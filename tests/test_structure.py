@@ -39,6 +39,7 @@ PUBLISHERS = {
     "training.publishing",
     "data.inputs",
     "cli",
+    "cli.run_commands",  # the audit writes its manifest
     "jobs",
 }
 PUBLISHING_CALLS = {"publish", "write_parquet", "write_json", "write_text", "copy_file"}

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,23 +16,14 @@ from pathlib import Path
 from hierbench import __version__
 from hierbench.cli.dataset_commands import add_dataset_commands
 from hierbench.cli.effect_commands import add_effect_commands
-from hierbench.cli.runs_command import add_runs_command, add_status_command, repository_or_here
+from hierbench.cli.run_commands import add_run_commands
 from hierbench.config import ConfigError, check_inputs_exist, load_config
 from hierbench.effects import EffectsError
-from hierbench.provenance import codehash, seal
-from hierbench.provenance.artifacts import write_parquet
+from hierbench.provenance import codehash
 from hierbench.provenance.codehash import code_hash
 from hierbench.provenance.records import JobContext
-from hierbench.provenance.verify import (
-    MANIFEST_NAME,
-    manifest_table,
-    report_json,
-    report_lines,
-    verify,
-)
-from hierbench.runs import DEFAULT_RUN, logs_folder
-from hierbench.runtools import jobstats, resume
-from hierbench.runtools.compare import NotARunError, compare_runs_report, render_markdown
+from hierbench.runtools import jobstats
+from hierbench.runtools.compare import NotARunError
 from hierbench.shipped import shipped_file
 from hierbench.stages.taxonomy import build_cub_taxonomy, build_nabirds_taxonomy
 from hierbench.taxonomy import DEFAULT_FUZZY_MARGIN, DEFAULT_FUZZY_THRESHOLD, TaxonomyError
@@ -142,150 +132,6 @@ def _taxonomy_nabirds(args: argparse.Namespace) -> int:
     return 0
 
 
-def _audit(args: argparse.Namespace) -> int:
-    """Verify every artifact against its record, write the manifest, exit 1 on any failure."""
-    if not args.run.is_dir():
-        raise FileNotFoundError(f"run folder {args.run} does not exist")
-    base = args.base if args.base is not None else repository_or_here(args.run)
-    findings = verify(args.run, base)
-    reseals = seal.list_reseals(args.run)
-    if args.json:
-        print(report_json(findings, reseals))
-    else:
-        print("\n".join(seal.reseal_lines(reseals) + report_lines(findings)))
-    table = manifest_table(findings)
-    if not table.empty:
-        job = JobContext(rule="cli:audit", code=code_hash(["provenance.verify"]))
-        write_parquet(table, args.run / MANIFEST_NAME, job, sort_by=["path"])
-    return 1 if any(not f.passed for f in findings) else 0
-
-
-def _add_audit(commands: argparse._SubParsersAction) -> None:
-    """The `audit` subcommand."""
-    audit = commands.add_parser(
-        "audit",
-        help="verify every artifact against its provenance",
-        epilog="example: hierbench audit runs/tiny",
-    )
-    _add_run_argument(audit)
-    audit.add_argument("--json", action="store_true", help="machine-readable output")
-    audit.add_argument(
-        "--base",
-        type=Path,
-        help="folder the recorded paths are relative to (default: the run's repository)",
-    )
-    audit.set_defaults(handler=_audit)
-
-
-def _compare(args: argparse.Namespace) -> int:
-    """Compare two run folders: what differs, why, and the tables side by side (exit 0 either
-    way; a folder that is not a run is an error)."""
-    report = compare_runs_report(args.run_a, args.run_b)
-    print(
-        json.dumps(report, indent=2, ensure_ascii=False) if args.json else render_markdown(report)
-    )
-    return 0
-
-
-def _add_compare(commands: argparse._SubParsersAction) -> None:
-    """The `compare` subcommand."""
-    compare = commands.add_parser(
-        "compare",
-        help="compare two run folders: first differences, stages, tables",
-        epilog="example: hierbench compare runs/tiny runs/tiny-lr6",
-    )
-    compare.add_argument("run_a", type=Path, metavar="RUN_A", help="run folder A (e.g. results)")
-    compare.add_argument("run_b", type=Path, metavar="RUN_B", help="run folder B (e.g. runs/tiny)")
-    compare.add_argument("--json", action="store_true", help="machine-readable output")
-    compare.set_defaults(handler=_compare)
-
-
-def _jobs(args: argparse.Namespace) -> int:
-    """Print what the run's jobs cost (wall, CPU, peak memory) per rule or per stage."""
-    logs = args.logs if args.logs is not None else Path(logs_folder(args.run.as_posix()))
-    if not logs.is_dir():
-        raise FileNotFoundError(f"log folder {logs} of run {args.run} does not exist")
-    rules = args.rules if args.rules is not None else repository_or_here(args.run) / "rules"
-    jobs = jobstats.job_costs(args.run, logs, jobstats.rule_stages(rules))
-    table, totals = jobstats.rule_costs(jobs, args.by), jobstats.total_costs(jobs)
-    if args.json:
-        groups = json.loads(table.to_json(orient="records"))
-        print(json.dumps({"by": args.by, "groups": groups, "totals": totals}, indent=2))
-    else:
-        print(jobstats.render_costs(table, totals))
-    return 0
-
-
-def _add_jobs(commands: argparse._SubParsersAction) -> None:
-    """The `jobs` subcommand."""
-    jobs = commands.add_parser(
-        "jobs",
-        help="wall and CPU seconds, peak memory of a run's jobs",
-        epilog="example: hierbench jobs runs/tiny --by stage",
-    )
-    _add_run_argument(jobs)
-    jobs.add_argument("--logs", type=Path, help="the run's logs (default: its -logs folder)")
-    jobs.add_argument(
-        "--rules",
-        type=Path,
-        help="folder of the stages' .smk (default: the run's repository's rules/)",
-    )
-    jobs.add_argument("--by", choices=("rule", "stage"), default="rule", help="group the jobs")
-    jobs.add_argument("--json", action="store_true", help="machine-readable output")
-    jobs.set_defaults(handler=_jobs)
-
-
-def _unseal(args: argparse.Namespace) -> int:
-    """Archive a dataset's lock, evaluations and access log, so a changed lock can be written."""
-    logs = args.logs if args.logs is not None else Path(logs_folder(args.run.as_posix()))
-    paths = seal.SealPaths.of(args.dataset, args.run, logs)
-    if not paths.lock.is_file() and not seal.sealed_test_was_read(paths):
-        print(f"{args.dataset}: no Final lock and no sealed read; nothing to unseal")
-        return 0
-    folder = seal.archive_seal(paths, args.reason, [f"unsealed by hand: {args.reason}"])
-    print(f"{args.dataset}: the seal is archived in {folder}; run snakemake to write a new lock")
-    return 0
-
-
-def _add_unseal(commands: argparse._SubParsersAction) -> None:
-    """The `unseal` subcommand."""
-    unseal = commands.add_parser(
-        "unseal",
-        help="archive a dataset's Final lock and its evaluations, with a reason",
-        epilog='example: hierbench unseal runs/paper cub --reason "a new checklist version"',
-    )
-    _add_run_argument(unseal)
-    unseal.add_argument("dataset", metavar="DATASET", help="the dataset whose seal is opened")
-    unseal.add_argument("--reason", required=True, help="why the seal is opened (recorded)")
-    unseal.add_argument("--logs", type=Path, help="the run's logs (default: its -logs folder)")
-    unseal.set_defaults(handler=_unseal)
-
-
-def _resume(args: argparse.Namespace) -> int:
-    """Release a killed run's stale lock and rerun its incomplete jobs (never a live run's)."""
-    repo = repository_or_here(args.run)
-    run = args.run.resolve().relative_to(repo.resolve()).as_posix()
-    config, locked = resume.resume_plan(repo, run)
-    snakemake = [str(Path(sys.executable).with_name("snakemake")), *args.targets]
-    snakemake += ["--configfile", str(config)]  # after the targets: it takes several values
-    if locked:
-        print(f"{args.run.as_posix()}: releasing the stale lock", file=sys.stderr)
-        subprocess.run([*snakemake, "--unlock"], cwd=repo, check=True, capture_output=True)
-    return subprocess.run([*snakemake, "--rerun-incomplete"], cwd=repo, check=False).returncode
-
-
-def _add_resume(commands: argparse._SubParsersAction) -> None:
-    """The `resume` subcommand."""
-    again = commands.add_parser(
-        "resume",
-        help="release a killed run's lock and finish the run",
-        epilog="example: hierbench resume runs/tiny",
-    )
-    _add_run_argument(again)
-    again.add_argument("targets", nargs="*", help="only these files (default: the whole run)")
-    again.set_defaults(handler=_resume)
-
-
 def _add_taxonomy(commands: argparse._SubParsersAction) -> None:
     """The `taxonomy cub` and `taxonomy nabirds` subcommands."""
     taxonomy = commands.add_parser(
@@ -362,18 +208,6 @@ class DefaultsShownRaw(DefaultsShown, argparse.RawDescriptionHelpFormatter):
     """Defaults shown; the epilog's example line kept as written."""
 
 
-def _add_run_argument(parser: argparse.ArgumentParser) -> None:
-    """The run folder, the first positional argument of every command that acts on a run."""
-    parser.add_argument(
-        "run",
-        type=Path,
-        nargs="?",
-        default=Path(DEFAULT_RUN),
-        metavar="RUN",
-        help="the run folder (a config's key run; default: the demo's results)",
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `hierbench` command."""
     parser = argparse.ArgumentParser(prog="hierbench", description=__doc__)
@@ -409,13 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_taxonomy(commands)
     add_effect_commands(commands)
     add_dataset_commands(commands)
-    add_runs_command(commands)
-    add_status_command(commands)
-    _add_audit(commands)
-    _add_compare(commands)
-    _add_resume(commands)
-    _add_unseal(commands)
-    _add_jobs(commands)
+    add_run_commands(commands)
     return parser
 
 

@@ -1,0 +1,263 @@
+"""The `hierbench` commands that act on a run folder: list the runs, show where one stands,
+audit it, compare two, say what its jobs cost, resume it, open its seal. Each takes the run
+folder as its first positional argument (default: the demo's ``results``) and works from any
+folder: the repository is the one the run lies in."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from hierbench.provenance import seal
+from hierbench.provenance.artifacts import write_parquet
+from hierbench.provenance.codehash import code_hash
+from hierbench.provenance.records import JobContext
+from hierbench.provenance.verify import (
+    MANIFEST_NAME,
+    manifest_table,
+    report_json,
+    report_lines,
+    verify,
+)
+from hierbench.runs import DEFAULT_RUN, logs_folder
+from hierbench.runtools import jobstats, resume
+from hierbench.runtools.compare import compare_runs_report, render_markdown
+from hierbench.runtools.runs_table import SORT_KEYS, list_runs, runs_json, runs_text
+from hierbench.runtools.status import run_status, status_lines
+
+
+def repository_of(start: Path) -> Path:
+    """The repository holding ``start``: the nearest folder upwards with a Snakefile."""
+    for folder in (start.resolve(), *start.resolve().parents):
+        if (folder / "Snakefile").is_file():
+            return folder
+    raise ValueError(f"{start} is not inside a hierbench repository (no Snakefile above it)")
+
+
+def repository_or_here(run: Path) -> Path:
+    """The repository a run folder lies in (the nearest folder upwards with a Snakefile), so
+    a command works from any folder; the working folder when the run lies in none."""
+    try:
+        return repository_of(run)
+    except ValueError:
+        return Path()
+
+
+def runs_command(args: argparse.Namespace) -> int:
+    """Print the runs table."""
+    rows = list_runs(repository_of(args.repo), args.sort)
+    print(json.dumps(runs_json(rows), indent=2) if args.json else runs_text(rows))
+    return 0
+
+
+def add_runs_command(commands: argparse._SubParsersAction) -> None:
+    """Register ``runs``."""
+    runs = commands.add_parser(
+        "runs",
+        help="list the run folders: config, state, jobs, last change, headline mAP",
+        description="One table of the run folders of this repository's configs (config.yaml, "
+        "configs/*.yaml): state (complete, running, failed, stopped, stale lock), jobs done / "
+        "planned from the newest Snakemake log, last change, and each dataset's mean hierarchy "
+        "mAP per factorial arm.",
+        epilog="example: hierbench runs --sort last_change",
+    )
+    runs.add_argument(
+        "--repo", type=Path, default=Path(), help="a folder in the repository (default: here)"
+    )
+    runs.add_argument(
+        "--sort", choices=SORT_KEYS, default="name", help="the column to sort by (default: name)"
+    )
+    runs.add_argument("--json", action="store_true", help="JSON records instead of a table")
+    runs.set_defaults(handler=runs_command)
+
+
+def status_command(args: argparse.Namespace) -> int:
+    """Print a run's jobs per stage, the jobs running now and the time left."""
+    repo = repository_of(args.run if args.run.exists() else Path())
+    run = args.run.resolve().relative_to(repo).as_posix() if args.run.exists() else args.run
+    print("\n".join(status_lines(run_status(repo, str(run)))))
+    return 0
+
+
+def add_status_command(commands: argparse._SubParsersAction) -> None:
+    """Register ``status``."""
+    status = commands.add_parser(
+        "status",
+        help="a run's jobs done and to do per stage, the jobs running now, the time left",
+        description="Per stage the jobs done and to do (from snakemake --dag on the run's "
+        "config), the jobs running now with their last log line, and the job time left "
+        "estimated from the run's own finished jobs.",
+        epilog="example: hierbench status runs/tiny",
+    )
+    _add_run_argument(status)
+    status.set_defaults(handler=status_command)
+
+
+def _add_run_argument(parser: argparse.ArgumentParser) -> None:
+    """The run folder, the first positional argument of every command that acts on a run."""
+    parser.add_argument(
+        "run",
+        type=Path,
+        nargs="?",
+        default=Path(DEFAULT_RUN),
+        metavar="RUN",
+        help="the run folder (a config's key run; default: the demo's results)",
+    )
+
+
+def _audit(args: argparse.Namespace) -> int:
+    """Verify every artifact against its record, write the manifest, exit 1 on any failure."""
+    if not args.run.is_dir():
+        raise FileNotFoundError(f"run folder {args.run} does not exist")
+    base = args.base if args.base is not None else repository_or_here(args.run)
+    findings = verify(args.run, base)
+    reseals = seal.list_reseals(args.run)
+    if args.json:
+        print(report_json(findings, reseals))
+    else:
+        print("\n".join(seal.reseal_lines(reseals) + report_lines(findings)))
+    table = manifest_table(findings)
+    if not table.empty:
+        job = JobContext(rule="cli:audit", code=code_hash(["provenance.verify"]))
+        write_parquet(table, args.run / MANIFEST_NAME, job, sort_by=["path"])
+    return 1 if any(not f.passed for f in findings) else 0
+
+
+def _add_audit(commands: argparse._SubParsersAction) -> None:
+    """The `audit` subcommand."""
+    audit = commands.add_parser(
+        "audit",
+        help="verify every artifact against its provenance",
+        epilog="example: hierbench audit runs/tiny",
+    )
+    _add_run_argument(audit)
+    audit.add_argument("--json", action="store_true", help="machine-readable output")
+    audit.add_argument(
+        "--base",
+        type=Path,
+        help="folder the recorded paths are relative to (default: the run's repository)",
+    )
+    audit.set_defaults(handler=_audit)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """Compare two run folders: what differs, why, and the tables side by side (exit 0 either
+    way; a folder that is not a run is an error)."""
+    report = compare_runs_report(args.run_a, args.run_b)
+    print(
+        json.dumps(report, indent=2, ensure_ascii=False) if args.json else render_markdown(report)
+    )
+    return 0
+
+
+def _add_compare(commands: argparse._SubParsersAction) -> None:
+    """The `compare` subcommand."""
+    compare = commands.add_parser(
+        "compare",
+        help="compare two run folders: first differences, stages, tables",
+        epilog="example: hierbench compare runs/tiny runs/tiny-lr6",
+    )
+    compare.add_argument("run_a", type=Path, metavar="RUN_A", help="run folder A (e.g. results)")
+    compare.add_argument("run_b", type=Path, metavar="RUN_B", help="run folder B (e.g. runs/tiny)")
+    compare.add_argument("--json", action="store_true", help="machine-readable output")
+    compare.set_defaults(handler=_compare)
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    """Print what the run's jobs cost (wall, CPU, peak memory) per rule or per stage."""
+    logs = args.logs if args.logs is not None else Path(logs_folder(args.run.as_posix()))
+    if not logs.is_dir():
+        raise FileNotFoundError(f"log folder {logs} of run {args.run} does not exist")
+    rules = args.rules if args.rules is not None else repository_or_here(args.run) / "rules"
+    jobs = jobstats.job_costs(args.run, logs, jobstats.rule_stages(rules))
+    table, totals = jobstats.rule_costs(jobs, args.by), jobstats.total_costs(jobs)
+    if args.json:
+        groups = json.loads(table.to_json(orient="records"))
+        print(json.dumps({"by": args.by, "groups": groups, "totals": totals}, indent=2))
+    else:
+        print(jobstats.render_costs(table, totals))
+    return 0
+
+
+def _add_jobs(commands: argparse._SubParsersAction) -> None:
+    """The `jobs` subcommand."""
+    jobs = commands.add_parser(
+        "jobs",
+        help="wall and CPU seconds, peak memory of a run's jobs",
+        epilog="example: hierbench jobs runs/tiny --by stage",
+    )
+    _add_run_argument(jobs)
+    jobs.add_argument("--logs", type=Path, help="the run's logs (default: its -logs folder)")
+    jobs.add_argument(
+        "--rules",
+        type=Path,
+        help="folder of the stages' .smk (default: the run's repository's rules/)",
+    )
+    jobs.add_argument("--by", choices=("rule", "stage"), default="rule", help="group the jobs")
+    jobs.add_argument("--json", action="store_true", help="machine-readable output")
+    jobs.set_defaults(handler=_jobs)
+
+
+def _unseal(args: argparse.Namespace) -> int:
+    """Archive a dataset's lock, evaluations and access log, so a changed lock can be written."""
+    logs = args.logs if args.logs is not None else Path(logs_folder(args.run.as_posix()))
+    paths = seal.SealPaths.of(args.dataset, args.run, logs)
+    if not paths.lock.is_file() and not seal.sealed_test_was_read(paths):
+        print(f"{args.dataset}: no Final lock and no sealed read; nothing to unseal")
+        return 0
+    folder = seal.archive_seal(paths, args.reason, [f"unsealed by hand: {args.reason}"])
+    print(f"{args.dataset}: the seal is archived in {folder}; run snakemake to write a new lock")
+    return 0
+
+
+def _add_unseal(commands: argparse._SubParsersAction) -> None:
+    """The `unseal` subcommand."""
+    unseal = commands.add_parser(
+        "unseal",
+        help="archive a dataset's Final lock and its evaluations, with a reason",
+        epilog='example: hierbench unseal runs/paper cub --reason "a new checklist version"',
+    )
+    _add_run_argument(unseal)
+    unseal.add_argument("dataset", metavar="DATASET", help="the dataset whose seal is opened")
+    unseal.add_argument("--reason", required=True, help="why the seal is opened (recorded)")
+    unseal.add_argument("--logs", type=Path, help="the run's logs (default: its -logs folder)")
+    unseal.set_defaults(handler=_unseal)
+
+
+def _resume(args: argparse.Namespace) -> int:
+    """Release a killed run's stale lock and rerun its incomplete jobs (never a live run's)."""
+    repo = repository_or_here(args.run)
+    run = args.run.resolve().relative_to(repo.resolve()).as_posix()
+    config, locked = resume.resume_plan(repo, run)
+    snakemake = [str(Path(sys.executable).with_name("snakemake")), *args.targets]
+    snakemake += ["--configfile", str(config)]  # after the targets: it takes several values
+    if locked:
+        print(f"{args.run.as_posix()}: releasing the stale lock", file=sys.stderr)
+        subprocess.run([*snakemake, "--unlock"], cwd=repo, check=True, capture_output=True)
+    return subprocess.run([*snakemake, "--rerun-incomplete"], cwd=repo, check=False).returncode
+
+
+def _add_resume(commands: argparse._SubParsersAction) -> None:
+    """The `resume` subcommand."""
+    again = commands.add_parser(
+        "resume",
+        help="release a killed run's lock and finish the run",
+        epilog="example: hierbench resume runs/tiny",
+    )
+    _add_run_argument(again)
+    again.add_argument("targets", nargs="*", help="only these files (default: the whole run)")
+    again.set_defaults(handler=_resume)
+
+
+def add_run_commands(commands: argparse._SubParsersAction) -> None:
+    """Register every command that acts on a run folder."""
+    add_runs_command(commands)
+    add_status_command(commands)
+    _add_audit(commands)
+    _add_compare(commands)
+    _add_resume(commands)
+    _add_unseal(commands)
+    _add_jobs(commands)
