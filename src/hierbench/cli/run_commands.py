@@ -235,7 +235,7 @@ def _resume(args: argparse.Namespace) -> int:
     snakemake = [str(Path(sys.executable).with_name("snakemake")), *args.targets]
     snakemake += ["--configfile", str(config)]  # after the targets: it takes several values
     if locked:
-        print(f"{args.run.as_posix()}: releasing the stale lock", file=sys.stderr)
+        print(f"{run}: releasing the stale lock of a killed run", file=sys.stderr)
         subprocess.run([*snakemake, "--unlock"], cwd=repo, check=True, capture_output=True)
     return subprocess.run([*snakemake, "--rerun-incomplete"], cwd=repo, check=False).returncode
 
