@@ -7,7 +7,14 @@ from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
-from hierbench.config import check_inputs_exist, enabled_datasets, load_yaml, validate_config
+from hierbench.config import (
+    ConfigError,
+    check_inputs_exist,
+    enabled_datasets,
+    load_yaml,
+    named_sources,
+    validate_config,
+)
 from hierbench.controls.curvature_points import POINT_PATTERN
 from hierbench.data.kinds import name_constraint
 from hierbench.data.quality import check_table_splits, plan_warnings
@@ -26,7 +33,10 @@ check_working_folder(workflow.basedir, Path.cwd())
 
 
 # Key-named errors and defaults from our validator, then Snakemake's own check of the schema.
-config.update(validate_config(config, load_yaml(workflow.source_path("schemas/config.schema.yaml"))))
+try:
+    config.update(validate_config(config, load_yaml(workflow.source_path("schemas/config.schema.yaml"))))
+except ConfigError as error:  # each problem names its file (several --configfile overlay)
+    raise named_sources(error, workflow.overwrite_configfiles) from None
 validate(config, "schemas/config.schema.yaml")
 check_inputs_exist(config)
 

@@ -18,6 +18,7 @@ from hierbench.config import (
     load_yaml,
     locked_config,
     missing_inputs,
+    named_sources,
     training_config,
     validate_config,
 )
@@ -237,7 +238,7 @@ def test_bad_config_file_stops_the_dry_run_naming_the_key(repo_copy: Path):
     (repo_copy / "bad.yaml").write_text("training:\n  epochs: ten\n")
     result = snakemake(repo_copy, "-n", "--configfile", "bad.yaml", check=False)
     assert result.returncode != 0
-    assert "config key 'training.epochs'" in result.stdout
+    assert "bad.yaml: invalid configuration: config key 'training.epochs'" in result.stdout
 
 
 def test_the_locked_config_leaves_out_other_datasets_and_the_seal_policy():
@@ -336,3 +337,19 @@ def test_a_final_cells_config_holds_no_tuning_or_scoring_keys():
     cell = training_config(config, "cub", scoring=False)
     assert {"tuning", "evaluation"} <= set(full) and not {"tuning", "evaluation"} & set(cell)
     assert {key: value for key, value in full.items() if key in cell} == cell
+
+
+def test_a_problem_names_the_overlaid_file_its_key_comes_from(tmp_path):
+    base, overlay = tmp_path / "base.yaml", tmp_path / "overlay.yaml"
+    base.write_text("training: {epochs: 2}\ntrainng: {epochs: 1}\n")
+    overlay.write_text("training: {epochs: x}\ndatasets:\n  cbu: {source: demo}\n")
+    merged = {**load_yaml(base), **load_yaml(overlay)}
+    with pytest.raises(ConfigError) as caught:
+        validate_config(merged, SCHEMA)
+    lines = str(named_sources(caught.value, [base, overlay])).splitlines()
+    assert lines[0] == "invalid configuration:"
+    assert any(line.startswith(f"  {overlay}: unknown dataset 'datasets.cbu'") for line in lines)
+    assert any(line.startswith(f"  {base}: unknown config key 'trainng'") for line in lines)
+    assert any(line.startswith(f"  {overlay}: config key 'training.epochs'") for line in lines)
+    single = named_sources(ConfigError("invalid configuration: config key 'run': bad"), [base])
+    assert str(single) == "invalid configuration: config key 'run': bad"  # no file sets run

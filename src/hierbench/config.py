@@ -6,7 +6,8 @@ from __future__ import annotations
 import copy
 import difflib
 import functools
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +222,52 @@ def check_inputs_exist(config: dict[str, Any], base: Path = Path()) -> None:
     problems = missing_inputs(config, base)
     if problems:
         raise ConfigError("the configuration points at missing inputs:\n  " + "\n  ".join(problems))
+
+
+KEY_IN_PROBLEM = re.compile(r"'([A-Za-z0-9_.\[\]-]+)'")
+
+
+def _depth_set(data: Any, parts: list[str]) -> int:
+    """How many leading parts of a key path a config file's mapping holds."""
+    depth = 0
+    for part in parts:
+        if not isinstance(data, dict) or part not in data:
+            break
+        data, depth = data[part], depth + 1
+    return depth
+
+
+def _source(problem: str, loaded: list[tuple[str, Any]]) -> str | None:
+    """The file a problem's key comes from: of the overlaid files, the last that sets the most
+    of its key path (None when no file sets any of it)."""
+    match = KEY_IN_PROBLEM.search(problem)
+    if not match:
+        return None
+    parts = re.sub(r"\[\d+\]", "", match.group(1)).split(".")
+    depth, index = max(
+        ((_depth_set(data, parts), i) for i, (_, data) in enumerate(loaded)), default=(0, -1)
+    )
+    return loaded[index][0] if depth > 0 else None
+
+
+def named_sources(error: ConfigError, files: Sequence[str | Path]) -> ConfigError:
+    """The error with each problem naming the config file it comes from (``--configfile A B``
+    overlays several)."""
+    loaded = []
+    for path in files:
+        try:
+            loaded.append((str(path), load_yaml(path)))
+        except ConfigError:
+            continue
+    named = []
+    for line in str(error).splitlines():
+        where = _source(line, loaded)
+        if where and line.startswith("invalid configuration: "):  # a single problem
+            line = f"{where}: {line}"
+        elif where and line.startswith("  "):
+            line = f"  {where}: {line.strip()}"
+        named.append(line)
+    return ConfigError("\n".join(named))
 
 
 def load_config(path: str | Path, schema_path: str | Path = SCHEMA_PATH) -> dict[str, Any]:
