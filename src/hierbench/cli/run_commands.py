@@ -166,9 +166,19 @@ def _add_compare(commands: argparse._SubParsersAction) -> None:
     compare.set_defaults(handler=_compare)
 
 
+def _add_logs_argument(parser: argparse.ArgumentParser) -> None:
+    """The run's log folder, for the commands that read or move its logs."""
+    parser.add_argument("--logs", type=Path, help="the run's logs (default: its -logs folder)")
+
+
+def _logs_of(args: argparse.Namespace) -> Path:
+    """The log folder ``--logs`` names, or the run's own (``RUN-logs``; ``logs`` for results)."""
+    return args.logs if args.logs is not None else Path(logs_folder(args.run.as_posix()))
+
+
 def _jobs(args: argparse.Namespace) -> int:
     """Print what the run's jobs cost (wall, CPU, peak memory) per rule or per stage."""
-    logs = args.logs if args.logs is not None else Path(logs_folder(args.run.as_posix()))
+    logs = _logs_of(args)
     if not logs.is_dir():
         raise FileNotFoundError(f"log folder {logs} of run {args.run} does not exist")
     rules = args.rules if args.rules is not None else repository_or_here(args.run) / "rules"
@@ -190,7 +200,7 @@ def _add_jobs(commands: argparse._SubParsersAction) -> None:
         epilog="example: hierbench jobs runs/tiny --by stage",
     )
     _add_run_argument(jobs)
-    jobs.add_argument("--logs", type=Path, help="the run's logs (default: its -logs folder)")
+    _add_logs_argument(jobs)
     jobs.add_argument(
         "--rules",
         type=Path,
@@ -203,7 +213,7 @@ def _add_jobs(commands: argparse._SubParsersAction) -> None:
 
 def _unseal(args: argparse.Namespace) -> int:
     """Archive a dataset's lock, evaluations and access log, so a changed lock can be written."""
-    logs = args.logs if args.logs is not None else Path(logs_folder(args.run.as_posix()))
+    logs = _logs_of(args)
     paths = seal.SealPaths.of(args.dataset, args.run, logs)
     if not paths.lock.is_file() and not seal.sealed_test_was_read(paths):
         print(f"{args.dataset}: no Final lock and no sealed read; nothing to unseal")
@@ -223,7 +233,7 @@ def _add_unseal(commands: argparse._SubParsersAction) -> None:
     _add_run_argument(unseal)
     unseal.add_argument("dataset", metavar="DATASET", help="the dataset whose seal is opened")
     unseal.add_argument("--reason", required=True, help="why the seal is opened (recorded)")
-    unseal.add_argument("--logs", type=Path, help="the run's logs (default: its -logs folder)")
+    _add_logs_argument(unseal)
     unseal.set_defaults(handler=_unseal)
 
 

@@ -62,15 +62,24 @@ def _is_snakemake(command: list[bytes]) -> bool:
     return python and (names[1:2] == ["snakemake"] or names[1:3] == ["-m", "snakemake"])
 
 
+def config_runs(repo: Path) -> list[tuple[Path, str]]:
+    """Each readable config of the repository (``config.yaml``, then ``configs/*.yaml``,
+    relative to ``repo``) with the run folder its ``run`` key names."""
+    found = []
+    for path in [repo / "config.yaml", *sorted((repo / "configs").glob("*.yaml"))]:
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError):
+            continue  # not a config this can read; `hierbench config` names the flaw
+        run = data.get("run", DEFAULT_RUN) if isinstance(data, dict) else None
+        if isinstance(run, str):
+            found.append((path.relative_to(repo), run))
+    return found
+
+
 def config_for_run(repo: Path, run: str) -> Path:
     """The config file (``config.yaml`` or ``configs/*.yaml``) whose ``run`` is ``run``."""
-    candidates = [repo / "config.yaml", *sorted((repo / "configs").glob("*.yaml"))]
-    matches = []
-    for path in candidates:
-        if path.is_file():
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-            if isinstance(data, dict) and data.get("run", DEFAULT_RUN) == run:
-                matches.append(path.relative_to(repo))
+    matches = [path for path, named in config_runs(repo) if named == run]
     if len(matches) != 1:
         found = ", ".join(str(path) for path in matches) or "none"
         raise ResumeError(

@@ -18,11 +18,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from hierbench.protocol import FACTORIAL_ARMS, MEAN_HIERARCHY
-from hierbench.runs import DEFAULT_RUN
-from hierbench.runtools.resume import PROC, ResumeError, live_snakemake, lock_files
+from hierbench.runtools.resume import (
+    PROC,
+    ResumeError,
+    config_runs,
+    live_snakemake,
+    lock_files,
+)
 
 SNAKEMAKE_LOGS = Path(".snakemake/log")
 CONFIG_LINE = re.compile(r"Config file\(s\): \[(?P<files>.*)\]")
@@ -51,14 +55,9 @@ def run_configs(repo: Path) -> dict[str, str]:
     """Each run folder that exists, with the config (relative to ``repo``) whose ``run`` names
     it (the first in sorted order when several do)."""
     found: dict[str, str] = {}
-    for path in [repo / DEFAULT_CONFIG, *sorted((repo / "configs").glob("*.yaml"))]:
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError):
-            continue  # not a config this listing can read; `hierbench config` names the flaw
-        run = data.get("run", DEFAULT_RUN) if isinstance(data, dict) else None
-        if isinstance(run, str) and (repo / run).is_dir():
-            found.setdefault(run, path.relative_to(repo).as_posix())
+    for config, run in config_runs(repo):
+        if (repo / run).is_dir():
+            found.setdefault(run, config.as_posix())
     return found
 
 
