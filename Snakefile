@@ -21,6 +21,7 @@ from hierbench.data.quality import check_table_splits, plan_warnings
 from hierbench.devices import check_device_before_scheduling
 from hierbench.paths import BACKBONE_PASSES
 from hierbench.protocol import COMPANION_CELLS, GEOMETRIES, LOSSES, alternatives
+from hierbench.runlogs import note_repository
 from hierbench.runs import check_working_folder
 
 min_version("9.0")
@@ -51,6 +52,8 @@ if workflow.is_main_process:
 onstart:
     # device: cuda without CUDA stops a local run before its first job, naming the key.
     check_device_before_scheduling(config, jobs_run_here=workflow.local_exec)
+    # The run's logs name this repository: the CLI finds a run folder on a scratch disk.
+    note_repository(RESULTS, workflow.basedir)
 
 
 wildcard_constraints:

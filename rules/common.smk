@@ -89,12 +89,14 @@ from hierbench.protocol import (
 from hierbench.provenance.codehash import code_hash
 from hierbench.provenance.hashing import source_fingerprint
 from hierbench.provenance.seal import SealPaths
+from hierbench.runlogs import check_no_legacy_logs
 from hierbench.runs import logs_folder, run_folder
 from hierbench.taxonomy import checklist_fingerprint
 
 DATASETS = enabled_datasets(config)
 RESULTS = run_folder(config)  # this config's run: every artifact and lock under it
-LOGS = logs_folder(RESULTS)
+LOGS = logs_folder(RESULTS)  # inside the run: job logs, timings, the sealed-read log
+check_no_legacy_logs(RESULTS, workflow.basedir)
 GPUS_PER_JOB = gpus_per_job(config)  # the features and training jobs' GPU request
 PATHS = RunPaths(RESULTS, config)
 run_path = PATHS.at  # a hierbench.paths pattern under this run's folder

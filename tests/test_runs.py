@@ -1,45 +1,74 @@
-"""Run folders (#24): each config's run in its own folder, its logs beside it."""
+"""Run folders (#24): each config's run in its own folder, its logs inside it (#39)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 from conftest import REPO, SNAKEMAKE
 
 from hierbench.config import load_config
+from hierbench.runlogs import check_no_legacy_logs, note_repository, noted_repository
 from hierbench.runs import (
     DEFAULT_RUN,
     RunFolderError,
     check_run_folder,
     check_working_folder,
+    is_log,
     logs_folder,
     run_folder,
 )
 
 
-def test_the_default_run_is_results_with_logs_in_logs():
+def test_the_default_run_is_results_with_its_logs_inside():
     assert run_folder({}) == DEFAULT_RUN == "results"
-    assert logs_folder("results") == "logs"
+    assert logs_folder("results") == "results/logs"
 
 
-def test_another_run_keeps_its_logs_beside_it():
+def test_every_run_keeps_its_logs_inside_it():
     assert run_folder({"run": "runs/tiny"}) == "runs/tiny"
-    assert logs_folder("runs/tiny") == "runs/tiny-logs"
+    assert logs_folder("runs/tiny") == "runs/tiny/logs"
+    assert is_log(Path("runs/tiny/logs/cub/lock/test_access.log"), Path("runs/tiny"))
+    assert not is_log(Path("runs/tiny/cub/logs.parquet"), Path("runs/tiny"))
+
+
+def test_a_run_folder_may_be_absolute():
+    assert run_folder({"run": "/scratch/me/tiny"}) == "/scratch/me/tiny"
+    assert logs_folder("/scratch/me/tiny") == "/scratch/me/tiny/logs"
+
+
+def test_a_run_outside_the_repository_notes_which_repository_ran_it(tmp_path: Path):
+    run = tmp_path / "scratch/tiny"
+    assert noted_repository(run) is None
+    note_repository(run.as_posix(), REPO)
+    note_repository(run.as_posix(), REPO)  # again: the same note
+    assert noted_repository(run) == REPO.resolve()
+    assert sorted(p.name for p in (run / "logs").iterdir()) == ["repository.txt"]
+
+
+@pytest.mark.parametrize(("run", "legacy"), [("results", "logs"), ("runs/tiny", "runs/tiny-logs")])
+def test_logs_left_where_an_earlier_version_kept_them_stop_the_run(
+    tmp_path: Path, run: str, legacy: str
+):
+    check_no_legacy_logs(run, tmp_path)  # none: nothing to say
+    (tmp_path / legacy / "cub/lock").mkdir(parents=True)
+    with pytest.raises(RunFolderError, match=rf"move them there \(mv {legacy} {run}/logs"):
+        check_no_legacy_logs(run, tmp_path)
 
 
 @pytest.mark.parametrize(
     ("run", "message"),
     [
-        ("/abs/run", "relative"),
+        ("/", "folder path"),
+        ("/scratch/../x", r"'\.\.'"),
         ("runs/../results", r"'\.\.'"),
         ("runs//x", "empty"),
         ("src/run", "src/"),
         ("logs", "logs/"),
-        ("runs/tiny-logs", "-logs"),
         ("results/inner", "default run"),
-        ("", "relative"),
+        ("", "folder path"),
     ],
 )
 def test_a_bad_run_folder_is_an_error_naming_the_key(run: str, message: str):

@@ -21,7 +21,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer.split())
     for layer in (
         "protocol relations runs devices idnames shipped",
-        "provenance geometry taxonomy splits levelnames",
+        "provenance geometry taxonomy splits levelnames runlogs",
         "data cells jobs runtools features effects",
         "losses baselines controls config demo",
         "training metrics paths",
@@ -41,6 +41,7 @@ PUBLISHERS = {
     "cli",
     "cli.run_commands",  # the audit writes its manifest
     "jobs",
+    "runlogs",  # the note in a run's logs naming the repository that ran it (not an artifact)
 }
 PUBLISHING_CALLS = {"publish", "write_parquet", "write_json", "write_text", "copy_file"}
 

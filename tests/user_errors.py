@@ -47,10 +47,17 @@ CASES: tuple[UserError, ...] = (
         {"cbu.yaml": "datasets:\n  cbu: {source: demo}\n"},
     ),
     UserError(
-        "an absolute run folder",
-        "config abs.yaml",
-        "config key 'run': '/scratch/run' must be a folder path relative to the repository",
-        {"abs.yaml": "run: /scratch/run\n"},
+        "a run folder with a space",
+        "config space.yaml",
+        "config key 'run': 'runs/my run' must be a folder path, relative to the repository or "
+        "absolute, parts of letters, digits, '_', '.' and '-' separated by '/' (no spaces)",
+        {"space.yaml": "run: runs/my run\n"},
+    ),
+    UserError(
+        "a dataset named logs",
+        "config logs.yaml",
+        "config key 'datasets.logs': the name 'logs' is taken by the run's logs/ folder",
+        {"logs.yaml": "datasets:\n  logs: {kind: cub}\n"},
     ),
     UserError(
         "`effects --out` naming a file",

@@ -82,6 +82,11 @@ def describe_error(error: ValidationError) -> str:
                 "bird datasets are 'cub' and 'nabirds'; a dataset of your own needs kind: table"
             )
         return f"missing required config key {names}"
+    if "propertyNames" in error.relative_schema_path and error.validator == "not":
+        return (
+            f"config key '{key_path([*error.absolute_path, error.instance])}': the name "
+            f"{error.instance!r} is taken by the run's logs/ folder; name the dataset otherwise"
+        )
     if "propertyNames" in error.relative_schema_path:
         return (
             f"config key '{key_path([*error.absolute_path, error.instance])}': the name "
@@ -96,8 +101,8 @@ def _pattern_rule(error: ValidationError) -> str:
     """A key's name pattern in words (a raw regular expression helps nobody)."""
     if list(error.absolute_path) == ["run"]:
         return (
-            "must be a folder path relative to the repository, parts of letters, digits, "
-            "'_', '.' and '-' separated by '/' (no leading '/', no spaces)"
+            "must be a folder path, relative to the repository or absolute, parts of letters, "
+            "digits, '_', '.' and '-' separated by '/' (no spaces)"
         )
     if error.validator_value == "^[A-Za-z][A-Za-z0-9_]*$":
         return "must start with a letter and hold only letters, digits and '_'"

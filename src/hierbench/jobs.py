@@ -16,11 +16,11 @@ from typing import Any
 
 from hierbench.provenance.integrity import verify_recorded_inputs
 from hierbench.provenance.records import JobContext
+from hierbench.runlogs import LOG_FORMAT
 
 CODE_PARAM = "code"
 # The workflow script a rule runs (its script: directive reads it); its code hash covers it.
 SCRIPT_PARAM = "script"
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def send_stderr_to_log(log_path: str | Path) -> None:

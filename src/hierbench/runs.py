@@ -1,9 +1,10 @@
-"""Where a run lives: the config's ``run`` folder for its artifacts and locks, and the folder
-of its logs, so that runs of several configs stay side by side.
+"""Where a run lives: the config's ``run`` folder for its artifacts, locks and logs, so that
+runs of several configs stay side by side and one folder holds everything of a run.
 
-The default run is ``results`` with its logs in ``logs`` (the demo's folders). Any other run
-folder ``R`` keeps its logs in ``R-logs`` beside it, outside the folder that is audited and
-compared.
+The default run is ``results`` (the demo's). A run folder is relative to the repository or
+absolute (a scratch disk). Its logs and job timings are in its ``logs/`` subfolder, which the
+audit and the run comparison leave out (they hold times, not results; ``runlogs`` says what
+else is kept there).
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 DEFAULT_RUN = "results"
-DEFAULT_LOGS = "logs"
-LOGS_SUFFIX = "-logs"
+LOGS = "logs"  # a run's subfolder of job logs, timings and hash caches (never a dataset name)
 # Top-level folders of the repository a run must not write into.
 RESERVED = frozenset(
     {
@@ -41,17 +41,19 @@ class RunFolderError(ValueError):
 
 
 def check_run_folder(run: str) -> str:
-    """``run`` as a clean relative POSIX path, or an error naming the config key ``run``."""
+    """``run`` as a clean POSIX path (relative to the repository, or absolute), or an error
+    naming the config key ``run``."""
     path = PurePosixPath(run)
+    relative = run.removeprefix("/")
     problem = None
-    if not run or path.is_absolute() or "\\" in run:
-        problem = "must be a relative folder path with / separators"
-    elif any(part in {"", ".", ".."} for part in run.split("/")):
+    if not relative or "\\" in run:
+        problem = "must be a folder path with / separators"
+    elif any(part in {"", ".", ".."} for part in relative.split("/")):
         problem = "must not contain empty, '.' or '..' parts"
+    elif path.is_absolute():
+        pass  # a folder anywhere: the repository's own folders are named relatively
     elif path.parts[0] in RESERVED:
         problem = f"must not be inside the repository's {path.parts[0]}/ folder"
-    elif run.endswith(LOGS_SUFFIX):
-        problem = f"must not end with {LOGS_SUFFIX!r} (that names a run's log folder)"
     elif run != DEFAULT_RUN and path.parts[0] == DEFAULT_RUN:
         problem = f"must not be inside the default run's folder {DEFAULT_RUN}/"
     if problem:
@@ -65,9 +67,13 @@ def run_folder(config: dict[str, Any]) -> str:
 
 
 def logs_folder(run: str) -> str:
-    """The folder of a run's logs and benchmark timings: ``logs`` for the default run, else
-    the run folder's name with ``-logs`` appended."""
-    return DEFAULT_LOGS if run == DEFAULT_RUN else run + LOGS_SUFFIX
+    """The folder of a run's logs and benchmark timings: its ``logs/`` subfolder."""
+    return f"{run.rstrip('/')}/{LOGS}"
+
+
+def is_log(path: Path, run: Path) -> bool:
+    """Whether ``path`` (a file under the run folder ``run``) lies in the run's logs."""
+    return (run / LOGS) in path.parents
 
 
 def check_working_folder(repository: str | Path, working: str | Path) -> None:

@@ -180,7 +180,7 @@ def test_runs_in_different_folders_with_different_times_are_identical(root: Path
         "out_dir": "<run>/cub/tables"
     }
     assert load_run(b).records["cub/lock/final_lock.json"]["params"] == {
-        "access_log": "<logs>/cub/lock/test_access.log"  # runs/tiny-logs/... and logs/...
+        "access_log": "<run>/logs/cub/lock/test_access.log"  # runs/tiny/logs/..., results/logs/...
     }
     report = compare_runs_report(a, b)
     assert report["identical"] and not report["causes"] and not report["consequences"]

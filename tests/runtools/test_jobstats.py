@@ -129,7 +129,7 @@ def test_the_jobs_command_prints_json_and_names_a_missing_log_folder(run: Path, 
         "training": 2,
     }
     assert main(["jobs", str(run / "run")]) == 2
-    assert f"log folder {run / 'run'}-logs of run {run / 'run'} does not exist" in (
+    assert f"log folder {run / 'run'}/logs of run {run / 'run'} does not exist" in (
         capsys.readouterr().err
     )
 

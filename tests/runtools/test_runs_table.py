@@ -52,7 +52,7 @@ def repo(tmp_path: Path) -> Path:
     (tmp_path / "configs/b.yaml").write_text("run: runs/b\n")
     (tmp_path / "configs/never.yaml").write_text("run: runs/never\n")  # no folder: not listed
     _arms(tmp_path / "results", "cub", {"E_R": 0.30, "H_R": 0.31, "E_S": 0.35, "H_S": 0.36})
-    (tmp_path / "runs/a").mkdir(parents=True)
+    _arms(tmp_path / "runs/a", "cub", {"E_R": float("nan"), "H_R": 0.2})  # a level with no query
     (tmp_path / "runs/b").mkdir(parents=True)
     _log(tmp_path, "010000", "config.yaml", "183 of 183 steps (100%) done\n")
     _log(
@@ -91,10 +91,11 @@ def test_the_cli_prints_a_table_sorted_or_json(repo: Path, capsys):
     assert lines[0].split()[:5] == ["run", "config", "state", "jobs", "last"]
     assert [line.split()[0] for line in lines[1:]] == ["results", "runs/a", "runs/b"]
     assert "E_R 0.300 E_S 0.350 H_R 0.310 H_S 0.360" in lines[1] and "183/183" in lines[1]
-    assert "3/40" in lines[2]
+    assert "3/40" in lines[2] and "E_R n/a H_R 0.200" in lines[2]
     assert main(["runs", "--repo", str(repo), "--sort", "state", "--json"]) == 0
     records = json.loads(capsys.readouterr().out)
     assert [r["state"] for r in records] == ["complete", "failed", "stale lock"]
+    assert records[1]["headline"] == {"cub": {"E_R": None, "H_R": 0.2}}
 
 
 def test_a_running_log_and_a_missing_log():

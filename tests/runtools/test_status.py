@@ -1,11 +1,14 @@
 """``hierbench status``: jobs done and to do per stage, the jobs running (or stopped) with their
-last log line, and the job time left from the run's own finished jobs; on a finished run, a run
-with jobs to do, and a run whose job failed."""
+last log line, and the job time left from the run's own finished jobs (or an earlier run's); on a
+finished run, a running one, a run whose job failed, and one started anew."""
 
 from __future__ import annotations
 
 import base64
+import json
+import logging
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,9 +17,12 @@ import pandas as pd
 import pytest
 from conftest import SNAKEMAKE, TINY_LOGS, TINY_RUN
 
+from hierbench.runlogs import INFO_PREFIX, LOG_FORMAT
 from hierbench.runtools.status import (
     RunStatus,
+    earlier_costs,
     failed_logs,
+    last_line,
     running_logs,
     seconds_left,
     stage_table,
@@ -39,12 +45,45 @@ def test_jobs_per_stage_in_pipeline_order():
 def test_time_left_is_each_job_at_its_rules_median():
     costs = pd.DataFrame({"rule": ["fit", "fit", "fit", "score"], "wall_s": [10.0, 20, 90, 4]})
     jobs = [("fit", True), ("score", True), ("tables", True), ("fit", False)]
-    assert seconds_left(jobs, costs) == 20 + 4 + 15  # tables: the median of every job, 15
-    assert seconds_left(jobs, costs.iloc[:0]) is None
+    assert seconds_left(jobs, costs) == (20 + 4 + 15, False)  # tables: every job's median, 15
+    assert seconds_left(jobs, costs.iloc[:0]) == (None, False)
+
+
+def test_rules_not_run_yet_are_costed_from_an_earlier_run_of_the_folder():
+    costs = pd.DataFrame({"rule": ["fit", "fit"], "wall_s": [10.0, 30]})
+    earlier = pd.DataFrame({"rule": ["fit", "score", "score"], "wall_s": [99.0, 6, 8]})
+    jobs = [("fit", True), ("score", True), ("tables", True)]
+    assert seconds_left(jobs, costs, earlier) == (20 + 7 + 20, True)  # fit: this run's
+    assert seconds_left([("fit", True)], costs, earlier) == (20, False)
+    assert seconds_left(jobs, costs.iloc[:0], earlier) == (99 + 7 + 8, True)  # all earlier
+
+
+def _metadata(repo: Path, output: str, record: dict) -> None:
+    """A Snakemake metadata record of ``output`` (named by its path's base64)."""
+    name = base64.urlsafe_b64encode(output.encode()).decode()
+    path = repo / ".snakemake/metadata" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+
+
+def test_earlier_jobs_come_from_snakemakes_records_of_the_run_folder(tmp_path: Path):
+    fit = {"rule": "fit", "starttime": 100.0, "endtime": 130.0, "incomplete": False}
+    _metadata(tmp_path, "runs/x/cub/cells/E/model.safetensors", fit)
+    _metadata(tmp_path, "runs/x/cub/cells/E/record.json", fit)  # the same job's other output
+    _metadata(tmp_path, "runs/x/cub/tables/a.md", {"rule": "tables", "starttime": 5, "endtime": 9})
+    _metadata(tmp_path, "runs/other/a.md", {"rule": "tables", "starttime": 0, "endtime": 50})
+    _metadata(tmp_path, "runs/x/cub/b.md", {"rule": "tables", "starttime": None, "endtime": 1})
+    _metadata(tmp_path, "runs/x/cub/c.md", {**fit, "incomplete": True})
+    (tmp_path / ".snakemake/metadata/not-base64!").write_text("{}")
+    assert earlier_costs(tmp_path, "runs/x").to_dict("list") == {
+        "rule": ["fit", "tables"],
+        "wall_s": [30.0, 4.0],
+    }
+    assert earlier_costs(tmp_path / "nothing", "runs/x").empty
 
 
 def test_running_jobs_are_snakemakes_incomplete_outputs_and_failed_ones_its_log(tmp_path: Path):
-    logs = tmp_path / "runs/x-logs"
+    logs = tmp_path / "runs/x/logs"
     (logs / "cub/cells").mkdir(parents=True)
     (logs / "cub/cells/ER-42.parquet.log").write_text("epoch 1/3\nepoch 2/3\n\n")
     (logs / "cub/tables/summary.md.log").parent.mkdir(parents=True)
@@ -57,14 +96,14 @@ def test_running_jobs_are_snakemakes_incomplete_outputs_and_failed_ones_its_log(
     other = base64.urlsafe_b64encode(b"runs/other/a.parquet").decode()
     (tmp_path / ".snakemake/incomplete" / other).write_text("{}")  # another run's output
     assert running_logs(tmp_path, logs, "runs/x") == [
-        ("runs/x-logs/cub/cells/ER-42.parquet.log", "epoch 2/3")
+        ("runs/x/logs/cub/cells/ER-42.parquet.log", "epoch 2/3")
     ]
     run_log = (
         "Provided cores: 2\nError in rule effect_tables:\n    jobid: 3\n"
-        "    log: runs/x-logs/cub/tables/summary.md.log (check log file(s) for error details)\n"
+        "    log: runs/x/logs/cub/tables/summary.md.log (check log file(s) for error details)\n"
     )
     assert failed_logs(tmp_path, run_log) == [
-        ("runs/x-logs/cub/tables/summary.md.log", "ValueError: no rows")
+        ("runs/x/logs/cub/tables/summary.md.log", "ValueError: no rows")
     ]
     assert failed_logs(tmp_path, None) == []
 
@@ -76,7 +115,22 @@ def test_the_lines_say_what_is_left():
     )
     assert lines[0] == "runs/x (configs/x.yaml): 2 jobs done, 3 to do"
     assert lines[-3:-1] == ["jobs running now, with their last log line:", "  l.log: epoch 2/3"]
-    assert "about 2.5 min of job time" in lines[-1]
+    assert "about 2.5 min of job time" in lines[-1] and "earlier" not in lines[-1]
+    earlier = status_lines(RunStatus("runs/x", "configs/x.yaml", stages, [], [], 60, True))
+    assert "median in this run or an earlier run of this folder; parallel" in earlier[-1]
+
+
+def test_a_log_line_is_shown_without_its_time_and_logger_and_cut(tmp_path: Path):
+    log = tmp_path / "job.log"
+    log.write_text(
+        "2026-12-03 06:20:14,618 INFO hierbench.training.trainer: cub ES-42 epoch 3/3\n"
+        "2026-12-03 06:20:15,001 WARNING hierbench.x: kept\n"
+    )
+    assert last_line(log) == "2026-12-03 06:20:15,001 WARNING hierbench.x: kept"
+    log.write_text("2026-12-03 06:20:14,618 INFO hierbench.training.trainer: cub epoch 3/3\n")
+    assert last_line(log) == "cub epoch 3/3"
+    log.write_text("x" * 500)
+    assert len(last_line(log)) == 120 and last_line(log).endswith("…")
 
 
 @pytest.mark.slow
@@ -115,7 +169,13 @@ def test_status_of_a_finished_a_running_and_a_failed_run(built_repo: Path):
     failed = status_in(built_repo)
     assert "jobs failed, with their last log line:" in failed
     assert f"{TINY_LOGS}/cub/tables/summary.md.log: " in failed
-    assert "time left: about" in failed
+    assert "time left: about" in failed and "earlier" not in failed
+    # started anew: with the run folder (and its timings) gone, every job is to do, costed
+    # from Snakemake's records of the folder's earlier run
+    shutil.rmtree(built_repo / TINY_RUN)
+    anew = status_in(built_repo)
+    assert ": 0 jobs done, " in anew.splitlines()[0]
+    assert "time left: about" in anew and "or an earlier run of this folder" in anew
 
 
 def run_tiny(repo: Path) -> subprocess.CompletedProcess[str]:
@@ -144,3 +204,11 @@ def status_in(repo: Path) -> str:
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+def test_the_info_prefix_matches_what_a_job_log_writes():
+    record = logging.LogRecord(
+        "hierbench.training.trainer", logging.INFO, "", 0, "epoch 3/3", (), None
+    )
+    line = logging.Formatter(LOG_FORMAT).format(record)
+    assert line != "epoch 3/3" and INFO_PREFIX.sub("", line) == "epoch 3/3"

@@ -39,7 +39,7 @@ def test_a_second_config_plans_its_run_in_its_own_folder(built_repo: Path):
     outputs = [line.split(":", 1)[1].strip() for line in planned.splitlines() if "output:" in line]
     assert outputs and all(path.startswith(f"{OTHER_RUN}/") for path in outputs)
     logs = [line.split(":", 1)[1].strip() for line in planned.splitlines() if " log:" in line]
-    assert logs and all(path.startswith(f"{OTHER_RUN}-logs/") for path in logs)
+    assert logs and all(path.startswith(f"{OTHER_RUN}/logs/") for path in logs)
     assert scheduled_rules(built_repo, *TINY) == {}  # the tiny run is still complete
 
 
@@ -79,3 +79,24 @@ def test_compare_names_the_changed_training_key_as_the_first_difference(
         assert {f"{dataset}/taxonomy", f"{dataset}/splits", f"{dataset}/features"} <= identical
     markdown = _hierbench(built_repo, "compare", TINY_RUN, str(second / TINY_RUN)).stdout
     assert "config.training.lr" in markdown and "5e-05 → 6e-05" in markdown
+
+
+def test_a_run_on_a_scratch_disk_is_audited_and_followed_from_any_folder(
+    repo_copy: Path, tmp_path: Path
+):
+    """``run:`` may be an absolute folder outside the repository: its logs are inside it, and
+    they name the repository, so `audit` and `status` work on it from anywhere."""
+    scratch = (tmp_path / "scratch/tiny").resolve()
+    config = _config_with(repo_copy, "scratch", run=str(scratch))
+    staged = f"{scratch}/nabirds/inputs/hierarchy.txt"
+    snakemake(repo_copy, staged, *config)  # the target first: --configfile takes several
+    assert (scratch / "logs/nabirds/inputs/hierarchy.txt.log").is_file()
+    assert (scratch / "logs/repository.txt").read_text().strip() == str(repo_copy.resolve())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    audit = _hierbench(elsewhere, "audit", str(scratch))
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    assert audit.stdout.splitlines()[-1] == "1 artifacts verified, 0 failed"
+    status = _hierbench(elsewhere, "status", str(scratch))
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.startswith(f"{scratch} (configs/scratch.yaml): 1 jobs done, ")

@@ -22,24 +22,30 @@ from hierbench.provenance.verify import (
     report_lines,
     verify,
 )
+from hierbench.runlogs import noted_repository
 from hierbench.runs import DEFAULT_RUN, logs_folder
 from hierbench.runtools import jobstats, resume
 from hierbench.runtools.compare import compare_runs_report, render_markdown
+from hierbench.runtools.configs import run_key
 from hierbench.runtools.runs_table import SORT_KEYS, list_runs, runs_json, runs_text
 from hierbench.runtools.status import run_status, status_lines
 
 
 def repository_of(start: Path) -> Path:
-    """The repository holding ``start``: the nearest folder upwards with a Snakefile."""
+    """The repository holding ``start``: the nearest folder upwards with a Snakefile, else
+    the one a run folder's logs name (a run on a scratch disk)."""
     for folder in (start.resolve(), *start.resolve().parents):
         if (folder / "Snakefile").is_file():
             return folder
+    noted = noted_repository(start)
+    if noted is not None and (noted / "Snakefile").is_file():
+        return noted
     raise ValueError(f"{start} is not inside a hierbench repository (no Snakefile above it)")
 
 
 def repository_or_here(run: Path) -> Path:
-    """The repository a run folder lies in (the nearest folder upwards with a Snakefile), so
-    a command works from any folder; the working folder when the run lies in none."""
+    """The repository a run folder lies in or was run from (see ``repository_of``), so a
+    command works from any folder; the working folder when there is none."""
     try:
         return repository_of(run)
     except ValueError:
@@ -77,8 +83,8 @@ def add_runs_command(commands: argparse._SubParsersAction) -> None:
 def status_command(args: argparse.Namespace) -> int:
     """Print a run's jobs per stage, the jobs running now and the time left."""
     repo = repository_of(args.run if args.run.exists() else Path())
-    run = args.run.resolve().relative_to(repo).as_posix() if args.run.exists() else args.run
-    print("\n".join(status_lines(run_status(repo, str(run)))))
+    run = run_key(repo, args.run) if args.run.exists() else args.run.as_posix()
+    print("\n".join(status_lines(run_status(repo, run))))
     return 0
 
 
@@ -89,7 +95,8 @@ def add_status_command(commands: argparse._SubParsersAction) -> None:
         help="a run's jobs done and to do per stage, the jobs running now, the time left",
         description="Per stage the jobs done and to do (from snakemake --dag on the run's "
         "config), the jobs running now with their last log line, and the job time left "
-        "estimated from the run's own finished jobs.",
+        "estimated from the run's own finished jobs (or, for a rule none of them ran yet, from "
+        "Snakemake's records of an earlier run of the folder).",
         epilog="example: hierbench status runs/tiny",
     )
     _add_run_argument(status)
@@ -168,11 +175,11 @@ def _add_compare(commands: argparse._SubParsersAction) -> None:
 
 def _add_logs_argument(parser: argparse.ArgumentParser) -> None:
     """The run's log folder, for the commands that read or move its logs."""
-    parser.add_argument("--logs", type=Path, help="the run's logs (default: its -logs folder)")
+    parser.add_argument("--logs", type=Path, help="the run's logs (default: RUN/logs)")
 
 
 def _logs_of(args: argparse.Namespace) -> Path:
-    """The log folder ``--logs`` names, or the run's own (``RUN-logs``; ``logs`` for results)."""
+    """The log folder ``--logs`` names, or the run's own (``RUN/logs``)."""
     return args.logs if args.logs is not None else Path(logs_folder(args.run.as_posix()))
 
 
@@ -240,7 +247,7 @@ def _add_unseal(commands: argparse._SubParsersAction) -> None:
 def _resume(args: argparse.Namespace) -> int:
     """Release a killed run's stale lock and rerun its incomplete jobs (never a live run's)."""
     repo = repository_or_here(args.run)
-    run = args.run.resolve().relative_to(repo.resolve()).as_posix()
+    run = run_key(repo, args.run)
     config, locked = resume.resume_plan(repo, run)
     snakemake = [str(Path(sys.executable).with_name("snakemake")), *args.targets]
     snakemake += ["--configfile", str(config)]  # after the targets: it takes several values

@@ -124,7 +124,7 @@ CONFIG_TEMPLATE = """\
 # Every key not set here takes its default from schemas/config.schema.yaml (the paper's
 # protocol).{smoke_note}
 
-run: runs/{name}    # its own run folder (logs in runs/{name}-logs)
+run: runs/{name}    # its own run folder (its logs in runs/{name}/logs)
 
 datasets:
   cub: {{enabled: false}}

@@ -1,16 +1,15 @@
 """Re-seals: what happens when the Final lock would change after the sealed test was read.
 
-The access log (``logs/<dataset>/lock/test_access.log``) records every read of sealed data. Once
-it exists, a new Final lock that differs from the old one in anything it covers (the config, a
-split, a checkpoint, an audit, a record) is never written silently. ``seal.on_change`` decides:
-``refuse`` stops the lock until ``hierbench unseal [RUN] DATASET --reason ...``; ``archive``
-goes on by itself with the reason "config changed" or "locked artifacts changed". Either way
-the old lock, its evaluations, the tables and figures computed from them and its access log
-move into ``results/<dataset>/reseals/<NNN>/`` beside a ``reseal.json`` that says why (so a plain
-``snakemake`` rebuilds what is gone: Snakemake does not rebuild missing intermediate files
-under outputs that still exist); the audit and the report list every re-seal. This is the
-protocol's pre-registration, enforced by code.
-"""
+The access log (``<run>/logs/<dataset>/lock/test_access.log``) records every read of sealed
+data. Once it exists, a new Final lock that differs from the old one in anything it covers (the
+config, a split, a checkpoint, an audit, a record) is never written silently. ``seal.on_change``
+decides: ``refuse`` stops the lock until ``hierbench unseal [RUN] DATASET --reason ...``;
+``archive`` goes on by itself with the reason "config changed" or "locked artifacts changed".
+Either way the old lock, its evaluations, the tables and figures computed from them and its
+access log move into ``results/<dataset>/reseals/<NNN>/`` beside a ``reseal.json`` that says why
+(so a plain ``snakemake`` rebuilds what is gone: Snakemake does not rebuild missing intermediate
+files under outputs that still exist); the audit and the report list every re-seal. This is the
+protocol's pre-registration, enforced by code."""
 
 from __future__ import annotations
 

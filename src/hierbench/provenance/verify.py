@@ -23,6 +23,7 @@ from hierbench.provenance.hashing import (
     sha256_path,
 )
 from hierbench.provenance.seal import RESEALS
+from hierbench.runs import is_log
 
 MANIFEST_NAME = "MANIFEST.parquet"
 
@@ -57,7 +58,8 @@ def _artifact_of(record_path: Path) -> Path:
 
 
 def unrecorded(results: Path) -> list[Path]:
-    """Files under ``results`` with no record, outside every recorded folder."""
+    """Files under ``results`` with no record, outside every recorded folder and the run's
+    logs."""
     recorded = {_artifact_of(p) for p in _records(results)}
     folders = [p for p in recorded if p.is_dir()]
     loose = []
@@ -67,6 +69,8 @@ def unrecorded(results: Path) -> list[Path]:
         if path in recorded or path.name in TREE_HASH_IGNORED or path.name.startswith("."):
             continue
         if any(folder in path.parents for folder in folders) or _archived(path, results):
+            continue
+        if is_log(path, results):
             continue
         loose.append(path)
     return loose

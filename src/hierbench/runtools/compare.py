@@ -26,13 +26,11 @@ from typing import Any
 from hierbench.provenance.artifacts import PROVENANCE_SUFFIX
 from hierbench.provenance.seal import RESEALS
 from hierbench.provenance.verify import MANIFEST_NAME
-from hierbench.runs import logs_folder
 from hierbench.runtools.pathpatterns import path_pattern
 from hierbench.runtools.rundiff import is_timed
 from hierbench.runtools.tablediff import compare_tables, table_lines
 
 RUN_MARKER = "<run>/"
-LOGS_MARKER = "<logs>/"  # the run's logs folder (hierbench.runs.logs_folder), e.g. the access log
 SHOWN_PATHS = 5  # paths listed in Markdown where a list is long
 CHANGE_FIELDS = ("kind", "key", "old", "new")  # a named difference of two records
 _ABSENT = object()  # a parameter or package one record lacks
@@ -51,19 +49,17 @@ class Run:
 
 
 def _normalise(value: Any, prefix: str) -> Any:
-    """``value`` with the run prefix (and the run's logs prefix) of every string, recursively,
-    replaced by its marker."""
+    """``value`` with the run prefix of every string (the run's logs are inside it),
+    recursively, replaced by its marker."""
     if isinstance(value, dict):
         return {key: _normalise(item, prefix) for key, item in value.items()}
     if isinstance(value, list):
         return [_normalise(item, prefix) for item in value]
     if isinstance(value, str) and prefix:
-        logs = logs_folder(prefix.rstrip("/")) + "/"
-        for start, marker in ((prefix, RUN_MARKER), (logs, LOGS_MARKER)):
-            if value.startswith(start):
-                return marker + value[len(start) :]
-            if value == start.rstrip("/"):
-                return marker.rstrip("/")
+        if value.startswith(prefix):
+            return RUN_MARKER + value[len(prefix) :]
+        if value == prefix.rstrip("/"):
+            return RUN_MARKER.rstrip("/")
     return value
 
 

@@ -2,7 +2,7 @@
 Snakemake's ``benchmark:`` files, per job, per rule and per stage.
 
 Every rule's benchmark file mirrors its first output's path under the run's log folder
-(``<logs>/<output>.benchmark.tsv``), and every output carries a provenance record naming the
+(``<run>/logs/<output>.benchmark.tsv``), and every output carries a provenance record naming the
 rule that wrote it, so a job's rule comes from that record, not from the file's path. A rule's
 stage is the ``rules/<stage>.smk`` file that defines it. The figures are sums and extremes of
 what each job measured itself: a stage's job seconds are not its elapsed time when jobs ran in

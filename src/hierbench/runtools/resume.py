@@ -3,7 +3,7 @@
 Snakemake locks the working folder (``.snakemake/locks/``) while it runs; a killed Snakemake
 leaves the lock behind and the next run refuses to start. A lock is stale when no Snakemake
 process works in that folder; only a stale lock is released, never a live run's. The run's
-config is the one whose ``run`` key names the run folder (``config.yaml`` for the default run).
+config is the one whose ``run`` key names the run folder (``runtools.configs``).
 """
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import yaml
-
-from hierbench.runs import DEFAULT_RUN
+from hierbench.runtools.configs import config_runs
 
 LOCKS = Path(".snakemake/locks")
 PROC = Path("/proc")
@@ -62,29 +60,14 @@ def _is_snakemake(command: list[bytes]) -> bool:
     return python and (names[1:2] == ["snakemake"] or names[1:3] == ["-m", "snakemake"])
 
 
-def config_runs(repo: Path) -> list[tuple[Path, str]]:
-    """Each readable config of the repository (``config.yaml``, then ``configs/*.yaml``,
-    relative to ``repo``) with the run folder its ``run`` key names."""
-    found = []
-    for path in [repo / "config.yaml", *sorted((repo / "configs").glob("*.yaml"))]:
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError):
-            continue  # not a config this can read; `hierbench config` names the flaw
-        run = data.get("run", DEFAULT_RUN) if isinstance(data, dict) else None
-        if isinstance(run, str):
-            found.append((path.relative_to(repo), run))
-    return found
-
-
 def config_for_run(repo: Path, run: str) -> Path:
-    """The config file (``config.yaml`` or ``configs/*.yaml``) whose ``run`` is ``run``."""
+    """The config file (``runtools.configs.config_files``) whose ``run`` is ``run``."""
     matches = [path for path, named in config_runs(repo) if named == run]
     if len(matches) != 1:
         found = ", ".join(str(path) for path in matches) or "none"
         raise ResumeError(
             f"run {run!r} needs exactly one config whose 'run' key names it; found {found} "
-            "among config.yaml and configs/*.yaml"
+            "among config.yaml, configs/*.yaml and the configs Snakemake ran"
         )
     return matches[0]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hierbench.provenance.artifacts import PROVENANCE_SUFFIX
 from hierbench.provenance.hashing import sha256_file
-from hierbench.runs import DEFAULT_RUN
+from hierbench.runs import DEFAULT_RUN, is_log
 
 # What a copy of the repository for a separate run leaves out: history, environments, outputs.
 COPY_IGNORED: tuple[str, ...] = (
@@ -42,12 +42,12 @@ def is_timed(path: str) -> bool:
 
 
 def result_hashes(repo: Path, run: str = DEFAULT_RUN) -> dict[str, str]:
-    """SHA256 of every file under the run folder ``repo/run``, keyed by its path relative to
-    ``repo``."""
+    """SHA256 of every file under the run folder ``repo/run`` but its logs (times, not
+    results), keyed by its path relative to ``repo``."""
     return {
         p.relative_to(repo).as_posix(): sha256_file(p)
         for p in (repo / run).rglob("*")
-        if p.is_file() and p.name != ".snakemake_timestamp"
+        if p.is_file() and p.name != ".snakemake_timestamp" and not is_log(p, repo / run)
     }
 
 

@@ -1,7 +1,7 @@
 """``hierbench runs``: the run folders beside a repository in one table, the way ``dvc exp
 show`` lists experiments.
 
-A run folder is the ``run`` of a config in ``config.yaml`` or ``configs/*.yaml`` that exists.
+A run folder is the ``run`` of a config (``runtools.configs``) that exists.
 Its state and job counts come from the newest Snakemake log of that config
 (``.snakemake/log/``): ``N of M steps`` gives the jobs done and planned, a failed job's message
 makes it failed, and a live Snakemake started on that config makes it running. A lock left by
@@ -20,16 +20,9 @@ from pathlib import Path
 import pandas as pd
 
 from hierbench.protocol import FACTORIAL_ARMS, MEAN_HIERARCHY
-from hierbench.runtools.resume import (
-    PROC,
-    ResumeError,
-    config_runs,
-    live_snakemake,
-    lock_files,
-)
+from hierbench.runtools.configs import config_runs, log_config, snakemake_logs
+from hierbench.runtools.resume import PROC, ResumeError, live_snakemake, lock_files
 
-SNAKEMAKE_LOGS = Path(".snakemake/log")
-CONFIG_LINE = re.compile(r"Config file\(s\): \[(?P<files>.*)\]")
 STEPS_LINE = re.compile(r"^(?P<done>\d+) of (?P<planned>\d+) steps \(\d+%\) done", re.MULTILINE)
 FAILED_LINES = ("Exiting because a job execution failed", "Error in rule ")
 NOTHING_LINE = "Nothing to be done"
@@ -61,31 +54,12 @@ def run_configs(repo: Path) -> dict[str, str]:
     return found
 
 
-def _log_config(text: str, repo: Path) -> str | None:
-    """The config a Snakemake log names, relative to ``repo`` (None when it names none)."""
-    match = CONFIG_LINE.search(text)
-    if not match:
-        return None
-    first = re.search(r"'([^']+)'", match.group("files"))
-    if not first:
-        return None
-    path = Path(first.group(1))
-    path = path if path.is_absolute() else repo / path
-    try:
-        return path.resolve().relative_to(repo.resolve()).as_posix()
-    except ValueError:
-        return None
-
-
 def config_logs(repo: Path, config: str) -> list[str]:
     """The Snakemake logs of ``config`` that ran or planned jobs, newest first (dry runs and
     DAG printouts, which log only their first line, are skipped)."""
-    folder = repo / SNAKEMAKE_LOGS
-    logs = sorted(folder.glob("*.snakemake.log"), reverse=True) if folder.is_dir() else []
     found = []
-    for log in logs:
-        text = log.read_text(encoding="utf-8", errors="replace")
-        if _log_config(text, repo) == config and (
+    for _, text in snakemake_logs(repo):
+        if log_config(text, repo) == config and (
             STEPS_LINE.search(text) or NOTHING_LINE in text or any(f in text for f in FAILED_LINES)
         ):
             found.append(text)
@@ -175,8 +149,12 @@ def list_runs(repo: Path, sort: str = "name") -> list[RunRow]:
 
 
 def _arms_text(arms: dict[str, float]) -> str:
-    """``E_R 0.132 H_R 0.137 ...`` for one dataset's headline."""
-    return " ".join(f"{arm} {value:.3f}" for arm, value in arms.items())
+    """``E_R 0.132 H_R 0.137 ...`` for one dataset's headline; ``n/a`` where the run has no
+    value (a level with no query)."""
+    return " ".join(
+        f"{arm} {value:.3f}" if math.isfinite(value) else f"{arm} n/a"
+        for arm, value in arms.items()
+    )
 
 
 def runs_text(rows: list[RunRow]) -> str:
@@ -196,10 +174,7 @@ def runs_text(rows: list[RunRow]) -> str:
             "last change (UTC)": [row.last_change for row in rows],
             **{
                 f"{dataset} mean hierarchy mAP": [
-                    " ".join(
-                        f"{arm} {value:.3f}" for arm, value in row.headline.get(dataset, {}).items()
-                    )
-                    for row in rows
+                    _arms_text(row.headline.get(dataset, {})) for row in rows
                 ]
                 for dataset in datasets
             },

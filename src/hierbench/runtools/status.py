@@ -6,30 +6,36 @@ are those whose outputs Snakemake marks incomplete (``.snakemake/incomplete``), 
 those the newest run's Snakemake log names; the last line of each one's log is shown. The time
 left is each job to do costed at the median wall time of its rule's finished jobs in this run
 (the median of every finished job for a rule not seen yet): job seconds, which parallel jobs
-share.
+share. A rule no job of this run has finished yet is costed from Snakemake's own records of
+jobs that wrote into the run folder before (``.snakemake/metadata``: rule, start and end), which
+outlive the run folder: a run of the same config started anew is costed from the earlier one.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from hierbench.runlogs import INFO_PREFIX
 from hierbench.runs import logs_folder
 from hierbench.runtools import jobstats
+from hierbench.runtools.configs import config_runs, snakemake_logs
 from hierbench.runtools.rebuild import dag_jobs
-from hierbench.runtools.runs_table import SNAKEMAKE_LOGS, run_configs
 
 SCHEDULING_LINE = "Provided cores:"  # a run that executes jobs logs its cores; a dry run does not
 INCOMPLETE = Path(".snakemake/incomplete")  # Snakemake's markers of outputs being written
+METADATA = Path(".snakemake/metadata")  # Snakemake's record of each output's job (rule, times)
 # A failed job in a Snakemake log: "Error in rule X:" ... "log: PATH (check log file(s) ...)".
 FAILED_JOB_LOG = re.compile(r"^\s+log: (\S+) \(check log file", re.MULTILINE)
 # The stages in pipeline order (rules/<stage>.smk); a stage not named here comes after them.
@@ -59,6 +65,7 @@ class RunStatus:
     running: list[tuple[str, str]]  # (log file, its last line)
     failed: list[tuple[str, str]]  # (log file, its last line) of the newest run's failed jobs
     seconds_left: float | None
+    from_earlier: bool = False  # some jobs to do costed from an earlier run of the folder
 
 
 def planned_jobs(repo: Path, config: str, attempts: int = 3) -> list[tuple[str, bool]]:
@@ -95,33 +102,60 @@ def stage_table(jobs: list[tuple[str, bool]], stages: dict[str, str]) -> pd.Data
     return table.iloc[order.argsort(kind="stable")].reset_index(drop=True)
 
 
+SHOWN_CHARACTERS = 120  # of a log line, at most
+
+
 def last_line(path: Path) -> str:
-    """The last non-empty line of a log file."""
+    """The last non-empty line of a log file, its time and logger left out of an INFO line,
+    cut to ``SHOWN_CHARACTERS``."""
     lines = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-    return lines[-1].strip() if lines else ""
+    line = INFO_PREFIX.sub("", lines[-1].strip()) if lines else ""
+    return line if len(line) <= SHOWN_CHARACTERS else line[: SHOWN_CHARACTERS - 1] + "…"
 
 
 def newest_run_log(repo: Path) -> str | None:
     """The newest Snakemake log of the folder that ran jobs (dry runs and DAG printouts, which
     schedule nothing, left out)."""
-    folder = repo / SNAKEMAKE_LOGS
-    for log in sorted(folder.glob("*.snakemake.log"), reverse=True) if folder.is_dir() else []:
-        text = log.read_text(encoding="utf-8", errors="replace")
-        if SCHEDULING_LINE in text:
-            return text
-    return None
+    return next((text for _, text in snakemake_logs(repo) if SCHEDULING_LINE in text), None)
+
+
+def snakemake_marked(folder: Path) -> Iterator[tuple[str, Path]]:
+    """``(output path, file)`` of each of Snakemake's per-output files in ``folder``
+    (``.snakemake/incomplete``, ``.snakemake/metadata``): a file is named by the base64 of
+    its output's path, a long name split into folders each starting with "@"."""
+    for marker in sorted(folder.rglob("*")) if folder.is_dir() else []:
+        if marker.is_file():
+            parts = marker.relative_to(folder).parts
+            encoded = "".join(part.removeprefix("@") for part in parts)
+            try:
+                output = base64.urlsafe_b64decode(encoded).decode(errors="replace")
+            except ValueError:  # not one of Snakemake's names (binascii.Error is one)
+                continue
+            yield output, marker
 
 
 def incomplete_outputs(repo: Path) -> list[str]:
     """The outputs Snakemake marks incomplete: those of the jobs running now (or killed)."""
-    folder = repo / INCOMPLETE
-    found = []
-    for marker in sorted(folder.rglob("*")) if folder.is_dir() else []:
-        if marker.is_file():
-            parts = marker.relative_to(folder).parts  # long names split, "@" before each piece
-            encoded = "".join(part.removeprefix("@") for part in parts)
-            found.append(base64.urlsafe_b64decode(encoded).decode(errors="replace"))
-    return found
+    return [output for output, _ in snakemake_marked(repo / INCOMPLETE)]
+
+
+def earlier_costs(repo: Path, run: str) -> pd.DataFrame:
+    """``rule`` and ``wall_s`` of each job Snakemake recorded as having written into the run
+    folder (its end time less its start time), one row per job, jobs of an earlier run of
+    the folder included: those records outlive the run folder."""
+    prefix, jobs = f"{run}/", {}
+    for output, marker in snakemake_marked(repo / METADATA):
+        if not output.startswith(prefix):
+            continue
+        try:
+            record = json.loads(marker.read_text(encoding="utf-8"))
+            rule, start, end = record["rule"], float(record["starttime"]), float(record["endtime"])
+        except (OSError, ValueError, KeyError, TypeError):  # not a record this reader knows
+            continue
+        if not record.get("incomplete") and end >= start:
+            jobs[(rule, start, end)] = end - start  # a job's outputs share its times
+    rows = [{"rule": rule, "wall_s": wall} for (rule, _, _), wall in sorted(jobs.items())]
+    return pd.DataFrame(rows, columns=["rule", "wall_s"])
 
 
 def _with_last_line(repo: Path, logs: list[Path]) -> list[tuple[str, str]]:
@@ -148,18 +182,30 @@ def failed_logs(repo: Path, run_log: str | None) -> list[tuple[str, str]]:
     return _with_last_line(repo, [repo / path for path in dict.fromkeys(named)])
 
 
-def seconds_left(jobs: list[tuple[str, bool]], costs: pd.DataFrame) -> float | None:
-    """Job seconds of the jobs to do, each at its rule's median finished wall time."""
-    if costs.empty:
-        return None
-    by_rule = costs.groupby("rule")["wall_s"].median().to_dict()
-    overall = statistics.median(costs["wall_s"])
-    return float(sum(by_rule.get(rule, overall) for rule, runs in jobs if runs and rule != "all"))
+def seconds_left(
+    jobs: list[tuple[str, bool]], costs: pd.DataFrame, earlier: pd.DataFrame | None = None
+) -> tuple[float | None, bool]:
+    """Job seconds of the jobs to do, each at its rule's median finished wall time in this run,
+    else in the ``earlier`` jobs of the folder, else at the median of every finished job; and
+    whether an earlier job's time was used."""
+    earlier = earlier if earlier is not None else costs.iloc[:0]
+    pool = costs if not costs.empty else earlier
+    if pool.empty:
+        return None, False
+    own = costs.groupby("rule")["wall_s"].median().to_dict()
+    before = earlier.groupby("rule")["wall_s"].median().to_dict()
+    overall = statistics.median(pool["wall_s"])
+    to_do = [rule for rule, runs in jobs if runs and rule != "all"]
+    seconds = sum(own.get(rule, before.get(rule, overall)) for rule in to_do)
+    used_earlier = costs.empty or any(rule not in own and rule in before for rule in to_do)
+    return float(seconds), used_earlier
 
 
 def run_status(repo: Path, run: str) -> RunStatus:
     """The status of the run folder ``run`` of the repository ``repo``."""
-    configs = run_configs(repo)
+    configs: dict[str, str] = {}
+    for path, named in config_runs(repo):  # a run folder not made yet included
+        configs.setdefault(named, path.as_posix())
     if run not in configs:
         known = ", ".join(sorted(configs)) or "none yet"
         raise StatusError(f"no config's run folder is {run!r} (run folders: {known})")
@@ -178,7 +224,7 @@ def run_status(repo: Path, run: str) -> RunStatus:
         stage_table(jobs, stages),
         running_logs(repo, logs, run),
         failed_logs(repo, newest_run_log(repo)),
-        seconds_left(jobs, costs),
+        *seconds_left(jobs, costs, earlier_costs(repo, run)),
     )
 
 
@@ -196,11 +242,11 @@ def status_lines(status: RunStatus) -> list[str]:
     elif to_do == 0:
         lines.append("time left: the jobs running now")
     elif status.seconds_left is None:
-        lines.append("time left: unknown (no job of this run has finished yet)")
+        lines.append("time left: unknown (no job of this run folder has finished yet)")
     else:
-        minutes = status.seconds_left / 60
+        where = "this run" + (" or an earlier run of this folder" if status.from_earlier else "")
         lines.append(
-            f"time left: about {minutes:.1f} min of job time (each job to do at its rule's "
-            "median in this run; parallel jobs share it)"
+            f"time left: about {status.seconds_left / 60:.1f} min of job time (each job to do "
+            f"at its rule's median in {where}; parallel jobs share it)"
         )
     return lines

@@ -1,0 +1,53 @@
+"""The configs a repository's runs come from (hierbench.runtools.configs): the shipped ones and
+any other config file a Snakemake run was started on, and a run folder named as they name it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hierbench.runtools.configs import config_files, config_runs, log_config, run_key
+
+
+def _log(repo: Path, name: str, configs: list[str]) -> None:
+    """A Snakemake log naming its config files, as Snakemake writes the line."""
+    folder = repo / ".snakemake/log"
+    folder.mkdir(parents=True, exist_ok=True)
+    listed = ", ".join(f"'{config}'" for config in configs)
+    (folder / f"{name}.snakemake.log").write_text(f"Config file(s): [{listed}]\nBuilding DAG\n")
+
+
+def test_a_config_snakemake_ran_is_listed_after_the_shipped_ones(tmp_path: Path):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "config.yaml").write_text("datasets: {}\n")
+    (tmp_path / "configs/tiny.yaml").write_text("run: runs/tiny\n")
+    (tmp_path / "my-tiny-lr.yaml").write_text("run: runs/tiny-lr6\n")
+    (tmp_path / "gone.yaml").write_text("run: runs/gone\n")
+    _log(tmp_path, "2026-12-01T100000.000000", ["my-tiny-lr.yaml", "overlay.yaml"])
+    _log(tmp_path, "2026-12-01T110000.000000", [str(tmp_path / "configs/tiny.yaml")])
+    _log(tmp_path, "2026-12-01T120000.000000", ["/elsewhere/outside.yaml"])
+    _log(tmp_path, "2026-12-01T130000.000000", ["gone.yaml"])
+    (tmp_path / "gone.yaml").unlink()  # a config deleted since: not listed
+    assert config_files(tmp_path) == [
+        Path("config.yaml"),
+        Path("configs/tiny.yaml"),
+        Path("my-tiny-lr.yaml"),
+    ]
+    assert config_runs(tmp_path) == [
+        (Path("config.yaml"), "results"),
+        (Path("configs/tiny.yaml"), "runs/tiny"),
+        (Path("my-tiny-lr.yaml"), "runs/tiny-lr6"),
+    ]
+    assert log_config("Config file(s): ['/elsewhere/outside.yaml']", tmp_path) is None
+    assert log_config("Building DAG of jobs", tmp_path) is None
+
+
+def test_a_run_folder_is_named_as_its_config_names_it(tmp_path: Path):
+    scratch = tmp_path / "scratch/tiny"
+    (tmp_path / "repo/configs").mkdir(parents=True)
+    (tmp_path / "repo/configs/scratch.yaml").write_text(f"run: {scratch}\n")
+    (tmp_path / "repo/configs/tiny.yaml").write_text("run: runs/tiny\n")
+    repo = tmp_path / "repo"
+    assert run_key(repo, repo / "runs/../runs/tiny") == "runs/tiny"
+    assert run_key(repo, scratch) == str(scratch)
+    assert run_key(repo, repo / "runs/other") == "runs/other"  # no config names it
+    assert run_key(repo, tmp_path / "x") == str(tmp_path / "x")
