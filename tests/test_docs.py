@@ -164,6 +164,22 @@ def test_the_guide_has_its_pages_and_they_have_command_blocks():
     assert command_blocks()
 
 
+def _progress_captures(page: str) -> list[str]:
+    """A page's text blocks that show what ``hierbench status`` and ``runs`` print."""
+    return [
+        block.text
+        for block in blocks(REPO / page)
+        if block.info == "text" and block.text.startswith("$ hierbench status ")
+    ]
+
+
+def test_the_readme_and_the_guide_show_one_capture_of_status_and_runs():
+    readme, guide = _progress_captures("README.md"), _progress_captures("docs/getting-started.md")
+    assert len(readme) == 1 and readme == guide
+    assert "jobs running now, with their last log line:" in readme[0]
+    assert "$ hierbench runs\n" in readme[0] and "time left: about" in readme[0]
+
+
 def test_every_fence_names_what_it_holds():
     unnamed = [str(block) for block in all_blocks() if not block.info]
     assert not unnamed, (

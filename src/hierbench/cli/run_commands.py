@@ -65,9 +65,9 @@ def add_runs_command(commands: argparse._SubParsersAction) -> None:
         "runs",
         help="list the run folders: config, state, jobs, last change, headline mAP",
         description="One table of the run folders of this repository's configs (config.yaml, "
-        "configs/*.yaml): state (complete, running, failed, stopped, stale lock), jobs done / "
-        "planned from the newest Snakemake log, last change, and each dataset's mean hierarchy "
-        "mAP per factorial arm.",
+        "configs/*.yaml and any other config file Snakemake ran here): state (complete, "
+        "running, failed, stopped, stale lock), jobs done / planned from the newest Snakemake "
+        "log, last change, and each dataset's mean hierarchy mAP per factorial arm.",
         epilog="example: hierbench runs --sort last_change",
     )
     runs.add_argument(
