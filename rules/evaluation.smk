@@ -23,6 +23,8 @@ rule final_lock:
         ),
     log:
         log_for(LOCK),
+    benchmark:
+        benchmark_for(LOCK)
     params:
         **code("stages.lock", script="final_lock"),
         config=lambda wildcards: locked_config(config, wildcards.dataset),

@@ -50,6 +50,8 @@ rule figures:
         verdicts=run_path(EFFECTS_VERDICTS),
     log:
         log_for(FIGURE_FILES),
+    benchmark:
+        benchmark_for(FIGURE_FILES)
     params:
         **code("stages.figures", script="figures"),
         levels=dataset_levels,

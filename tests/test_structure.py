@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from hierbench.runtools.rebuild import rule_blocks
+
 REPO = Path(__file__).resolve().parents[1]
 LIBRARY = REPO / "src" / "hierbench"
 STAGES = LIBRARY / "stages"
@@ -208,3 +210,25 @@ def test_planning_the_workflow_loads_no_torch():
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+# Rules too light to time (a shipped file copied, a small tree parsed, a winner picked).
+UNTIMED_RULES = {
+    "stage_input",
+    "taxonomy_nabirds",
+    "taxonomy_table",
+    "taxonomy_shuffled",
+    "tuning_selection",
+}
+
+
+def test_every_rule_logs_and_every_rule_doing_real_work_is_timed():
+    """Each rule has ``log:``, and ``benchmark:`` unless it is too light to time (what
+    `hierbench jobs` and `status`'s time left read); an inheriting rule keeps its parent's."""
+    has: dict[str, set[str]] = {}
+    for block in rule_blocks(REPO / "rules"):
+        own = {key for key in ("log", "benchmark") if re.search(rf"^\s+{key}:", block.body, re.M)}
+        has[block.name] = own | (has.get(block.parent, set()) if block.parent else set())
+    assert [name for name, keys in has.items() if "log" not in keys] == []
+    untimed = {name for name, keys in has.items() if "benchmark" not in keys}
+    assert untimed == UNTIMED_RULES
