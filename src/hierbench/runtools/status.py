@@ -218,13 +218,15 @@ def run_status(repo: Path, run: str) -> RunStatus:
         if logs.is_dir()
         else pd.DataFrame(columns=jobstats.JOB_COLUMNS)
     )
+    uncosted = {rule for rule, runs in jobs if runs and rule != "all"} - set(costs["rule"])
+    earlier = earlier_costs(repo, run) if uncosted else None  # Snakemake's records, read if needed
     return RunStatus(
         run,
         config,
         stage_table(jobs, stages),
         running_logs(repo, logs, run),
         failed_logs(repo, newest_run_log(repo)),
-        *seconds_left(jobs, costs, earlier_costs(repo, run)),
+        *seconds_left(jobs, costs, earlier),
     )
 
 
