@@ -19,6 +19,7 @@ from conftest import SNAKEMAKE, TINY_LOGS, TINY_RUN
 
 from hierbench.runlogs import INFO_PREFIX, LOG_FORMAT
 from hierbench.runtools.status import (
+    NO_LOG_YET,
     RunStatus,
     earlier_costs,
     failed_logs,
@@ -95,8 +96,20 @@ def test_running_jobs_are_snakemakes_incomplete_outputs_and_failed_ones_its_log(
     marker.write_text("{}")
     other = base64.urlsafe_b64encode(b"runs/other/a.parquet").decode()
     (tmp_path / ".snakemake/incomplete" / other).write_text("{}")  # another run's output
+    for output in ("runs/x/cub/eval/ER-42.parquet", "runs/x/cub/eval/ER-42_summary.parquet"):
+        queued = base64.urlsafe_b64encode(output.encode()).decode()  # a cluster job's outputs
+        (tmp_path / ".snakemake/incomplete" / queued).write_text('{"external_jobid": "28"}')
+    secondary = base64.urlsafe_b64encode(b"runs/x/cub/cells/ER-42.json").decode()
+    (tmp_path / ".snakemake/incomplete" / secondary).write_text("{}")  # a local job's 2nd output
     assert running_logs(tmp_path, logs, "runs/x") == [
-        ("runs/x/logs/cub/cells/ER-42.parquet.log", "epoch 2/3")
+        ("runs/x/cub/eval/ER-42.parquet (+1 more)", NO_LOG_YET.format(job="28")),
+        ("runs/x/logs/cub/cells/ER-42.parquet.log", "epoch 2/3"),
+    ]
+    scratch = tmp_path.with_name(tmp_path.name + "-scratch")  # a run outside the repository
+    outside = base64.urlsafe_b64encode(f"{scratch}/cub/a.parquet".encode()).decode()
+    (tmp_path / ".snakemake/incomplete" / outside).write_text('{"external_jobid": "7"}')
+    assert running_logs(tmp_path, scratch / "logs", str(scratch)) == [
+        (f"{scratch}/cub/a.parquet", NO_LOG_YET.format(job="7"))
     ]
     run_log = (
         "Provided cores: 2\nError in rule effect_tables:\n    jobid: 3\n"

@@ -62,7 +62,7 @@ class RunStatus:
     run: str
     config: str
     stages: pd.DataFrame  # stage, done, to_do
-    running: list[tuple[str, str]]  # (log file, its last line)
+    running: list[tuple[str, str]]  # (log file, its last line), or (output, NO_LOG_YET)
     failed: list[tuple[str, str]]  # (log file, its last line) of the newest run's failed jobs
     seconds_left: float | None
     from_earlier: bool = False  # some jobs to do costed from an earlier run of the folder
@@ -134,9 +134,21 @@ def snakemake_marked(folder: Path) -> Iterator[tuple[str, Path]]:
             yield output, marker
 
 
-def incomplete_outputs(repo: Path) -> list[str]:
-    """The outputs Snakemake marks incomplete: those of the jobs running now (or killed)."""
-    return [output for output, _ in snakemake_marked(repo / INCOMPLETE)]
+def incomplete_jobs(repo: Path, run: str) -> list[tuple[str | None, list[str]]]:
+    """The run's outputs Snakemake marks incomplete (those of the jobs running now, or
+    killed), grouped by the cluster job id the marker holds; a local job's outputs (no id)
+    each on their own."""
+    prefix, jobs = f"{run}/", {}
+    for output, marker in snakemake_marked(repo / INCOMPLETE):
+        if not output.startswith(prefix):
+            continue
+        try:
+            job_id = json.loads(marker.read_text(encoding="utf-8")).get("external_jobid")
+        except (OSError, ValueError, AttributeError):  # not a marker this reader knows
+            job_id = None
+        key = (str(job_id), "") if job_id is not None else (None, output)
+        jobs.setdefault(key, []).append(output)
+    return [(job_id, sorted(outputs)) for (job_id, _), outputs in sorted(jobs.items(), key=str)]
 
 
 def earlier_costs(repo: Path, run: str) -> pd.DataFrame:
@@ -158,20 +170,32 @@ def earlier_costs(repo: Path, run: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["rule", "wall_s"])
 
 
+NO_LOG_YET = "(no log yet: cluster job {job}, queued or starting)"
+
+
+def _shown(path: Path, repo: Path) -> str:
+    """A path relative to ``repo``, or absolute for a run outside it."""
+    return path.relative_to(repo).as_posix() if path.is_relative_to(repo) else path.as_posix()
+
+
 def _with_last_line(repo: Path, logs: list[Path]) -> list[tuple[str, str]]:
-    """Each existing log, relative to ``repo``, with its last line."""
-    return [(log.relative_to(repo).as_posix(), last_line(log)) for log in logs if log.is_file()]
+    """Each existing log, shown from ``repo``, with its last line."""
+    return [(_shown(log, repo), last_line(log)) for log in logs if log.is_file()]
 
 
 def running_logs(repo: Path, logs: Path, run: str) -> list[tuple[str, str]]:
-    """The logs of the jobs running now: the log each incomplete output of the run mirrors."""
-    prefix = f"{run}/"
-    mirrored = [
-        logs / f"{output.removeprefix(prefix)}.log"
-        for output in incomplete_outputs(repo)
-        if output.startswith(prefix)
-    ]
-    return _with_last_line(repo, sorted(set(mirrored)))
+    """The logs of the jobs running now (each job's log mirrors one of its incomplete
+    outputs) with their last line; a cluster job with no log yet by its first output (in
+    sorted order) and ``NO_LOG_YET``."""
+    prefix, found = f"{run}/", []
+    for job_id, outputs in incomplete_jobs(repo, run):
+        mirrored = [logs / f"{output.removeprefix(prefix)}.log" for output in outputs]
+        written = _with_last_line(repo, mirrored)
+        if not written and job_id is not None:
+            more = f" (+{len(outputs) - 1} more)" if len(outputs) > 1 else ""
+            written = [(outputs[0] + more, NO_LOG_YET.format(job=job_id))]
+        found += written
+    return sorted(set(found))
 
 
 def failed_logs(repo: Path, run_log: str | None) -> list[tuple[str, str]]:
