@@ -144,6 +144,14 @@ def test_a_log_line_is_shown_without_its_time_and_logger_and_cut(tmp_path: Path)
     assert last_line(log) == "cub epoch 3/3"
     log.write_text("x" * 500)
     assert len(last_line(log)) == 120 and last_line(log).endswith("…")
+    log.write_text("INFO x\n/a/b.py:9: FutureWarning: deprecated\n  warnings.warn(\n\n")
+    assert last_line(log) == "/a/b.py:9: FutureWarning: deprecated"
+    log.write_text("features:  10%|#  | 1/10\rfeatures:  20%|##  | 2/10")  # a progress bar
+    assert last_line(log) == "features:  20%|##  | 2/10"
+    log.write_text("    only indented\n")
+    assert last_line(log) == "only indented"
+    log.write_text("")
+    assert last_line(log) == ""
 
 
 @pytest.mark.slow

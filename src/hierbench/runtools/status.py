@@ -106,10 +106,13 @@ SHOWN_CHARACTERS = 120  # of a log line, at most
 
 
 def last_line(path: Path) -> str:
-    """The last non-empty line of a log file, its time and logger left out of an INFO line,
-    cut to ``SHOWN_CHARACTERS``."""
-    lines = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-    line = INFO_PREFIX.sub("", lines[-1].strip()) if lines else ""
+    """The last line of a log file that says something: non-empty and not indented (the
+    source line Python prints under a warning is), its time and logger left out of an INFO
+    line, cut to ``SHOWN_CHARACTERS``; a progress bar's newest state (after its last ``\\r``)."""
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()  # "\r" too
+    said = [line for line in lines if line.strip() and not line[0].isspace()]
+    chosen = said or [line for line in lines if line.strip()]
+    line = INFO_PREFIX.sub("", chosen[-1].strip()) if chosen else ""
     return line if len(line) <= SHOWN_CHARACTERS else line[: SHOWN_CHARACTERS - 1] + "…"
 
 
