@@ -32,7 +32,8 @@ def check_no_legacy_logs(run: str, repository: str | Path) -> None:
         raise RunFolderError(
             f"the logs of run {run} now live inside it, in {new}/, but {legacy}/ holds them "
             f"from an earlier version (with the log of sealed test reads): move them there "
-            f"(mv {legacy} {new}, if {new}/ does not exist yet) and run again"
+            f"(mv {legacy} {new}, if {new}/ does not exist yet) and run again; the run's jobs "
+            "rerun once, since the paths of their logs changed"
         )
 
 
