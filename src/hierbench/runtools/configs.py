@@ -64,6 +64,16 @@ def config_runs(repo: Path) -> list[tuple[Path, str]]:
     return found
 
 
+def run_configs(repo: Path, existing: bool = False) -> dict[str, str]:
+    """Each run folder (only those that exist, with ``existing``) with the config, relative
+    to ``repo``, whose ``run`` names it (the first in ``config_files`` order when several do)."""
+    found: dict[str, str] = {}
+    for config, run in config_runs(repo):
+        if not existing or (repo / run).is_dir():
+            found.setdefault(run, config.as_posix())
+    return found
+
+
 def run_key(repo: Path, run: Path) -> str:
     """The run folder ``run`` as the configs' ``run`` keys name it (relative to ``repo``, or
     absolute), however its path was typed; a folder no config names, relative to ``repo``

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from hierbench.protocol import FACTORIAL_ARMS, MEAN_HIERARCHY
-from hierbench.runtools.configs import config_runs, log_config, snakemake_logs
+from hierbench.runtools.configs import log_config, run_configs, snakemake_logs
 from hierbench.runtools.resume import PROC, ResumeError, live_snakemake, lock_files
 
 STEPS_LINE = re.compile(r"^(?P<done>\d+) of (?P<planned>\d+) steps \(\d+%\) done", re.MULTILINE)
@@ -44,25 +44,16 @@ class RunRow:
     headline: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
-def run_configs(repo: Path) -> dict[str, str]:
-    """Each run folder that exists, with the config (relative to ``repo``) whose ``run`` names
-    it (the first in sorted order when several do)."""
-    found: dict[str, str] = {}
-    for config, run in config_runs(repo):
-        if (repo / run).is_dir():
-            found.setdefault(run, config.as_posix())
-    return found
-
-
-def config_logs(repo: Path, config: str) -> list[str]:
-    """The Snakemake logs of ``config`` that ran or planned jobs, newest first (dry runs and
-    DAG printouts, which log only their first line, are skipped)."""
-    found = []
+def logs_by_config(repo: Path) -> dict[str, list[str]]:
+    """Per config, its Snakemake logs that ran or planned jobs, newest first (dry runs and DAG
+    printouts, which log only their first line, are skipped); every log read once."""
+    found: dict[str, list[str]] = {}
     for _, text in snakemake_logs(repo):
-        if log_config(text, repo) == config and (
+        config = log_config(text, repo)
+        if config is not None and (
             STEPS_LINE.search(text) or NOTHING_LINE in text or any(f in text for f in FAILED_LINES)
         ):
-            found.append(text)
+            found.setdefault(config, []).append(text)
     return found
 
 
@@ -130,9 +121,9 @@ def list_runs(repo: Path, sort: str = "name") -> list[RunRow]:
         raise ValueError(f"--sort must be one of {', '.join(SORT_KEYS)}, got {sort!r}")
     running = _running_configs(repo) or set()
     locked = bool(lock_files(repo))
-    rows = []
-    for run, config in run_configs(repo).items():
-        logs = config_logs(repo, config)
+    rows, all_logs = [], logs_by_config(repo)
+    for run, config in run_configs(repo, existing=True).items():
+        logs = all_logs.get(config, [])
         state, done, planned = log_state(logs[0] if logs else None, config in running, locked)
         if state == "complete" and done is None:  # a rerun that had nothing to do
             counted = [STEPS_LINE.findall(text)[-1] for text in logs if STEPS_LINE.search(text)]

@@ -30,7 +30,7 @@ import pandas as pd
 from hierbench.runlogs import INFO_PREFIX
 from hierbench.runs import logs_folder
 from hierbench.runtools import jobstats
-from hierbench.runtools.configs import config_runs, snakemake_logs
+from hierbench.runtools.configs import run_configs, snakemake_logs
 from hierbench.runtools.rebuild import dag_jobs
 
 SCHEDULING_LINE = "Provided cores:"  # a run that executes jobs logs its cores; a dry run does not
@@ -230,9 +230,7 @@ def seconds_left(
 
 def run_status(repo: Path, run: str) -> RunStatus:
     """The status of the run folder ``run`` of the repository ``repo``."""
-    configs: dict[str, str] = {}
-    for path, named in config_runs(repo):  # a run folder not made yet included
-        configs.setdefault(named, path.as_posix())
+    configs = run_configs(repo)  # a run folder not made yet included
     if run not in configs:
         known = ", ".join(sorted(configs)) or "none yet"
         raise StatusError(f"no config's run folder is {run!r} (run folders: {known})")
