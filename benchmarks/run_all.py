@@ -59,6 +59,7 @@ class Benchmark:
 
 BENCHMARKS: dict[str, Benchmark] = {
     "bundle": Benchmark("bundle.py", {"epochs": 2, "repeats": 3}, {"epochs": 1, "repeats": 1}),
+    "coverage": Benchmark("coverage.py", {"studies": 2000}, {"studies": 200}),
     "evaluation": Benchmark(
         "metrics.py",
         {"geometries": ["euclidean", "poincare"], "repeats": 5},

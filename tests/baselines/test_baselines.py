@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from hierbench.baselines.context_table import (
     BaselinesError,
@@ -153,13 +154,16 @@ def test_differences_from_the_frozen_features_per_arm_and_level() -> None:
     assert [arm for arm, _ in table.index[::4]] == ["PCA-32", "HIER-style", "E_S"]
     hier = table.loc[("HIER-style", "leaf")]  # 0.70 and 0.72 against 0.60
     assert hier["mean"] == pytest.approx(0.11) and hier["signs"] == "+ +"
-    assert (hier["ci_low"], hier["ci_high"]) == pytest.approx((0.10, 0.12))
+    # two seeds, no per-query rows: the t interval on one df
+    low, high = stats.t.interval(0.95, 1, loc=0.11, scale=stats.sem([0.10, 0.12]))
+    assert (hier["ci_low"], hier["ci_high"]) == pytest.approx((low, high))
     assert hier["p_seeds"] == pytest.approx(0.5) and hier["p_min"] == pytest.approx(0.5)
     flat = table.loc[("E_S", "mean_hierarchy")]  # 0.55 against 0.35 on both seeds
     assert flat["mean"] == pytest.approx(0.20) and flat["positive_seeds"] == 2
     pca = table.loc[("PCA-32", "middle")]  # deterministic: no seed, no sign-flip test
     assert pca["mean"] == pytest.approx(-0.1) and pca["seeds"] == pca["negative_seeds"] == 0
     assert np.isnan(pca["p_seeds"]) and np.isnan(pca["p_min"])
+    assert np.isnan(pca["ci_low"])  # no per-query rows: no test-image noise to put around it
 
 
 def test_baselines_table_needs_every_baseline() -> None:

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from hierbench.controls.outer import OuterSplitError, outer_cells, outer_splits
 from hierbench.controls.outer_tables import outer_gains, outer_per_split, outer_table
@@ -94,7 +95,9 @@ def test_gains_carry_an_interval_and_sign_flip_test_over_splits() -> None:
     gains = outer_gains(outer_per_split(_scores(), "group_macro"), settings).set_index("gain")
     differences = np.array([ENDPOINTS[s]["E_S"] - ENDPOINTS[s]["E_R"] for s in ENDPOINTS])
     row = gains.loc["E_S − E_R"]  # +0.04, +0.03, −0.01
-    assert differences.min() <= row["ci_low"] < row["mean"] < row["ci_high"] <= differences.max()
+    # the t interval over the three splits (each split's test side is its own: no shared part)
+    low, high = stats.t.interval(0.9, 2, loc=differences.mean(), scale=stats.sem(differences))
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high)) and row["df"] == 2
     # 8 sign assignments of (0.04, 0.03, 0.01): |mean| ≥ 0.02 for (+,+,±) and (−,−,±) only
     assert row["p_splits"] == pytest.approx(4 / 8) and row["p_min"] == pytest.approx(0.25)
     same_sign = gains.loc["H_S − H_R"]  # +0.04, +0.02, +0.04: all positive

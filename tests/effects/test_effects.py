@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from hierbench.effects import (
     EffectsError,
@@ -152,6 +153,9 @@ def test_effects_summary_mean_sd_and_positive_seeds():
         "sd",
         "n",
         "positive_seeds",
+        "negative_seeds",
+        "se",
+        "df",
         "ci_low",
         "ci_high",
         "p_seeds",
@@ -163,8 +167,10 @@ def test_effects_summary_mean_sd_and_positive_seeds():
         assert row["sd"] == pytest.approx(sample_sd(values))
         assert row["n"] == 3
         assert row["positive_seeds"] == EXPECTED_POSITIVE[effect]
-        # seeds only (no per-query rows): the interval spans the per-seed values' mean range
-        assert min(values) <= row["ci_low"] <= sum(values) / 3 <= row["ci_high"] <= max(values)
+        # seeds only (no per-query rows): the t interval over the three seeds, 2 df
+        low, high = stats.t.interval(0.95, 2, loc=np.mean(values), scale=stats.sem(values))
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high))
+        assert row["df"] == 2 and row["se"] == pytest.approx(stats.sem(values))
         assert row["p_seeds"] == pytest.approx(sign_flip_p(values))
         assert row["p_min"] == 0.25
 

@@ -25,7 +25,7 @@ from hierbench.effects import (
 )
 from hierbench.protocol import PAPER_TABLES
 from hierbench.provenance.records import JobContext
-from hierbench.stages.tables import clear_effects, summary_markdown, write_effects, write_plan
+from hierbench.stages.tables import summary_markdown, write_effects, write_plan
 
 JOB = JobContext(rule="effects", code="c0de")
 SEEDS = (42, 2024, 3407)
@@ -124,9 +124,9 @@ def test_published_table_goes_through_hierbench_effects(tmp_path: Path, capsys):
         "not written: table_recall (no Recall@K metric (r@K rows))",
         "not written: table_ot (no OT metric (ot@K or ot_tree@… rows))",
         "not written: table_effects_ot (no OT metric (ot@K or ot_tree@… rows))",
-        "intervals: 95% percentile, 10000 bootstrap replicates over the training seeds only "
-        "(a per-seed table holds no per-query rows, so the test images' noise is not in "
-        "them); p (seeds): the sign-flip test over seeds",
+        "intervals: 95% t intervals over the training seeds alone (n − 1 df; a per-seed table "
+        "holds no per-query rows, so they hold their level for these test images, not for new "
+        "ones); p (seeds): the sign-flip test over seeds",
         f"16 files -> {tmp_path / 'out'}",
     ]
     written = sorted(p.name for p in (tmp_path / "out").iterdir() if ".prov" not in p.name)
@@ -257,33 +257,12 @@ def test_pipeline_tables_write_every_paper_table_and_summary(tmp_path: Path):
     assert "The query-micro sensitivity tables are in `sensitivity/`." in page
     assert "## OT@K per arm" in page and "## Simple effects on OT@K" in page
     assert "| toy | ot@50 | geom_R | +0.8000 ± 0.0000 | 2/2 |" in page
-    # The effects whose interval excludes zero lead, then the mAP sections, as before
-    lead = page.index("## Effects on mAP whose interval excludes zero")
-    assert lead < page.index("## mAP per arm") < page.index("## Recall@K") < page.index("## OT@K")
-    assert "Intervals: 95% percentile, 10000 bootstrap replicates" in page
-
-
-def test_the_summary_leads_with_the_effects_whose_interval_excludes_zero():
-    summary = pd.DataFrame(
-        {
-            "metric": ["map", "map", "map", "r@1"],
-            "level": ["mean_hierarchy", "leaf", "high", "leaf"],
-            "effect": ["geom_S", "loss_E", "int", "geom_R"],
-            "mean": [0.012, -0.03, 0.001, 0.5],
-            "ci_low": [0.005, -0.05, -0.002, 0.4],
-            "ci_high": [0.019, -0.01, 0.004, 0.6],
-            "p_seeds": [0.25, 0.25, 0.75, 0.25],
-            "p_min": [0.25, 0.25, 0.25, 0.25],
-        }
-    )
-    labels = {"leaf": "species", "middle": "genus", "high": "family"}
-    assert clear_effects(summary, labels) == [
-        "- loss_E (E_S - E_R), species: -0.0300 [-0.0500, -0.0100], p 0.25 (floor 0.25)",
-        "- geom_S (H_S - E_S), mean_hierarchy: +0.0120 [+0.0050, +0.0190], p 0.25 (floor 0.25)",
-    ]
-    assert clear_effects(summary[summary["effect"] == "int"], labels) == [
-        "None: every interval on mAP contains zero."
-    ]
+    # The planned endpoints lead, then the exploratory intervals, then the paper's sections
+    lead = page.index("## Planned endpoints: the five simple effects on mean hierarchy mAP")
+    assert lead < page.index("## Exploratory") < page.index("## mAP per arm")
+    assert page.index("## mAP per arm") < page.index("## Recall@K") < page.index("## OT@K")
+    assert "Intervals: 95% t intervals over the training seeds alone" in page
+    assert "excludes zero" not in page and "significant" not in page
 
 
 def test_tree_referenced_ot_goes_beside_ot_at_k_in_every_table(tmp_path: Path):

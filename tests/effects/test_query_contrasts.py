@@ -1,7 +1,7 @@
-"""Paired contrasts outside the factorial (hierbench.effects.query_contrasts): the two-stage
-replicates of first − second agree with a plain loop, a seedless variant pairs with every seed,
-mean hierarchy is the mean of middle and high, and a contrast whose per-query rows disagree
-with the per-seed table is refused."""
+"""Paired contrasts outside the factorial (hierbench.effects.query_contrasts): the test images'
+variances of first − second agree with a plain loop over leaf-stratified query resamples, a
+seedless variant pairs with every seed, mean hierarchy comes from the mean of middle and high
+replicates, and a contrast whose per-query rows disagree with the per-seed table is refused."""
 
 from __future__ import annotations
 
@@ -10,12 +10,18 @@ import pandas as pd
 import pytest
 
 from hierbench.effects import EffectsError
-from hierbench.effects.intervals import IntervalSettings, draw_resamples
+from hierbench.effects.intervals import (
+    IntervalSettings,
+    collapsed_strata,
+    draw_image_weights,
+    query_noise,
+)
 from hierbench.effects.query_contrasts import QueryContrasts
 from hierbench.effects.variants import per_seed_by_variant
 from hierbench.metrics.scoring import metric_settings, score_draws
 
 SEEDS, DRAWS = (1, 2, 3), (7, 8)
+LEVELS = ("leaf", "middle", "high")
 SETTINGS = IntervalSettings(level=0.9, replicates=300, seed=5)
 VARIANTS = {"full": 1.5, "shuffle": 0.5, "frozen": 0.0}  # how near each embeds to its labels
 
@@ -59,24 +65,41 @@ def _scores() -> tuple[pd.DataFrame, pd.DataFrame]:
 PER_QUERY, SUMMARIES = _scores()
 
 
-def _aggregate(values: np.ndarray, groups: np.ndarray, counts: np.ndarray, macro: bool) -> float:
+def _aggregate(values: np.ndarray, groups: np.ndarray, weights: np.ndarray, macro: bool) -> float:
     """One resample's aggregation of one seed's per-query values, query by query."""
     if not macro:
         total = weight = 0.0
-        for value, count in zip(values, counts, strict=True):
+        for value, w in zip(values, weights, strict=True):
             if np.isfinite(value):
-                total, weight = total + count * value, weight + count
+                total, weight = total + w * value, weight + w
         return total / weight
-    by_group: dict[int, list[float]] = {}
-    for value, group, count in zip(values, groups, counts, strict=True):
-        if np.isfinite(value):
-            by_group.setdefault(int(group), []).extend([value] * int(count))
-    means = [np.mean(found) for found in by_group.values() if found]
+    by_group: dict[int, list[tuple[float, float]]] = {}
+    for value, group, w in zip(values, groups, weights, strict=True):
+        if np.isfinite(value) and w > 0:
+            by_group.setdefault(int(group), []).append((value, w))
+    means = [sum(v * w for v, w in found) / sum(w for _, w in found) for found in by_group.values()]
     return float(np.mean(means))
 
 
+def _image_weights() -> tuple[list[str], np.ndarray]:
+    """The query images (sorted) and their (R, U) weights, resampled within their strata."""
+    rows = PER_QUERY[PER_QUERY["variant"] == "frozen"]
+    images = sorted(set(rows["image_id"]))
+    labels = np.array(
+        [
+            [
+                rows[(rows["image_id"] == i) & (rows["level"] == lv)]["group"].iloc[0]
+                for lv in LEVELS
+            ]
+            for i in images
+        ]
+    )
+    return images, draw_image_weights(collapsed_strata(labels), SETTINGS.replicates, 5)
+
+
 def _plain_loop(first: str, second: str, level: str, macro: bool) -> np.ndarray:
-    """The two-stage replicates of first − second, one replicate, seed and query at a time."""
+    """(R, S) replicates of each seed's first − second, one replicate, seed and query at a
+    time, the queries resampled within their strata."""
     rows = PER_QUERY[PER_QUERY["level"] == level]
     draws = []
     for qg in DRAWS:
@@ -88,29 +111,36 @@ def _plain_loop(first: str, second: str, level: str, macro: bool) -> np.ndarray:
             return np.where(own["valid"], own["ap"], np.nan)
 
         groups = at[at["variant"] == first].sort_values(["seed", "query"])["group"].to_numpy()
-        draws.append((values, groups[: at["query"].nunique()]))
-    sizes = [len(groups) for _, groups in draws]
-    resamples = draw_resamples(len(SEEDS), sizes, SETTINGS.replicates, SETTINGS.seed)
-    out = []
+        queries = at[at["variant"] == "frozen"].sort_values("query")["image_id"].tolist()
+        draws.append((values, groups[: at["query"].nunique()], queries))
+    images, image_weights = _image_weights()
+    out = np.empty((SETTINGS.replicates, len(SEEDS)))
     for r in range(SETTINGS.replicates):
-        per_seed = []
         for s, seed in enumerate(SEEDS):
             by_draw = [
-                _aggregate(values(first, seed) - values(second, seed), groups, counts[r], macro)
-                for (values, groups), counts in zip(draws, resamples.queries, strict=True)
+                _aggregate(
+                    values(first, seed) - values(second, seed),
+                    groups,
+                    image_weights[r, [images.index(i) for i in queries]],
+                    macro,
+                )
+                for values, groups, queries in draws
             ]
-            per_seed.extend([np.mean(by_draw)] * int(resamples.seeds[r, s]))
-        out.append(np.mean(per_seed))
-    return np.array(out)
+            out[r, s] = np.mean(by_draw)
+    return out
 
 
 @pytest.mark.parametrize("aggregation", ["query_micro", "group_macro"])
 @pytest.mark.parametrize(("first", "second"), [("full", "shuffle"), ("full", "frozen")])
-def test_replicates_agree_with_a_plain_loop(aggregation: str, first: str, second: str) -> None:
+def test_variances_agree_with_a_plain_loop(aggregation: str, first: str, second: str) -> None:
     contrasts = QueryContrasts(PER_QUERY, aggregation, SETTINGS)
-    found = contrasts.contrast(first, second, "middle").replicates
-    expected = _plain_loop(first, second, "middle", aggregation == "group_macro")
-    np.testing.assert_allclose(found, expected, rtol=1e-10, atol=1e-12)
+    found = contrasts.contrast(first, second, "middle")
+    expected = query_noise(
+        _plain_loop(first, second, "middle", aggregation == "group_macro")[..., None]
+    )
+    assert found.shared == pytest.approx(float(expected.shared[0]), rel=1e-9, abs=1e-15)
+    assert found.total == pytest.approx(float(expected.total[0]), rel=1e-9, abs=1e-15)
+    assert found.total > 0
 
 
 @pytest.mark.parametrize("aggregation", ["query_micro", "group_macro"])
@@ -131,11 +161,12 @@ def test_observed_values_equal_the_per_seed_tables(aggregation: str) -> None:
             contrasts.checked("full", other, level, differences)  # does not raise
 
 
-def test_mean_hierarchy_is_the_mean_of_middle_and_high_replicates() -> None:
+def test_mean_hierarchy_comes_from_the_mean_of_middle_and_high_replicates() -> None:
     contrasts = QueryContrasts(PER_QUERY, "group_macro", SETTINGS)
-    middle, high = (contrasts.contrast("full", "shuffle", lv) for lv in ("middle", "high"))
     both = contrasts.contrast("full", "shuffle", "mean_hierarchy")
-    np.testing.assert_array_equal(both.replicates, (middle.replicates + high.replicates) / 2)
+    middle, high = (_plain_loop("full", "shuffle", lv, True) for lv in ("middle", "high"))
+    expected = query_noise(((middle + high) / 2)[..., None])
+    assert both.shared == pytest.approx(float(expected.shared[0]), rel=1e-9)
 
 
 def test_rows_that_disagree_with_the_summaries_are_refused() -> None:

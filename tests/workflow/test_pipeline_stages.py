@@ -13,7 +13,7 @@ from conftest import TINY, TINY_LOGS, TINY_RUN, TINY_SEEDS, snakemake
 from test_splits import assert_outer_splits_disjoint
 
 from hierbench.effects.companion_angle import ranking_per_seed
-from hierbench.effects.intervals import IntervalSettings, percentile_interval
+from hierbench.effects.intervals import IntervalSettings, t_interval
 from hierbench.effects.query_contrasts import QueryContrasts
 from hierbench.features.store import read_feature_matrix
 from hierbench.metrics.sealed_scoring import SealedCell
@@ -336,22 +336,27 @@ def _query_contrasts(paths: list[Path], label: str = "variant") -> QueryContrast
     return QueryContrasts(rows, REGISTERED_AGGREGATION["cub"], IntervalSettings(), label)
 
 
-def test_contrasts_outside_the_factorial_carry_two_stage_intervals(built_repo: Path):
+def test_contrasts_outside_the_factorial_carry_the_test_images_share(built_repo: Path):
     """Recomputed from the run's per-query files, the intervals of a semantic contrast and of a
-    baseline's difference equal the tables' (seeds alone could not reach past the seeds)."""
+    baseline's difference equal the tables' (seeds alone would leave the test images out)."""
     base = built_repo / f"{TINY_RUN}/cub"
+    settings = IntervalSettings()
     semantic = pd.read_parquet(base / "tables/controls/semantic_contrasts.parquet").iloc[0]
     query = _query_contrasts(sorted((base / "eval/semantic").glob("*/ES-*[0-9].parquet")))
-    replicates = query.contrast("full", "shuffle", semantic["level"]).replicates
-    expected = percentile_interval(replicates, IntervalSettings().level)
-    assert (semantic["ci_low"], semantic["ci_high"]) == pytest.approx(expected, abs=1e-12)
+    noise = query.contrast("full", "shuffle", semantic["level"])
+    per_seed = pd.read_parquet(base / "tables/controls/semantic_per_seed.parquet")
+    wide = per_seed[(per_seed["level"] == semantic["level"]) & (per_seed["metric"] == "map")]
+    wide = wide.pivot(index="seed", columns="variant", values="value")
+    expected = t_interval(wide["full"] - wide["shuffle"], noise.shared, settings.level)
+    assert (semantic["ci_low"], semantic["ci_high"]) == pytest.approx(
+        (expected.low, expected.high), abs=1e-12
+    )
     differences = pd.read_parquet(base / "tables/baselines_differences.parquet")
     hs = differences[(differences["arm"] == "H_S") & (differences["level"] == "mean_hierarchy")]
     arms = [base / "eval/frozen.parquet", *sorted(base.glob("eval/HS-*[0-9].parquet"))]
-    replicates = _query_contrasts(arms, "arm").contrast("H_S", "frozen", "mean_hierarchy")
-    expected = percentile_interval(replicates.replicates, IntervalSettings().level)
-    assert (hs["ci_low"].item(), hs["ci_high"].item()) == pytest.approx(expected, abs=1e-12)
-    assert hs["mean"].item() == pytest.approx(replicates.observed, abs=1e-9)
+    noise = _query_contrasts(arms, "arm").contrast("H_S", "frozen", "mean_hierarchy")
+    assert hs["mean"].item() == pytest.approx(noise.observed, abs=1e-9)
+    assert hs["se"].item() ** 2 >= noise.shared - 1e-15  # the shared part is in its se
     pca = differences[differences["arm"].str.startswith("PCA")]
     assert (pca["seeds"] == 0).all() and pca["p_seeds"].isna().all()  # deterministic
     gains = pd.read_parquet(base / "outer/outer_gains.parquet")

@@ -14,6 +14,7 @@ from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings
 from hierbench.effects.query_contrasts import SEEDLESS, QueryContrasts
 from hierbench.effects.variants import (
     PAIRED_COLUMNS,
+    deterministic_contrast,
     paired_contrast,
     per_seed_of_arms,
     seeds_mean_sd,
@@ -67,7 +68,6 @@ def baselines_table(per_seed: pd.DataFrame, dimensions: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-NAN = float("nan")
 DIFFERENCE_COLUMNS = ("arm", "level", *PAIRED_COLUMNS)
 
 
@@ -79,9 +79,10 @@ def baselines_differences(
 ) -> pd.DataFrame:
     """Each arm's mAP minus the frozen features' at every level and on mean hierarchy, per
     training seed (the frozen features do not train: one value serves every seed), with the
-    interval (two-stage from ``query``'s per-query rows, labelled by arm, when given; else over
-    seeds) and the sign-flip test. A deterministic arm (PCA) has no seeds: its interval is
-    over queries alone and it has no sign-flip test."""
+    t interval (with the test images' shared variance from ``query``'s per-query rows,
+    labelled by arm, when given; else over seeds) and the sign-flip test. A deterministic arm
+    (PCA) has no seeds: its interval is over the test images alone and it has no sign-flip
+    test."""
     frozen = per_seed[per_seed["variant"] == FROZEN].set_index("level")["value"]
     rows = []
     for arm in arm_order(sorted(set(per_seed["variant"]) - {FROZEN})):
@@ -89,11 +90,11 @@ def baselines_differences(
         for level in LEVELS_SHOWN:
             at_level = part[part["level"] == level].set_index("seed")["value"].sort_index()
             differences = at_level - float(frozen[level])
-            replicates = query.checked(arm, FROZEN, level, differences) if query else None
-            summary = paired_contrast(differences, intervals, replicates)
+            noise = query.checked(arm, FROZEN, level, differences) if query else None
             if list(differences.index) == [SEEDLESS]:  # PCA: deterministic, no seed to test
-                summary |= {"positive_seeds": 0, "negative_seeds": 0, "seeds": 0, "signs": ""}
-                summary |= {"p_seeds": NAN, "p_min": NAN}
+                summary = deterministic_contrast(float(differences.iloc[0]), intervals, noise)
+            else:
+                summary = paired_contrast(differences, intervals, noise)
             rows.append(
                 {
                     "arm": ARM_TITLES.get(arm, arm).format(dimensions=dimensions),

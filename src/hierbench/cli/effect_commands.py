@@ -11,7 +11,7 @@ import pandas as pd
 from hierbench.effects import plan_effects, read_per_seed
 from hierbench.effects import render_markdown as markdown_table
 from hierbench.effects.intervals import IntervalSettings
-from hierbench.effects.query_intervals import query_intervals
+from hierbench.effects.query_intervals import query_noise_table
 from hierbench.effects.seeds_needed import choose_row, describe, measured_noise, seeds_table
 from hierbench.provenance.codehash import code_hash
 from hierbench.provenance.records import JobContext
@@ -27,13 +27,14 @@ def _effects(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         raise ValueError(f"--out: {args.out} is a file; name a folder for the tables")
     settings = IntervalSettings(args.confidence, args.replicates, args.seed)
-    query_level = None
+    noise = None
     if args.per_query:
         scores = read_per_query(args.per_query)
-        query_level = query_intervals(scores, args.aggregation, settings)
-    plan = plan_effects(read_per_seed(args.per_seed), settings, query_level)
+        noise = query_noise_table(scores, args.aggregation, settings)
+    plan = plan_effects(read_per_seed(args.per_seed), settings, noise)
     inputs = tuple(str(path) for path in (args.per_seed, *args.per_query))
-    job = JobContext(rule="cli:effects", inputs=inputs, code=code_hash(["effects"]))
+    params = {"aggregation": args.aggregation, "intervals": settings.metadata()}
+    job = JobContext(rule="cli:effects", params=params, inputs=inputs, code=code_hash(["effects"]))
     written = write_plan(plan, args.out, job)
     for note in plan.notes():
         print(note)
@@ -42,19 +43,24 @@ def _effects(args: argparse.Namespace) -> int:
 
 
 def _seeds(args: argparse.Namespace) -> int:
-    """How many training seeds an effect needs for its interval to exclude zero."""
+    """How often the reported interval and test settle an effect with more training seeds."""
     summary = pd.read_parquet(args.effects_table)
-    missing = {"ci_low", "ci_high", "sd", "n", "mean"} - set(summary.columns)
+    missing = {"ci_low", "ci_high", "se", "sd", "n", "mean"} - set(summary.columns)
     if missing:
         raise ValueError(
             f"{args.effects_table} is not an effects summary with intervals (lacks "
-            f"{sorted(missing)}); pass tables/effects_summary.parquet of a run"
+            f"{sorted(missing)}); pass tables/effects_summary.parquet of a run made by this "
+            "version"
         )
     row = choose_row(summary, args.dataset, args.effect, args.metric, args.level)
     settings = IntervalSettings(level=args.confidence)
-    print(describe(row, measured_noise(row, args.confidence), args.confidence))
+    for line in describe(row, measured_noise(row), args.confidence):
+        print(line)
     table = seeds_table(row, settings)
-    table["interval excludes zero"] = table["interval excludes zero"].map("{:.0%}".format)
+    for column in table.columns:
+        if "α" in column or "excludes" in column:
+            table[column] = table[column].map("{:.1%}".format)
+    table["sign-flip floor"] = table["sign-flip floor"].map("{:.3g}".format)
     table["median width"] = table["median width"].map("{:.4f}".format)
     print(markdown_table(table))
     return 0
@@ -100,9 +106,12 @@ def add_effect_commands(commands: argparse._SubParsersAction) -> None:
     effects.set_defaults(handler=_effects)
     seeds = commands.add_parser(
         "seeds",
-        help="how many training seeds an effect needs for its interval to exclude zero",
+        help="how many training seeds an effect needs: the reported interval's and test's "
+        "power, and their rate at a true zero",
         description="Simulate studies of 3, 5, 10 and 20 seeds from an effect's measured "
-        "spread over seeds and test images.",
+        "spread over seeds and its test images' shared noise: how often the t interval "
+        "excludes zero and the sign-flip test reaches the level, at the observed effect (taken "
+        "as the truth) and at a true zero.",
         epilog="example: hierbench seeds results/nabirds/tables/effects_summary.parquet "
         "--effect geom_R --dataset nabirds",
     )

@@ -122,9 +122,9 @@ def curvature_contrasts(
 ) -> pd.DataFrame:
     """The paper's contrasts of mean hierarchy mAP (Base − Near-flat, Strong − Base, Small
     radius − Base, Large radius − Base, Near-flat − Matched Euclidean) and each point without
-    a role against the base: per seed, mean ± SD, signs and the interval (two-stage from
-    ``query``'s per-query rows when given, else over seeds) with the sign-flip test, all
-    within the control."""
+    a role against the base: per seed, mean ± SD, signs and the t interval (with the test
+    images' share from ``query``'s per-query rows when given, else over seeds) with the
+    sign-flip test, all within the control."""
     rows = _map_rows(per_seed)
     wide = rows[rows["level"] == MEAN_HIERARCHY].pivot(
         index="seed", columns="variant", values="value"
@@ -146,7 +146,7 @@ def curvature_contrasts(
         if first not in roles:
             name = f"{first} − {_role_name(second, roles)}"
         table.append({"contrast": name, "minuend": first, "subtrahend": second})
-        replicates = query.checked(first, second, MEAN_HIERARCHY, diff) if query else None
-        table[-1] |= paired_contrast(diff, intervals, replicates)
+        noise = query.checked(first, second, MEAN_HIERARCHY, diff) if query else None
+        table[-1] |= paired_contrast(diff, intervals, noise)
     frame = pd.DataFrame(table)
     return frame.astype({"mean": np.float64, "sd": np.float64})

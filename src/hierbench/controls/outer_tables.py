@@ -1,7 +1,8 @@
 """The outer hierarchy-disjoint splits' tables. The endpoint is mean hierarchy mAP under the
 dataset's registered aggregation: mean ± SD over the splits per arm, and paired per-split gains
-with an interval over splits (the splits resampled; each split's seeds are averaged first) and
-the sign-flip test over splits.
+with a t interval over splits (each split's seeds are averaged first; each split has its own
+test side, so no test image is shared between them and the splits' spread holds all the noise)
+and the sign-flip test over splits.
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ def outer_gains(
                 "sd": summary["sd"],
                 "positive_splits": summary["positive"],
                 "splits": summary["count"],
+                "se": spread["se"],
+                "df": spread["df"],
                 "ci_low": spread["ci_low"],
                 "ci_high": spread["ci_high"],
                 "p_splits": spread["p_seeds"],

@@ -63,8 +63,9 @@ def semantic_contrasts(
     query: QueryContrasts | None = None,
 ) -> pd.DataFrame:
     """The paper's paired seed differences of mAP (Table 2's text), each at its levels, with
-    positive and negative seed counts, the signs in seed order, and the interval (two-stage
-    from ``query``'s per-query rows when given, else over seeds) with the sign-flip test."""
+    positive and negative seed counts, the signs in seed order, and the t interval (with the
+    test images' share from ``query``'s per-query rows when given, else over seeds) with the
+    sign-flip test."""
     chosen = per_seed[per_seed["metric"] == "map"]
     rows = []
     for first, second, levels in CONTRASTS:
@@ -74,12 +75,12 @@ def semantic_contrasts(
             if first not in wide or second not in wide:
                 continue
             differences = wide[first] - wide[second]
-            replicates = query.checked(first, second, level, differences) if query else None
+            noise = query.checked(first, second, level, differences) if query else None
             rows.append(
                 {
                     "contrast": f"{ARM_NAMES[first]} − {ARM_NAMES[second]}",
                     "level": level,
-                    **paired_contrast(differences, intervals, replicates),
+                    **paired_contrast(differences, intervals, noise),
                 }
             )
     return pd.DataFrame(rows, columns=list(CONTRAST_COLUMNS))

@@ -7,6 +7,7 @@ supports (tables take the metrics they are given). The tables stage
 (``hierbench.stages.tables``) publishes them.
 """
 
+from hierbench.effects.formulas import EFFECT_DEFINITIONS, EFFECT_FORMULAS
 from hierbench.effects.plan import EffectsPlan, plan_effects
 from hierbench.effects.render import (
     PM,
@@ -42,8 +43,6 @@ from hierbench.effects.schema import (
     validate_per_seed,
 )
 from hierbench.effects.statistics import (
-    EFFECT_DEFINITIONS,
-    EFFECT_FORMULAS,
     arms_summary,
     baseline_rows,
     complete_mean_hierarchy,

@@ -91,8 +91,8 @@ def ranking_table(
 ) -> pd.DataFrame:
     """Per companion arm: a row per ranking (mAP per level and mean hierarchy mAP, mean ± SD
     over seeds), then the paired difference angle − distance of mean hierarchy mAP with its
-    interval (two-stage from the arm's per-query rows in ``queries`` when given, else over
-    seeds) and the sign-flip test."""
+    t interval (with the test images' shared variance from the arm's per-query rows in
+    ``queries`` when given, else over seeds) and the sign-flip test."""
     arms = per_seed["geometry"].astype(str) + "_" + per_seed["loss"].astype(str)
     rows: list[dict[str, str | int]] = []
     for arm in (name for name in COMPANION_ARMS if name in set(arms)):
@@ -116,12 +116,12 @@ def _difference_row(
     chosen = part[part["level"] == MEAN_HIERARCHY]
     wide = chosen.pivot(index="seed", columns="ranking", values="value").sort_index()
     differences = wide[ANGLE_RANKING] - wide[DISTANCE_RANKING]
-    replicates = (
+    noise = (
         query.checked(ANGLE_RANKING, DISTANCE_RANKING, MEAN_HIERARCHY, differences)
         if query
         else None
     )
-    summary = paired_contrast(differences, intervals, replicates)
+    summary = paired_contrast(differences, intervals, noise)
     entry: dict[str, str | int] = {"arm": arm, "ranking": DIFFERENCE}
     entry |= {level: "" for level in LEVELS}
     entry[MEAN_HIERARCHY] = mean_sd(summary["mean"], summary["sd"], 4, signed=True)

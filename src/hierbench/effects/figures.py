@@ -2,7 +2,7 @@
 
 - effects: a forest plot of each simple effect of the factorial (and each contrast of the
   companion method, where its cells ran) on mean hierarchy mAP: one point per seed, the mean
-  on its interval (solid where it excludes zero);
+  on its interval (the five planned endpoints in blue, the exploratory contrasts in grey);
 - mAP by level: leaf, middle and high mAP for each arm and the frozen baseline (how the
   arms redistribute retrieval quality across levels);
 - hyperbolic norms: for the Poincaré cells, the norm of group prototypes at each taxonomy
@@ -46,8 +46,9 @@ def figure_writer(figure: Figure, kind: str) -> Callable[[Path], None]:
 
 def effects_figure(effects: pd.DataFrame, summary: pd.DataFrame, title: str) -> Figure:
     """A forest plot of each simple effect (one metric and level): a row per effect, its seeds
-    as grey points, its mean as a blue point on its interval (``summary``: ``effect``, ``mean``,
-    ``ci_low``, ``ci_high``), a line at zero; an interval clear of zero is drawn solid."""
+    as grey points, its mean as a point on its interval (``summary``: ``effect``, ``mean``,
+    ``ci_low``, ``ci_high``), a line at zero; the planned endpoints (the factorial's five) in
+    blue, the exploratory contrasts in grey."""
     present = [effect for effect in EFFECT_ORDER if effect in set(effects["effect"])]
     figure = Figure(figsize=(6.0, 0.45 * len(present) + 1.2))
     axis = figure.subplots()
@@ -57,11 +58,9 @@ def effects_figure(effects: pd.DataFrame, summary: pd.DataFrame, title: str) -> 
         values = effects.loc[effects["effect"] == effect, "value"].to_numpy(float)
         axis.scatter(values, np.full(len(values), row + 0.15), color="0.5", s=14, zorder=3)
         low, high, mean = (float(rows.loc[effect, key]) for key in ("ci_low", "ci_high", "mean"))
-        clear = low > 0 or high < 0
-        axis.plot(
-            [low, high], [row, row], color="C0", linewidth=2.0, linestyle="-" if clear else ":"
-        )
-        axis.scatter([mean], [row], color="C0", s=28, zorder=4)
+        color = "C0" if effect in FACTORIAL_EFFECTS else "0.45"
+        axis.plot([low, high], [row, row], color=color, linewidth=2.0)
+        axis.scatter([mean], [row], color=color, s=28, zorder=4)
     axis.axvline(0, color="0.3", linewidth=0.8)
     axis.set_yticks([-p for p in range(len(present))], present)
     if len(present) > len(FACTORIAL_EFFECTS):
@@ -70,23 +69,6 @@ def effects_figure(effects: pd.DataFrame, summary: pd.DataFrame, title: str) -> 
     axis.set_title(title)
     figure.tight_layout()
     return figure
-
-
-def interval_verdicts(summary: pd.DataFrame) -> str:
-    """The effects figure's caption, effect by effect (reStructuredText, for the report): each
-    effect's mean and interval, and whether the interval excludes zero."""
-    rows = summary.set_index("effect")
-    lines = ["Effect by effect (mean hierarchy mAP):", ""]
-    for effect in (name for name in EFFECT_ORDER if name in rows.index):
-        low, high, mean = (float(rows.loc[effect, key]) for key in ("ci_low", "ci_high", "mean"))
-        if not np.isfinite([low, high]).all():
-            verdict = "no interval"
-        elif low > 0 or high < 0:
-            verdict = "its interval **excludes zero**"
-        else:
-            verdict = "its interval includes zero"
-        lines.append(f"- ``{effect}``: {mean:+.4f} [{low:+.4f}, {high:+.4f}]; {verdict}.")
-    return "\n".join(lines) + "\n"
 
 
 def _level_ticks(labels: Mapping[str, str] | None) -> list[str]:

@@ -14,8 +14,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings
-from hierbench.effects.query_intervals import with_query_intervals
+from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings, describe_intervals
 from hierbench.effects.render import (
     NO_OT,
     arm_table,
@@ -56,6 +55,7 @@ class EffectsPlan(NamedTuple):
     skipped: dict[str, str]  # paper table -> why it is not written
     uncertainty: str  # what the effects' intervals account for
     cautions: tuple[str, ...] = ()  # what the data cannot show (one seed: no SD)
+    settings: IntervalSettings = DEFAULT_INTERVALS  # how the intervals were made (their seed)
 
     def notes(self) -> list[str]:
         """What a reader of the output should know: derived rows, tables left out, and what
@@ -72,19 +72,17 @@ def _has_metric(frame: pd.DataFrame, pattern: str) -> bool:
 def plan_effects(
     per_seed: pd.DataFrame,
     intervals: IntervalSettings = DEFAULT_INTERVALS,
-    query_level: pd.DataFrame | None = None,
+    noise: pd.DataFrame | None = None,
 ) -> EffectsPlan:
     """Validate, complete mean_hierarchy, summarise (with the ``intervals`` settings), and
-    build the supported paper tables. ``query_level`` holds the two-stage intervals
-    (:func:`hierbench.effects.query_intervals.query_intervals`) when the per-query rows are at
-    hand; without them the intervals resample the seeds alone."""
+    build the supported paper tables. ``noise`` holds the test images' variances
+    (:func:`hierbench.effects.query_intervals.query_noise_table`) when the per-query rows are
+    at hand; without them the intervals are over the seeds alone."""
     frame, derived = complete_mean_hierarchy(per_seed)
     arms = arms_summary(frame)
     by_seed = effects_by_seed(frame)
-    summary = effects_summary(by_seed, intervals)
+    summary = effects_summary(by_seed, intervals, noise)
     level = intervals.level
-    if query_level is not None:
-        summary = with_query_intervals(summary, query_level)
     map_effects = (summary["metric"] == MAP_METRIC) & (summary["level"] == MEAN_HIERARCHY)
     no_ot = f"no {NO_OT}"
     tables: dict[str, tuple[bool, str, Callable[[], pd.DataFrame]]] = {
@@ -112,18 +110,19 @@ def plan_effects(
     }
     paper = {name: tables[name][2]() for name in PAPER_TABLES if tables[name][0]}
     skipped = {name: tables[name][1] for name in PAPER_TABLES if not tables[name][0]}
-    uncertainty = (
-        f"intervals: {level:.0%} percentile, {intervals.replicates} two-stage paired bootstrap "
-        "replicates (training seeds, then each query/gallery draw's queries); p (seeds): the "
-        "sign-flip test over seeds"
-        if query_level is not None
-        else f"intervals: {level:.0%} percentile, {intervals.replicates} bootstrap replicates "
-        "over the training seeds only (a per-seed table holds no per-query rows, so the test "
-        "images' noise is not in them); p (seeds): the sign-flip test over seeds"
-    )
+    uncertainty = describe_intervals(intervals, per_query=noise is not None)
     cautions = tuple(_single_seed_cautions(frame))
     return EffectsPlan(
-        frame, arms, by_seed, summary, paper, tuple(derived), skipped, uncertainty, cautions
+        frame,
+        arms,
+        by_seed,
+        summary,
+        paper,
+        tuple(derived),
+        skipped,
+        uncertainty,
+        cautions,
+        intervals,
     )
 
 

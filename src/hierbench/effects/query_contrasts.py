@@ -1,14 +1,17 @@
-"""Two-stage intervals of the paired contrasts outside the factorial (the controls' contrasts,
-the baselines' differences, the companion ranking difference) from the per-query rows.
+"""The test images' share of the intervals of the paired contrasts outside the factorial (the
+controls' contrasts, the baselines' differences, the companion ranking difference), from the
+per-query rows.
 
 A contrast is two labelled variants of one table (two semantic arms, two curvature points, an
 arm and the frozen features, one arm ranked two ways), scored on the same query/gallery draws.
 Its per-query values are the first variant's AP minus the second's, per training seed; a
-seedless variant (the frozen features, PCA: seed -1) is the same for every seed. The
-replicates come from :func:`hierbench.effects.intervals.two_stage_batch`, so a contrast
-resamples seeds, then queries within each draw, both variants sharing the resample. Mean
-hierarchy is the mean of the middle and high replicates. The observed value (every seed and
-query once) is handed back so the caller can check it against the per-seed table.
+seedless variant (the frozen features, PCA: seed -1) is the same for every seed. The queries
+are resampled by test image within their leaf strata, both variants and every seed sharing the
+resample (:func:`hierbench.effects.intervals.per_seed_replicates`), which gives the test images'
+shared and total variance of the contrast's seed mean
+(:func:`hierbench.effects.intervals.query_noise`).
+Mean hierarchy is the mean of the middle and high replicates. The observed value (every query
+once) is handed back so the caller can check it against the per-seed table.
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ import pandas as pd
 
 from hierbench.effects.intervals import (
     IntervalSettings,
-    Resamples,
-    draw_resamples,
-    observed_resample,
-    two_stage_batch,
+    QueryResamples,
+    observed_weights,
+    per_seed_replicates,
+    query_noise,
 )
+from hierbench.effects.query_intervals import query_images
 from hierbench.effects.schema import EffectsError
 from hierbench.protocol import MEAN_HIERARCHY
 from hierbench.relations import LEVELS
@@ -34,11 +38,13 @@ MATCH_TOLERANCE = 1e-9  # observed vs the per-seed table's mean difference (summ
 
 
 @dataclass(frozen=True)
-class ContrastReplicates:
-    """A contrast's observed value (every seed and query once) and its (R,) replicates."""
+class ContrastNoise:
+    """A contrast's observed value (its seed mean, every query once) and the test images'
+    ``shared`` and ``total`` variance of it (:class:`hierbench.effects.intervals.QueryNoise`)."""
 
     observed: float
-    replicates: np.ndarray
+    shared: float
+    total: float
 
 
 @dataclass(frozen=True)
@@ -90,9 +96,8 @@ class QueryContrasts:
         settings: IntervalSettings,
         label: str = "variant",
     ) -> None:
-        needed = {label, "dataset", "seed", "qg_seed", "query", "level", "valid", "ap"}
-        if aggregation == "group_macro":
-            needed.add("group")
+        needed = {label, "dataset", "seed", "qg_seed", "query", "level", "valid", "ap", "group"}
+        needed.add("image_id")
         missing = needed - set(per_query.columns)
         if missing:
             raise EffectsError(f"per-query rows lack columns {sorted(missing)}")
@@ -102,7 +107,8 @@ class QueryContrasts:
         self.settings = settings
         self._macro = aggregation == "group_macro"
         self._draws: dict[str, list[_Draw]] = {}
-        self._drawn: dict[int, tuple[Resamples, Resamples]] = {}
+        self._images = query_images(per_query, f"dataset {datasets[0]!r}")
+        self._drawn: QueryResamples | None = None
         for level in LEVELS:
             rows = per_query[per_query["level"] == level]
             self._draws[level] = [
@@ -110,17 +116,15 @@ class QueryContrasts:
                 for q, part in rows.groupby("qg_seed", sort=True)
             ]
 
-    def _resamples(self, n_seeds: int) -> tuple[Resamples, Resamples]:
-        """The bootstrap resamples and the observed 'resample' for ``n_seeds`` paired seeds
-        (drawn once, shared by every contrast of the table)."""
-        if n_seeds not in self._drawn:
-            sizes = [len(next(iter(draw.values.values()))[0]) for draw in self._draws[LEVELS[0]]]
-            drawn = draw_resamples(n_seeds, sizes, self.settings.replicates, self.settings.seed)
-            self._drawn[n_seeds] = (drawn, observed_resample(n_seeds, sizes))
-        return self._drawn[n_seeds]
+    def _resamples(self) -> QueryResamples:
+        """The query resamples (drawn once, shared by every contrast of the table)."""
+        if self._drawn is None:
+            self._drawn = self._images.resamples(self.settings)
+        return self._drawn
 
-    def _at_level(self, first: str, second: str, level: str) -> ContrastReplicates:
-        """The contrast first − second at a level of the evaluation (leaf, middle, high)."""
+    def _at_level(self, first: str, second: str, level: str) -> tuple[np.ndarray, np.ndarray]:
+        """The per-seed replicates (R, S) and observed per-seed values (S,) of first − second
+        at a level of the evaluation (leaf, middle, high)."""
         draws = self._draws[level]
         if not draws or any(v not in draws[0].values for v in (first, second)):
             raise EffectsError(f"no per-query rows of {first!r} and {second!r} at level {level}")
@@ -129,27 +133,31 @@ class QueryContrasts:
         for draw in draws:
             difference = _on_seeds(draw, first, seeds) - _on_seeds(draw, second, seeds)
             batch.append((difference[:, :, None], draw.groups if self._macro else None))
-        resamples, observed = self._resamples(len(seeds))
-        return ContrastReplicates(
-            observed=float(two_stage_batch(batch, observed)[0, 0]),
-            replicates=two_stage_batch(batch, resamples)[:, 0],
+        sizes = [values.shape[1] for values, _ in batch]
+        observed = per_seed_replicates(batch, observed_weights(sizes))[0, :, 0]
+        return per_seed_replicates(batch, self._resamples())[:, :, 0], observed
+
+    def contrast(self, first: str, second: str, level: str) -> ContrastNoise:
+        """The observed seed mean of first − second at ``level`` and its test-image variances
+        (mean hierarchy: from the mean of the middle and high replicates, made from the same
+        resamples)."""
+        if level == MEAN_HIERARCHY:
+            parts = [self._at_level(first, second, lv) for lv in ("middle", "high")]
+            replicates = (parts[0][0] + parts[1][0]) / 2
+            observed = (parts[0][1] + parts[1][1]) / 2
+        else:
+            replicates, observed = self._at_level(first, second, level)
+        noise = query_noise(replicates[:, :, None])
+        return ContrastNoise(
+            observed=float(observed.mean()),
+            shared=float(noise.shared[0]),
+            total=float(noise.total[0]),
         )
 
-    def contrast(self, first: str, second: str, level: str) -> ContrastReplicates:
-        """The two-stage replicates of first − second at ``level`` (mean hierarchy: the mean of
-        the middle and high replicates, made from the same resamples)."""
-        if level != MEAN_HIERARCHY:
-            return self._at_level(first, second, level)
-        middle, high = (self._at_level(first, second, lv) for lv in ("middle", "high"))
-        return ContrastReplicates(
-            observed=(middle.observed + high.observed) / 2,
-            replicates=(middle.replicates + high.replicates) / 2,
-        )
-
-    def checked(self, first: str, second: str, level: str, differences: pd.Series) -> np.ndarray:
-        """The replicates of first − second at ``level``, whose observed value must equal the
-        mean of the per-seed ``differences`` the table shows (else the per-query rows are not
-        those the summaries came from)."""
+    def checked(self, first: str, second: str, level: str, differences: pd.Series) -> ContrastNoise:
+        """The test-image variances of first − second at ``level``, whose observed value must
+        equal the mean of the per-seed ``differences`` the table shows (else the per-query rows
+        are not those the summaries came from)."""
         found = self.contrast(first, second, level)
         expected = float(differences.mean())
         if abs(found.observed - expected) > MATCH_TOLERANCE:
@@ -157,7 +165,7 @@ class QueryContrasts:
                 f"{first} − {second} at level {level}: the per-query rows give "
                 f"{found.observed!r}, the summaries {expected!r}; evaluate again"
             )
-        return found.replicates
+        return found
 
 
 def _paired_seeds(

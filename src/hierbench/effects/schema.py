@@ -18,9 +18,10 @@ int, loss_AS_E, loss_AS_hyp, geom_A; the index is a plain range):
 - effects by seed: ``dataset, level, metric, effect, seed, value`` from the four factorial arms
   of the same seed (and, where the companion cells ran, their three contrasts with E_S and H_S);
   the frozen baseline takes no part.
-- effects summary: ``dataset, level, metric, effect, mean, sd, n, positive_seeds, ci_low,
-  ci_high, p_seeds, p_min`` (the interval at ``effects.intervals.level``, the sign-flip p-value
-  over seeds and its floor with ``n`` seeds: :mod:`hierbench.effects.intervals`).
+- effects summary: ``dataset, level, metric, effect, mean, sd, n, positive_seeds,
+  negative_seeds, se, df, ci_low, ci_high, p_seeds, p_min`` (the t interval at
+  ``effects.intervals.level``, mean ± t(df) · se, then the sign-flip p-value over seeds and
+  its floor with ``n`` seeds: :mod:`hierbench.effects.intervals`).
 
 Levels and metrics: mAP and Recall@K are scored at leaf, middle and high (and their
 mean_hierarchy); the OT scores (lower is better), OT@K (``ot@K``, ideal-referenced) and the
@@ -30,7 +31,8 @@ the whole relation mix, so they are scored only at level ``all``
 is not scored is an error.
 
 NaN values (a level without valid queries) are skipped by the summaries: ``n`` counts the
-non-NaN values, ``sd`` is NaN when ``n`` < 2 and ``positive_seeds`` counts values > 0.
+non-NaN values, ``sd`` is NaN when ``n`` < 2, ``positive_seeds`` counts values > 0 and
+``negative_seeds`` values < 0.
 """
 
 from __future__ import annotations
@@ -89,6 +91,9 @@ EFFECTS_SUMMARY_COLUMNS: tuple[str, ...] = (
     "sd",
     "n",
     "positive_seeds",
+    "negative_seeds",
+    "se",
+    "df",
     "ci_low",
     "ci_high",
     "p_seeds",

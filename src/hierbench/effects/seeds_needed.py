@@ -1,17 +1,22 @@
-"""How many training seeds an effect needs for its interval to exclude zero (``hierbench seeds``).
+"""How many training seeds an effect needs (``hierbench seeds``): the power of the interval and
+the test the tables actually report, and their rate at a true zero.
 
-From one row of a run's effects summary: the effect's mean, the spread of its per-seed values
-(the sample SD over seeds, σ_seed) and its interval. The interval's width holds both sources of
-noise; what the seeds' spread does not explain is the test images' share,
-σ_query² = max(0, σ_total² − σ_seed²/n), σ_total being the half-width over the normal quantile.
-More seeds shrink only the first part: the test set stays the same.
+From one row of a run's effects summary: the effect's mean, the SD of its per-seed values
+(σ_seed) and the standard error of its interval. The interval's variance is SD²/n plus the test
+images' shared variance (:mod:`hierbench.effects.intervals`), so the shared part is exactly
+V_shared = se² − SD²/n; more seeds shrink only the first part, as the test set stays the same.
 
-The simulation draws, for n seeds, per-seed values N(mean, σ_seed²) and one test-set offset
-N(0, σ_query²) per simulated study, then forms the interval as the two-stage bootstrap would:
-the percentile interval of replicates that resample the n seeds and add the test images'
-spread. The share of simulated studies whose interval excludes zero is the chance that n seeds
-give a clear result, if the effect is what this run measured. Seeded: the same row gives the
-same table.
+The simulation draws, for n seeds, per-seed values N(μ, σ_seed²) plus one test-set offset
+N(0, V_shared) shared by every seed of a simulated study, then forms what the tables print:
+the t interval (mean ± t(df) · se, V_shared counted as known) and the sign-flip test over seeds.
+It reports how often the interval excludes zero and how often the test's p falls at or below
+1 − level, with μ the observed mean and with μ = 0. The first takes the observed effect as the
+truth, which it is not known to be: read it as "if the effect is what this run measured". The
+second is the false-exclusion rate, near 1 − level for the interval; the sign-flip test, exact
+for these test images, also reacts to the shared offset, so with many seeds its rate at zero
+rises above 1 − level where the test images' noise is large. With too few seeds the sign-flip
+test cannot reach the level at all (its floor 2¹⁻ⁿ): its power is then zero whatever the
+effect. Seeded: the same row gives the same table.
 """
 
 from __future__ import annotations
@@ -21,69 +26,105 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from hierbench.effects.intervals import IntervalSettings
+from hierbench.effects.intervals import (
+    IntervalSettings,
+    sign_flip_pvalues,
+    smallest_p,
+    t_intervals,
+)
 
 SEED_COUNTS = (3, 5, 10, 20)
-STUDIES = 1_000  # simulated studies per seed count
-REPLICATES = 500  # bootstrap replicates per simulated study
+STUDIES = 4_000  # simulated studies per seed count and truth
+EXACT_UP_TO = 12  # seeds for which the simulated sign-flip test enumerates every assignment
+RANDOM_FLIPS = 1_999  # beyond, random assignments per simulated study
 
 
 @dataclass(frozen=True)
 class Noise:
-    """An effect's measured mean and the two standard deviations the simulation draws from."""
+    """An effect's measured mean and the two sources of noise the simulation draws from."""
 
     mean: float
     seed_sd: float
-    query_sd: float
+    shared_sd: float
 
 
-def measured_noise(row: pd.Series, level: float) -> Noise:
-    """The effect's mean, σ_seed (its sample SD over seeds) and σ_query (the interval's width
-    beyond what the seeds explain) from one effects-summary row."""
-    z = stats.norm.ppf(0.5 + level / 2)
-    total = (float(row["ci_high"]) - float(row["ci_low"])) / (2 * z)
+def measured_noise(row: pd.Series) -> Noise:
+    """The effect's mean, σ_seed (its sample SD over seeds) and the test images' shared SD
+    (√(se² − SD²/n), which the interval added to the seeds' part) from one summary row."""
     seed_sd = float(row["sd"]) if np.isfinite(row["sd"]) else 0.0
-    query_var = max(0.0, total**2 - seed_sd**2 / max(int(row["n"]), 1))
-    return Noise(float(row["mean"]), seed_sd, float(np.sqrt(query_var)))
+    seeds = max(int(row["n"]), 1)
+    shared = max(0.0, float(row["se"]) ** 2 - seed_sd**2 / seeds)
+    return Noise(float(row["mean"]), seed_sd, float(np.sqrt(shared)))
 
 
-def simulate(noise: Noise, seeds: int, settings: IntervalSettings) -> tuple[float, float]:
-    """The share of simulated studies with ``seeds`` seeds whose interval excludes zero, and
-    their median interval width."""
+@dataclass(frozen=True)
+class Rates:
+    """What ``seeds`` seeds give over the simulated studies at one true effect."""
+
+    interval_excludes_zero: float
+    test_rejects: float
+    median_width: float
+
+
+def simulate(noise: Noise, seeds: int, truth: float, settings: IntervalSettings) -> Rates:
+    """Simulated studies of ``seeds`` seeds whose true effect is ``truth``: how often the t
+    interval excludes zero, how often the sign-flip p is at most 1 − level, and the
+    interval's median width."""
     rng = np.random.default_rng(settings.seed)
-    values = rng.normal(noise.mean, noise.seed_sd, size=(STUDIES, seeds))
-    offsets = rng.normal(0.0, noise.query_sd, size=(STUDIES, 1))
-    picks = rng.integers(0, seeds, size=(STUDIES, REPLICATES, seeds), dtype=np.int32)
-    resampled = np.take_along_axis(values[:, None, :], picks, axis=2).mean(axis=2)
-    spread = rng.normal(0.0, noise.query_sd, size=(STUDIES, REPLICATES))
-    replicates = resampled + offsets + spread
-    tail = (1 - settings.level) / 2
-    low, high = np.quantile(replicates, [tail, 1 - tail], axis=1)
-    clear = (low > 0) | (high < 0)
-    return float(clear.mean()), float(np.median(high - low))
+    values = rng.normal(truth, noise.seed_sd, size=(STUDIES, seeds))
+    values += rng.normal(0.0, noise.shared_sd, size=(STUDIES, 1))
+    low, high, _, _ = t_intervals(values, noise.shared_sd**2, settings.level)
+    p = sign_flip_pvalues(values, settings.seed, exact_up_to=EXACT_UP_TO, flips=RANDOM_FLIPS)
+    return Rates(
+        interval_excludes_zero=float(np.mean((low > 0) | (high < 0))),
+        test_rejects=float(np.mean(p <= 1 - settings.level)),
+        median_width=float(np.median(high - low)),
+    )
 
 
 def seeds_table(
     row: pd.Series, settings: IntervalSettings, counts: Sequence[int] = SEED_COUNTS
 ) -> pd.DataFrame:
-    """For each number of seeds: the chance its interval excludes zero and its median width."""
-    noise = measured_noise(row, settings.level)
+    """For each number of seeds: the interval's and the sign-flip test's rate at the observed
+    effect and at a true zero, the test's floor, and the interval's median width."""
+    noise = measured_noise(row)
     rows = []
     for seeds in counts:
-        share, width = simulate(noise, seeds, settings)
-        rows.append({"seeds": seeds, "interval excludes zero": share, "median width": width})
+        observed = simulate(noise, seeds, noise.mean, settings)
+        null = simulate(noise, seeds, 0.0, settings)
+        rows.append(
+            {
+                "seeds": seeds,
+                "interval excludes 0, at observed": observed.interval_excludes_zero,
+                "interval excludes 0, at zero": null.interval_excludes_zero,
+                "sign-flip p ≤ α, at observed": observed.test_rejects,
+                "sign-flip p ≤ α, at zero": null.test_rejects,
+                "sign-flip floor": smallest_p(seeds),
+                "median width": observed.median_width,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def describe(row: pd.Series, noise: Noise, level: float) -> str:
-    """One line saying what the simulation starts from."""
-    return (
+def describe(row: pd.Series, noise: Noise, level: float) -> list[str]:
+    """What the simulation starts from, and how to read it."""
+    alpha = 1 - level
+    lines = [
         f"{row['dataset']} {row['effect']} on {row['metric']} at {row['level']}: mean "
-        f"{noise.mean:+.4f}, SD over seeds {noise.seed_sd:.4f}, test images' SD "
-        f"{noise.query_sd:.4f} (from its {level:.0%} interval over {int(row['n'])} seeds)"
-    )
+        f"{noise.mean:+.4f}, SD over seeds {noise.seed_sd:.4f}, the test images' shared SD "
+        f"{noise.shared_sd:.4f} (from its {level:.0%} interval over {int(row['n'])} seeds).",
+        f"Each row simulates {STUDIES} studies. The columns at the observed effect take "
+        f"{noise.mean:+.4f} as the truth, which it is not known to be; those at a true zero "
+        f"give the false-exclusion rate (near {alpha:.0%} for the interval). α = {alpha:.2g}.",
+    ]
+    blind = [n for n in SEED_COUNTS if smallest_p(n) > alpha]
+    if blind:
+        lines.append(
+            f"With {', '.join(map(str, blind))} seeds the sign-flip test's floor is above "
+            f"{alpha:.2g}: it has zero power there, whatever the effect."
+        )
+    return lines
 
 
 def choose_row(

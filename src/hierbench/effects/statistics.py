@@ -6,12 +6,12 @@ statistical units (mean ± sample SD, ddof = 1).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pandas as pd
 from pandas.api.typing import SeriesGroupBy
 
+from hierbench.effects.formulas import EFFECT_FORMULAS
 from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings, uncertainty
+from hierbench.effects.query_intervals import shared_variances
 from hierbench.effects.schema import (
     ARMS_COLUMNS,
     EFFECTS_BY_SEED_COLUMNS,
@@ -44,29 +44,6 @@ from hierbench.protocol import (
     FROZEN,
     MEAN_HIERARCHY,
 )
-
-# Each effect computed from a frame with one column per arm (rows are seeds): the factorial's
-# five, then the companion method's three contrasts (only where its cells ran).
-EFFECT_FORMULAS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
-    "geom_R": lambda arm: arm["H_R"] - arm["E_R"],
-    "geom_S": lambda arm: arm["H_S"] - arm["E_S"],
-    "loss_E": lambda arm: arm["E_S"] - arm["E_R"],
-    "loss_H": lambda arm: arm["H_S"] - arm["H_R"],
-    "int": lambda arm: (arm["H_S"] - arm["E_S"]) - (arm["H_R"] - arm["E_R"]),
-    "loss_AS_E": lambda arm: arm["E_A"] - arm["E_S"],
-    "loss_AS_hyp": lambda arm: arm["L_A"] - arm["H_S"],
-    "geom_A": lambda arm: arm["L_A"] - arm["E_A"],
-}
-EFFECT_DEFINITIONS: dict[str, str] = {
-    "geom_R": "H_R - E_R",
-    "geom_S": "H_S - E_S",
-    "loss_E": "E_S - E_R",
-    "loss_H": "H_S - H_R",
-    "int": "(H_S - E_S) - (H_R - E_R)",
-    "loss_AS_E": "E_A - E_S",
-    "loss_AS_hyp": "L_A - H_S",
-    "geom_A": "L_A - E_A",
-}
 
 
 def _metric_columns(summaries: pd.DataFrame) -> list[str]:
@@ -265,21 +242,31 @@ def effects_by_seed(per_seed: pd.DataFrame) -> pd.DataFrame:
 
 
 def effects_summary(
-    effects: pd.DataFrame, intervals: IntervalSettings = DEFAULT_INTERVALS
+    effects: pd.DataFrame,
+    intervals: IntervalSettings = DEFAULT_INTERVALS,
+    noise: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """Mean ± sample SD over seeds of every effect, the number of seeds above zero, and its
-    uncertainty (:func:`hierbench.effects.intervals.uncertainty`; seeds only: the per-seed
-    table holds no per-query rows)."""
+    """Mean ± sample SD over seeds of every effect, the numbers of seeds above and below zero,
+    and its uncertainty (:func:`hierbench.effects.intervals.uncertainty`): with the test
+    images' shared variance from ``noise``
+    (:func:`hierbench.effects.query_intervals.query_noise_table`, whose observed effects must
+    equal these means) when the per-query rows are at hand, else over the seeds alone."""
     frame = validate_effects(effects)
     keys = ["dataset", "level", "metric", "effect"]
     groups = frame.groupby(keys, sort=True)["value"]
     summary = _summarise(groups)
     summary["positive_seeds"] = groups.agg(lambda v: int((v > 0).sum())).astype("int64")
-    columns = pd.DataFrame.from_dict(
-        {key: uncertainty(values.to_numpy(), intervals) for key, values in groups},
-        orient="index",
+    summary["negative_seeds"] = groups.agg(lambda v: int((v < 0).sum())).astype("int64")
+    summary = summary.reset_index()
+    shared = shared_variances(summary, noise) if noise is not None else None
+    columns = pd.DataFrame(
+        [
+            uncertainty(values.to_numpy(), intervals, None if shared is None else shared[row])
+            for row, (_, values) in enumerate(groups)
+        ],
+        index=summary.index,
     )
-    summary = summary.join(columns.set_axis(summary.index)).reset_index()
+    summary = summary.join(columns)
     return canonical_order(summary[list(EFFECTS_SUMMARY_COLUMNS)], keys)
 
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from hierbench.effects import mean_sd, per_seed_from_evaluations
-from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings, uncertainty
+from hierbench.effects.intervals import (
+    DEFAULT_INTERVALS,
+    IntervalSettings,
+    query_only_interval,
+    uncertainty,
+)
+from hierbench.effects.query_contrasts import ContrastNoise
 from hierbench.protocol import FROZEN
 
 
@@ -50,6 +55,8 @@ PAIRED_COLUMNS: tuple[str, ...] = (
     "negative_seeds",
     "seeds",
     "signs",
+    "se",
+    "df",
     "ci_low",
     "ci_high",
     "p_seeds",
@@ -60,12 +67,13 @@ PAIRED_COLUMNS: tuple[str, ...] = (
 def paired_contrast(
     differences: pd.Series,
     intervals: IntervalSettings = DEFAULT_INTERVALS,
-    replicates: np.ndarray | None = None,
+    noise: ContrastNoise | None = None,
 ) -> dict[str, float | int | str]:
     """A contrast's per-seed differences summarised as the tables show them: mean, sample SD,
-    positive and negative seed counts, seeds, the signs in seed order, and the interval
-    (``ci_low``, ``ci_high``: from the two-stage ``replicates`` when given, else over seeds)
-    with the sign-flip test (``p_seeds``, ``p_min``)."""
+    positive and negative seed counts, seeds, the signs in seed order, and the t interval
+    (``se``, ``df``, ``ci_low``, ``ci_high``: with the test images' shared variance from
+    ``noise`` when the per-query rows are at hand, else over seeds) with the sign-flip test
+    (``p_seeds``, ``p_min``)."""
     summary = paired_summary(differences)
     return {
         "mean": summary["mean"],
@@ -74,7 +82,35 @@ def paired_contrast(
         "negative_seeds": int((differences < 0).sum()),
         "seeds": summary["count"],
         "signs": seed_signs(differences),
-        **uncertainty(differences.to_numpy(dtype=float), intervals, replicates),
+        **uncertainty(
+            differences.to_numpy(dtype=float), intervals, None if noise is None else noise.shared
+        ),
+    }
+
+
+def deterministic_contrast(
+    difference: float, intervals: IntervalSettings, noise: ContrastNoise | None
+) -> dict[str, float | int | str]:
+    """The summary of a contrast with no training seed (PCA against the frozen features): its
+    one value, an interval over the test images alone (none without per-query rows), and no
+    seed counts or sign-flip test."""
+    interval = query_only_interval(
+        difference, float("nan") if noise is None else noise.total, intervals.level
+    )
+    nan = float("nan")
+    return {
+        "mean": difference,
+        "sd": nan,
+        "positive_seeds": 0,
+        "negative_seeds": 0,
+        "seeds": 0,
+        "signs": "",
+        "se": interval.se,
+        "df": interval.df,
+        "ci_low": interval.low,
+        "ci_high": interval.high,
+        "p_seeds": nan,
+        "p_min": nan,
     }
 
 

@@ -64,8 +64,8 @@ def build_companion_angle_table(
     per_query: tuple[list[str | Path], list[str | Path]] | None = None,
 ) -> pd.DataFrame:
     """Write the per-seed rows and the ranking table (parquet, Markdown, LaTeX, CSV) of the
-    companion cells under the dataset's registered aggregation; the difference's interval over
-    seeds at the config's ``effects.intervals``."""
+    companion cells under the dataset's registered aggregation; the difference's interval at the
+    config's ``effects.intervals`` (the test images' share from ``per_query`` when given)."""
     summaries = pd.concat(
         [
             _labelled(distance_summaries, DISTANCE_RANKING),
@@ -79,6 +79,7 @@ def build_companion_angle_table(
     settings = interval_settings(intervals)
     table = ranking_table(per_seed, settings, _query_contrasts(per_query, aggregation, settings))
     stem = Path(outputs["table"][0]).with_suffix("")
-    write_table(table, stem, job, labels=level_labels(levels))
+    metadata = {"interval_settings": settings.metadata()}
+    write_table(table, stem, job, labels=level_labels(levels), metadata=metadata)
     log.info("%s companion ranking table (%s): %d rows", dataset, aggregation, len(table))
     return per_seed

@@ -50,8 +50,8 @@ def build_curvature_tables(
 ) -> pd.DataFrame:
     """Write the curvature control's per-seed table, its two tables and its figure, from its
     own cells only (the base point and matched Euclidean included), under the dataset's
-    registered ``aggregation``; each contrast with its two-stage interval from the cells'
-    ``per_query`` rows (over seeds alone without them; ``intervals``: the config's
+    registered ``aggregation``; each contrast with its interval (the test images' share from
+    the cells' ``per_query`` rows; over seeds alone without them; ``intervals``: the config's
     ``effects.intervals``)."""
     frame = _concat(summaries)
     missing = {MATCHED_EUCLIDEAN, point_label(*base)} - set(frame["variant"])
@@ -64,7 +64,7 @@ def build_curvature_tables(
     table = curvature_table(per_seed, base)
     query = _query_contrasts(per_query, aggregation, settings)
     contrasts = curvature_contrasts(per_seed, base, settings, query)
-    _write_tables({"table": table, "contrasts": contrasts}, outputs, job, levels)
+    _write_tables({"table": table, "contrasts": contrasts}, outputs, job, levels, settings)
     order = variant_order(sorted(set(per_seed["variant"])))
     title = f"{dataset}: curvature/radius control (H_R, {aggregation})"
     _publish_figure(control_figure(per_seed, order, title), outputs["figure"], job)
@@ -86,8 +86,8 @@ def build_semantic_tables(
 ) -> pd.DataFrame:
     """Write the semantic-alignment control's per-seed table, its two tables and its figure,
     under the dataset's registered aggregation, scored with the true taxonomy; each contrast
-    with its two-stage interval from the cells' ``per_query`` rows (over seeds alone without
-    them; ``intervals``: the config's ``effects.intervals``)."""
+    with its interval (the test images' share from the cells' ``per_query`` rows; over seeds
+    alone without them; ``intervals``: the config's ``effects.intervals``)."""
     frame = pd.concat([pd.read_parquet(path) for path in summaries], ignore_index=True)
     per_seed = per_seed_by_variant(frame, aggregation)
     epochs = {}
@@ -100,7 +100,7 @@ def build_semantic_tables(
     query = _query_contrasts(per_query, aggregation, settings)
     contrasts = semantic_contrasts(per_seed, settings, query)
     tables = {"table": semantic_table(per_seed, epochs), "contrasts": contrasts}
-    _write_tables(tables, outputs, job, levels)
+    _write_tables(tables, outputs, job, levels, settings)
     order = arm_order(sorted(epochs))
     figure = control_figure(per_seed, order, f"{dataset}: semantic-alignment control (E_S)")
     _publish_figure(figure, outputs["figure"], job)
@@ -126,10 +126,14 @@ def _write_tables(
     outputs: dict[str, list[str]],
     job: JobContext,
     levels: tuple[str, str, str] | None,
+    settings: IntervalSettings,
 ) -> None:
-    """Each table at its output (parquet, Markdown, LaTeX, CSV), read with the level names."""
+    """Each table at its output (parquet, Markdown, LaTeX, CSV), read with the level names,
+    the interval settings (the resampling seed among them) in its metadata."""
+    metadata = {"interval_settings": settings.metadata()}
     for name, table in tables.items():
-        write_table(table, Path(outputs[name][0]).with_suffix(""), job, labels=level_labels(levels))
+        stem = Path(outputs[name][0]).with_suffix("")
+        write_table(table, stem, job, labels=level_labels(levels), metadata=metadata)
 
 
 def _publish_figure(figure: Any, targets: list[str], job: JobContext) -> None:
@@ -166,8 +170,8 @@ def build_baselines_tables(
     per_query: list[str | Path] | None = None,
 ) -> pd.DataFrame:
     """Write the context baselines' per-seed rows, their table beside the factorial's arms,
-    each arm's difference from the frozen features (two-stage intervals from ``per_query``,
-    over seeds alone without them) and the figure, under the dataset's registered
+    each arm's difference from the frozen features (intervals with the test images' share from
+    ``per_query``, over seeds alone without them) and the figure, under the dataset's registered
     aggregation."""
     per_seed = baselines_per_seed(_concat(summaries), aggregation)
     _write_arm_per_seed(per_seed, outputs["per_seed"][0], job)
@@ -177,7 +181,7 @@ def build_baselines_tables(
         "table": baselines_table(per_seed, dimensions),
         "differences": baselines_differences(per_seed, dimensions, settings, query),
     }
-    _write_tables(tables, outputs, job, levels)
+    _write_tables(tables, outputs, job, levels, settings)
     order = baseline_order(sorted(set(per_seed["variant"])))
     title = f"{dataset}: context baselines beside the factorial"
     figure = baselines_figure(per_seed, order, aggregation, title, level_labels(levels))
@@ -201,9 +205,9 @@ def build_outer_tables(
     per_split = outer_per_split(_concat(scores), aggregation)
     keys = ["split", *PER_SEED_KEYS]
     write_parquet(per_split[[*keys, "value"]], outputs["per_split"][0], job, sort_by=keys)
-    gains = outer_gains(per_split, interval_settings(intervals))
-    tables = {"table": outer_table(per_split), "gains": gains}
-    _write_tables(tables, outputs, job, levels)
+    settings = interval_settings(intervals)
+    tables = {"table": outer_table(per_split), "gains": outer_gains(per_split, settings)}
+    _write_tables(tables, outputs, job, levels, settings)
     order = [arm for arm in ARM_ORDER if arm in set(per_split["arm"])]
     title = f"{dataset}: outer hierarchy-disjoint splits ({aggregation})"
     _publish_figure(control_figure(figure_rows(per_split), order, title), outputs["figure"], job)

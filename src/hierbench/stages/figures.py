@@ -15,16 +15,16 @@ from hierbench.effects import ANY_OT_METRIC, add_arm
 from hierbench.effects.figures import (
     effects_figure,
     figure_writer,
-    interval_verdicts,
     map_by_level_figure,
     norms_figure,
     ot_by_k_figure,
     prototype_norms,
 )
+from hierbench.effects.verdicts import caption
 from hierbench.features.store import read_labelled_features
 from hierbench.levelnames import level_labels
 from hierbench.protocol import FIGURES, MEAN_HIERARCHY, POINCARE
-from hierbench.provenance.artifacts import publish
+from hierbench.provenance.artifacts import publish, read_parquet_metadata
 from hierbench.provenance.records import JobContext
 
 log = logging.getLogger(__name__)
@@ -82,6 +82,7 @@ def build_figures(
     for name, figure in zip(FIGURES, drawn, strict=True):
         for target in outputs[name]:
             publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)
-    text = interval_verdicts(intervals)
+    level = read_parquet_metadata(effects_summary)["interval_settings"]["level"]
+    text = caption(intervals, level)
     publish(verdicts, lambda path: path.write_text(text, encoding="utf-8"), job)
     log.info("%s figures written", dataset)

@@ -29,9 +29,9 @@ from hierbench.effects import (
     render_markdown,
 )
 from hierbench.effects.intervals import IntervalSettings
-from hierbench.effects.query_intervals import query_intervals
-from hierbench.effects.render import format_number, interval_text, p_text
+from hierbench.effects.query_intervals import query_noise_table
 from hierbench.effects.table_files import write_renderings
+from hierbench.effects.verdicts import design_limits, endpoints_table, exploratory_lines
 from hierbench.levelnames import LEVELS_METADATA, for_readers, legend_line, level_labels
 from hierbench.protocol import (
     AGGREGATION_LABELS,
@@ -74,44 +74,34 @@ def summary_markdown(
     dataset: str, plan: EffectsPlan, aggregation: str, labels: dict[str, str] | None = None
 ) -> str:
     """The paper's tables for one dataset that its metrics support, as Markdown, headed by the
-    aggregation they use (the dataset's registered one) and the dataset's level names."""
+    aggregation they use (the dataset's registered one) and the dataset's level names, led by
+    the planned endpoints (:mod:`hierbench.effects.verdicts`) and then the exploratory ones."""
     labels = labels or level_labels(None)
     label = AGGREGATION_LABELS[aggregation]
     sensitivity = AGGREGATION_LABELS[sensitivity_aggregation(aggregation)]
+    level = plan.settings.level
     parts = [
         f"# {dataset}: results ({label}, mean ± SD over training seeds)",
         "",
         f"{legend_line(labels)} The {sensitivity} sensitivity tables are in "
         f"`{SENSITIVITY_FOLDER}/`.",
         "",
-        "## Effects on mAP whose interval excludes zero",
+        "## Planned endpoints: the five simple effects on mean hierarchy mAP",
         "",
-        *clear_effects(plan.summary, labels),
+        render_markdown(endpoints_table(plan.summary, level)),
+        *design_limits(plan.summary, level),
         "",
         plan.uncertainty[0].upper() + plan.uncertainty[1:] + ".",
+        "",
+        "## Exploratory: every other effect on mAP",
+        "",
+        *exploratory_lines(plan.summary, level, labels),
         "",
     ]
     for name, heading in SUMMARY_SECTIONS.items():
         if name in plan.paper:
             parts += [f"## {heading}", "", render_markdown(for_readers(plan.paper[name], labels))]
     return "\n".join(parts)
-
-
-def clear_effects(summary: pd.DataFrame, labels: dict[str, str]) -> list[str]:
-    """One line per effect on mAP (every level) whose interval excludes zero, largest first
-    ("- geom_S (H_S - E_S), mean hierarchy: +0.0120 [+0.0050, +0.0190], p 0.25 (floor
-    0.25)"), or a line saying that there is none."""
-    chosen = summary[
-        (summary["metric"] == "map") & ((summary["ci_low"] > 0) | (summary["ci_high"] < 0))
-    ]
-    chosen = chosen.reindex(chosen["mean"].abs().sort_values(ascending=False, kind="stable").index)
-    lines = [
-        f"- {row.effect} ({EFFECT_DEFINITIONS[row.effect]}), {labels.get(row.level, row.level)}: "
-        f"{format_number(row.mean, 4, signed=True)} {interval_text(row.ci_low, row.ci_high, 4)}, "
-        f"p {p_text(row.p_seeds, row.p_min)}"
-        for row in chosen.itertuples()
-    ]
-    return lines or ["None: every interval on mAP contains zero."]
 
 
 def write_effects(
@@ -153,6 +143,7 @@ def write_plan(
     paths: list[Path] = []
     for name, table in tables.items():
         metadata = {"table": name, "sd": "sample, ddof=1, over seeds"}
+        metadata["interval_settings"] = plan.settings.metadata()
         if table is not plan.arms:
             metadata["effects"] = EFFECT_DEFINITIONS
         if plan.derived:
@@ -187,7 +178,7 @@ def _write_aggregation(
     per_query: pd.DataFrame | None,
 ) -> tuple[pd.DataFrame, EffectsPlan]:
     """The per-seed table and every effect table of one aggregation, written under ``target``
-    (two-stage intervals from ``per_query`` rows when given)."""
+    (intervals with the test images' share from ``per_query`` rows when given)."""
     per_seed = per_seed_from_evaluations(frames, aggregation)
     write_parquet(
         per_seed,
@@ -196,8 +187,8 @@ def _write_aggregation(
         sort_by=list(PER_SEED_KEYS),
         metadata={LEVELS_METADATA: labels},
     )
-    query_level = None if per_query is None else query_intervals(per_query, aggregation, intervals)
-    plan = plan_effects(per_seed, intervals, query_level)
+    noise = None if per_query is None else query_noise_table(per_query, aggregation, intervals)
+    plan = plan_effects(per_seed, intervals, noise)
     write_plan(plan, target, job, complete=True, labels=labels)
     return per_seed, plan
 
@@ -216,8 +207,8 @@ def build_tables(
     """Aggregate a dataset's evaluation summaries into every table of the study: the main
     tables under its registered ``aggregation``, the other one's in ``sensitivity/``; what a
     person reads names the levels as ``levels`` (leaf, middle, high) do; the effects'
-    uncertainty as the config's ``effects.intervals`` asks, from the cells' ``per_query``
-    scores (the two-stage bootstrap) when given."""
+    uncertainty as the config's ``effects.intervals`` asks, with the test images' share from
+    the cells' ``per_query`` scores when given."""
     out = Path(out_dir)
     labels = level_labels(levels)
     settings = IntervalSettings.from_config({"effects": {"intervals": dict(intervals or {})}})
