@@ -35,14 +35,14 @@ from dataclasses import dataclass
 import numpy as np
 from benchrows import Row, row
 
-from hierbench.effects.intervals import (
+from hierbench.effects.intervals import t_intervals
+from hierbench.effects.resampling import (
     QueryResamples,
     collapsed_strata,
     draw_image_weights,
     observed_weights,
     per_seed_replicates,
     query_noise,
-    t_intervals,
 )
 
 LEVEL = 0.95

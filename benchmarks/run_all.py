@@ -181,6 +181,17 @@ def markdown(rows: list[Row], facts: dict[str, Any]) -> str:
         if facts["mode"] == "quick"
         else "**full** (`make bench`: the benchmarks' own sizes and repeats)"
     )
+    kept = facts.get("kept")
+    kept_line = (
+        [
+            f"This run measured {', '.join(facts['measured'])} (`--only`); the rows of "
+            f"{', '.join(kept['benchmarks'])} are kept from the run before it (mode "
+            f"{kept['mode']}, load average {kept['load_average']}).",
+            "",
+        ]
+        if kept
+        else []
+    )
     lines = [
         "# Benchmarks",
         "",
@@ -190,6 +201,7 @@ def markdown(rows: list[Row], facts: dict[str, Any]) -> str:
         f"Machine: {facts['cpu_threads']} CPU thread(s) available to the run; load average "
         f"{facts['load_average']} when it began (other processes on the CPUs slow it unevenly).",
         "",
+        *kept_line,
         "Each ratio is the value divided by its reference, both measured in the same run (the "
         "machine's speed drifts), unless its note says otherwise. A ratio that misses its goal "
         "is marked **no**, and `make bench` then exits 1. The rows are also in "
@@ -270,7 +282,37 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_threads": len(os.sched_getaffinity(0)),
         "load_average": round(load, 1),
     }
+    if args.only and args.parquet.is_file():
+        rows, facts = keep_the_others(rows, facts, names, args.parquet)
     return finish(rows, args.parquet, args.markdown, facts)
+
+
+def keep_the_others(
+    rows: list[Row], facts: dict[str, Any], measured: list[str], parquet: Path
+) -> tuple[list[Row], dict[str, Any]]:
+    """With ``--only``: the rows just measured beside the previous run's rows of every other
+    benchmark, and facts that say which is which (the page states it)."""
+    table = pq.read_table(parquet)
+    before = json.loads((table.schema.metadata or {}).get(METADATA_KEY, b"{}"))
+    previous = [
+        {key: (None if pd.isna(value) else value) for key, value in record.items()}
+        for record in table.to_pandas().to_dict("records")
+        if record["benchmark"] not in measured
+    ]
+    if not previous:
+        return rows, facts
+    kept = sorted({record["benchmark"] for record in previous})
+    origin = before.get("kept")  # rows already kept once keep their first run's facts
+    facts = {
+        **facts,
+        "measured": sorted(measured),
+        "kept": {
+            "benchmarks": kept,
+            "mode": (origin or before).get("mode", "unknown"),
+            "load_average": (origin or before).get("load_average", "unknown"),
+        },
+    }
+    return rows + previous, facts
 
 
 if __name__ == "__main__":

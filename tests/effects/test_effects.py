@@ -26,7 +26,7 @@ from hierbench.effects import (
     render_latex,
     render_markdown,
 )
-from hierbench.effects.intervals import sign_flip_p
+from hierbench.effects.sign_flip import sign_flip_p
 from hierbench.provenance.artifacts import provenance_path, read_parquet_metadata
 from hierbench.provenance.records import JobContext
 from hierbench.stages.tables import write_effects

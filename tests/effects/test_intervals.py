@@ -12,22 +12,26 @@ from scipy import stats
 
 from hierbench.effects.calibration import calibrated_quantile
 from hierbench.effects.intervals import (
-    RANDOM_SIGN_FLIPS,
     IntervalError,
     IntervalSettings,
+    query_only_interval,
+    t_interval,
+    uncertainty,
+)
+from hierbench.effects.resampling import (
     QueryResamples,
-    _all_signs,
     collapsed_strata,
     draw_image_weights,
     observed_weights,
     per_seed_replicates,
     query_noise,
-    query_only_interval,
+)
+from hierbench.effects.sign_flip import (
+    RANDOM_SIGN_FLIPS,
+    _all_signs,
     sign_flip_p,
     sign_flip_pvalues,
     smallest_p,
-    t_interval,
-    uncertainty,
 )
 
 # ------------------------------------------------------------------------- strata, weights

@@ -10,13 +10,9 @@ import pandas as pd
 import pytest
 
 from hierbench.effects import EffectsError
-from hierbench.effects.intervals import (
-    IntervalSettings,
-    collapsed_strata,
-    draw_image_weights,
-    query_noise,
-)
+from hierbench.effects.intervals import IntervalSettings
 from hierbench.effects.query_contrasts import QueryContrasts
+from hierbench.effects.resampling import collapsed_strata, draw_image_weights, query_noise
 from hierbench.effects.variants import per_seed_by_variant
 from hierbench.metrics.scoring import metric_settings, score_draws
 

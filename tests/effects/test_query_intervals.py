@@ -10,13 +10,9 @@ import pandas as pd
 import pytest
 
 from hierbench.effects import EffectsError, per_seed_from_evaluations, plan_effects
-from hierbench.effects.intervals import (
-    IntervalSettings,
-    collapsed_strata,
-    draw_image_weights,
-    t_interval,
-)
+from hierbench.effects.intervals import IntervalSettings, t_interval
 from hierbench.effects.query_intervals import query_noise_table
+from hierbench.effects.resampling import collapsed_strata, draw_image_weights
 from hierbench.metrics.scoring import metric_settings, score_draws
 
 ARMS = {"E_R": ("E", "R"), "H_R": ("H", "R"), "E_S": ("E", "S"), "H_S": ("H", "S")}

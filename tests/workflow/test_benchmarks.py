@@ -99,6 +99,31 @@ def test_a_run_with_every_goal_met_exits_0_and_rewrites_the_same_bytes(tmp_path)
     assert (parquet.read_bytes(), markdown.read_bytes()) == first  # sorted, no timestamps
 
 
+def test_only_one_benchmark_keeps_the_others_rows_and_says_so(tmp_path):
+    run_all = _module("run_all")
+    rows = _module("benchrows")
+    parquet, markdown = tmp_path / "results.parquet", tmp_path / "bench.md"
+    run_all.finish([r for r in _rows() if r["met"] is not False], parquet, markdown, FACTS)
+    again = [rows.row("features", "stage vs bare", 95.0, 100.0, "images/s", ">= 0.8")]
+    now = {**FACTS, "mode": "full", "load_average": 1.5}
+    merged, facts = run_all.keep_the_others(again, now, ["features"], parquet)
+    assert [r["value"] for r in merged if r["benchmark"] == "features"] == [95.0]
+    assert {r["benchmark"] for r in merged} == {"features", "workflow", "render", "gpu"}
+    assert facts["kept"] == {
+        "benchmarks": ["gpu", "render", "workflow"],
+        "mode": "quick",
+        "load_average": 0.5,
+    }
+    run_all.finish(merged, parquet, markdown, facts)
+    text = markdown.read_text()
+    assert (
+        "This run measured features (`--only`); the rows of gpu, render, workflow are kept" in text
+    )
+    # a second --only run keeps the first run's facts for the rows it keeps again
+    _, later = run_all.keep_the_others(again, now, ["features"], parquet)
+    assert later["kept"]["mode"] == "quick"
+
+
 def test_a_benchmark_that_fails_becomes_a_missed_goal_with_its_error(monkeypatch):
     """The child process fails (it does not know the name): one error row, not a lost run."""
     run_all = _module("run_all")

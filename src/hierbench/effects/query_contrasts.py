@@ -21,14 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from hierbench.effects.intervals import (
-    IntervalSettings,
+from hierbench.effects.intervals import IntervalSettings
+from hierbench.effects.query_intervals import query_images
+from hierbench.effects.resampling import (
     QueryResamples,
     observed_weights,
     per_seed_replicates,
     query_noise,
 )
-from hierbench.effects.query_intervals import query_images
 from hierbench.effects.schema import EffectsError
 from hierbench.protocol import MEAN_HIERARCHY
 from hierbench.relations import LEVELS

@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from hierbench.effects.formulas import EFFECT_FORMULAS
-from hierbench.effects.intervals import (
-    IntervalSettings,
+from hierbench.effects.intervals import IntervalSettings
+from hierbench.effects.resampling import (
     QueryResamples,
     collapsed_strata,
     draw_image_weights,

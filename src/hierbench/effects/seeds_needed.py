@@ -27,12 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from hierbench.effects.intervals import (
-    IntervalSettings,
-    sign_flip_pvalues,
-    smallest_p,
-    t_intervals,
-)
+from hierbench.effects.intervals import IntervalSettings, t_intervals
+from hierbench.effects.sign_flip import sign_flip_pvalues, smallest_p
 
 SEED_COUNTS = (3, 5, 10, 20)
 STUDIES = 4_000  # simulated studies per seed count and truth
