@@ -260,8 +260,9 @@ def test_html_report_is_built_with_tables_and_figures(built_repo: Path):
     figures = ("effects.png", "map_by_level.png", "hyperbolic_norms.png", "ot_by_k.png")
     for name in ("summary.md", *figures):
         assert name in html
-    assert "Effect by effect (mean hierarchy mAP)" in html  # the caption, effect by effect
-    assert "its interval includes zero" in html or "its interval <strong>excludes zero" in html
+    # the caption: the planned endpoints, effect by effect, and no verdict beyond the design
+    assert "Planned endpoints (mean hierarchy mAP)" in html and "seeds agree in sign" in html
+    assert "excludes zero" not in html and "significant" not in html
 
 
 def test_the_baselines_and_outer_splits_ran_on_their_artifacts(built_repo: Path):
