@@ -336,7 +336,8 @@ def test_a_table_dataset_splits_by_its_protocol():
     from hierbench.stages.splits import make_split_table
 
     frame = _nabirds_like()
-    disjoint = make_split_table("table", frame, _table_block("middle-disjoint"))
+    disjoint, partition = make_split_table("table", frame, _table_block("middle-disjoint"))
+    assert partition["tries"] == 1 and partition["test"]["middles"] == round(0.2 * 404)
     tuning, final = _roles(disjoint, "tuning"), _roles(disjoint, "final")
     labels = frame.set_index("image_id")
     middles = {
@@ -344,7 +345,8 @@ def test_a_table_dataset_splits_by_its_protocol():
         for name, ids in (("train", tuning["train"]), ("test", final["test"]))
     }
     assert len(middles["test"]) == round(0.2 * 404) and not middles["train"] & middles["test"]
-    official = make_split_table("table", frame, _table_block("official"))
+    official, none = make_split_table("table", frame, _table_block("official"))
+    assert none is None
     test_ids = _roles(official, "final")["test"]
     assert test_ids == set(frame.loc[~frame["is_train"], "image_id"])
 

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from hierbench.relations import LABEL_COLUMNS, valid_query_counts
+from hierbench.splits.partition import Partition, middle_partition, parent_counts
 from hierbench.splits.sampling import (  # noqa: F401  (re-exported: the splits' public API)
     FRACTION_TOLERANCE,
     SplitError,
@@ -219,33 +220,6 @@ def cub_split_table(
     return _assemble(parts)
 
 
-def parent_counts(
-    spec: dict[str, int | float],
-    n_parents: int,
-    key: str = "splits.parents",
-    groups: str = "parents",
-) -> dict[str, int]:
-    """Middle groups per split (train/validation/test) from counts or fractions, checked; an
-    error names the config ``key`` and the ``groups`` in the dataset's own words."""
-    values = [spec[name] for name in ("train", "validation", "test")]
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        if sum(values) != n_parents:
-            raise SplitError(
-                f"{key}: train {values[0]} + validation {values[1]} + test {values[2]} "
-                f"= {sum(values)}, but the image pool has {n_parents} {groups}"
-            )
-        return dict(zip(("train", "validation", "test"), values, strict=True))
-    if any(isinstance(v, int) for v in values) or abs(sum(values) - 1) > FRACTION_TOLERANCE:
-        raise SplitError(f"{key}: give three counts or three fractions summing to 1, got {values}")
-    sizes = pd.Series(values, index=["train", "validation", "test"])
-    counts = allocate(sizes, n_parents, np.random.default_rng(0)).to_dict()
-    if min(counts.values()) < 1:
-        raise SplitError(
-            f"{key}: {n_parents} {groups} cannot be split as {values} (each split needs one)"
-        )
-    return {name: int(count) for name, count in counts.items()}
-
-
 def sample_pool(images: pd.DataFrame, size: int | None, seed: int) -> pd.DataFrame:
     """The protocol's image pool: every image, or a seeded sample stratified by class.
 
@@ -295,21 +269,41 @@ def nabirds_split_table(
     outer_seed: int,
     outer_test_fraction: float,
     groups_key: tuple[str, str] = ("splits.parents", "parents"),
+    leaves: dict[str, int] | None = None,
 ) -> pd.DataFrame:
-    """NABirds Parent-disjoint: whole parents to train / validation / test (official flags unused).
-    ``groups_key``: the config key and the name of the groups, for an error.
+    """NABirds Parent-disjoint: whole parents to train / validation / test (official flags
+    unused), the partition of :func:`hierbench.splits.partition.middle_partition` (``leaves``:
+    its target leaf counts, if any). ``groups_key``: the config key and the name of the groups,
+    for an error."""
+    counts = parent_counts(parents, images["middle_code"].nunique(), *groups_key)
+    partition = middle_partition(images, counts, seed, leaves)
+    return middle_disjoint_table(
+        images,
+        partition,
+        seed=seed,
+        validation_query_fraction=validation_query_fraction,
+        query_gallery=query_gallery,
+        outer_count=outer_count,
+        outer_seed=outer_seed,
+        outer_test_fraction=outer_test_fraction,
+    )
 
-    The development data is train + validation; tuning trains on the train parents and scores
-    on the validation parents' images divided into query and gallery.
-    """
-    names = np.array(sorted(images["middle_code"].unique()))
-    counts = parent_counts(parents, len(names), *groups_key)
-    order = names[np.random.default_rng(seed).permutation(len(names))]
-    cut = np.cumsum([counts["train"], counts["validation"]])
-    role_of = {code: "train" for code in order[: cut[0]]}
-    role_of |= {code: "validation" for code in order[cut[0] : cut[1]]}
-    role_of |= {code: "test" for code in order[cut[1] :]}
-    role = images["middle_code"].map(role_of)
+
+def middle_disjoint_table(
+    images: pd.DataFrame,
+    partition: Partition,
+    *,
+    seed: int,
+    validation_query_fraction: float,
+    query_gallery: QueryGallerySpec,
+    outer_count: int,
+    outer_seed: int,
+    outer_test_fraction: float,
+) -> pd.DataFrame:
+    """The split table of a middle-group ``partition``. The development data is train +
+    validation; tuning trains on the train parents and scores on the validation parents'
+    images divided into query and gallery."""
+    role = images["middle_code"].map(partition.role_of)
     train, validation, test = (images[role == name] for name in ("train", "validation", "test"))
     dev = images[role != "test"]
     parts = [

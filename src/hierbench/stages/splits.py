@@ -14,12 +14,13 @@ from hierbench.splits.construction import (
     OFFICIAL,
     QueryGallerySpec,
     cub_split_table,
-    nabirds_split_table,
+    middle_disjoint_table,
     split_manifest,
     split_protocol,
     study_pool,
     with_labels,
 )
+from hierbench.splits.partition import middle_partition, parent_counts
 from hierbench.splits.sampling import SplitError
 
 log = logging.getLogger(__name__)
@@ -28,8 +29,16 @@ SORT_TABLE = ["split", "role", "image_id"]
 SORT_MANIFEST = ["split", "role"]
 
 
-def make_split_table(kind: str, images: pd.DataFrame, config: dict[str, Any]) -> pd.DataFrame:
-    """The full split table of a dataset of ``kind`` from its labelled images and config block.
+# The paper's NABirds development and test images, beside which a partition's own are logged.
+PAPER_NABIRDS_IMAGES = {"development": 19_021, "test": 5_017}
+
+
+def make_split_table(
+    kind: str, images: pd.DataFrame, config: dict[str, Any]
+) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+    """The full split table of a dataset of ``kind`` from its labelled images and config block,
+    and, for a middle-disjoint protocol, the partition's report (its seed, how many seeded
+    permutations were tried, middle groups, leaves and images per role).
 
     CUB and a table dataset with protocol ``official`` split by the images' train/test flag
     (validation drawn inside train); NABirds and protocol ``middle-disjoint`` assign whole
@@ -52,12 +61,32 @@ def make_split_table(kind: str, images: pd.DataFrame, config: dict[str, Any]) ->
             "add it, or set splits.protocol to 'middle-disjoint'"
         )
     if protocol == OFFICIAL:
-        return cub_split_table(images, validation_fraction=splits["validation_fraction"], **common)
+        table = cub_split_table(images, validation_fraction=splits["validation_fraction"], **common)
+        return table, None
     if kind == "nabirds":
-        pooled = study_pool(kind, images, config)
-        return nabirds_split_table(pooled, parents=splits["parents"], **common)
-    middles = ("splits.middles", "middle groups")
-    return nabirds_split_table(images, parents=splits["middles"], groups_key=middles, **common)
+        images, key, groups = study_pool(kind, images, config), "splits.parents", "parents"
+    else:
+        key, groups = "splits.middles", "middle groups"
+    counts = parent_counts(splits[key.split(".")[1]], images["middle_code"].nunique(), key, groups)
+    partition = middle_partition(images, counts, splits["seed"], splits.get("leaves"))
+    report = {"seed": partition.seed, "tries": partition.tries, **partition.counts(images)}
+    return middle_disjoint_table(images, partition, **common), report
+
+
+def _partition_line(dataset: str, kind: str, report: dict[str, Any]) -> str:
+    """The partition in one log line, beside the paper's image counts for NABirds."""
+    roles = ("train", "validation", "test")
+    middles, leaves = ([report[r][what] for r in roles] for what in ("middles", "leaves"))
+    development = report["train"]["images"] + report["validation"]["images"]
+    line = (
+        f"{dataset} partition: seed {report['seed']} (permutation {report['tries']} tried), "
+        f"middle groups {' / '.join(map(str, middles))}, leaves {' / '.join(map(str, leaves))}, "
+        f"{development} development and {report['test']['images']} test images"
+    )
+    if kind == "nabirds":
+        paper = PAPER_NABIRDS_IMAGES
+        line += f" (the paper: {paper['development']:,} and {paper['test']:,} on its real images)"
+    return line
 
 
 def build_splits_and_sealed_test(
@@ -76,8 +105,10 @@ def build_splits_and_sealed_test(
     the sealed test set go only into the sealed pair.
     """
     labelled = with_labels(pd.read_parquet(images), pd.read_parquet(taxonomy))
-    table = make_split_table(kind, labelled, config)
+    table, partition = make_split_table(kind, labelled, config)
     manifest = split_manifest(table, labelled)
+    if partition is not None:
+        log.info("%s", _partition_line(dataset, kind, partition))
     for sealed, table_key, manifest_key in (
         (False, "dev", "manifest"),
         (True, "sealed", "sealed_manifest"),
@@ -85,6 +116,8 @@ def build_splits_and_sealed_test(
         part = table[table["sealed"] == sealed]
         rows = manifest[manifest["sealed"] == sealed]
         facts = {"splits": {f"{r.split}/{r.role}": r.sha256 for r in rows.itertuples()}}
+        if partition is not None:
+            facts["partition"] = partition
         write_parquet(
             part, outputs[table_key], job, sort_by=SORT_TABLE, metadata={"dataset": dataset}
         )
