@@ -99,12 +99,15 @@ def test_everything_else_is_exploratory_with_the_count_examined():
     rows = exploratory(summary)
     assert len(rows) == 4  # map rows beyond the endpoints; r@1 is not counted
     lines = exploratory_lines(summary, 0.95, LABELS)
-    assert lines[0].startswith("4 further intervals on mAP were examined")
+    assert lines[0].startswith(
+        "4 further intervals on mAP were examined (the five simple effects at species, genus, "
+        "family; the companion contrasts at every level and on mean hierarchy); 3 exclude zero"
+    )
     assert "3 exclude zero, where about 0.2 would by chance alone" in lines[0]
     assert "not adjusted for multiplicity" in lines[0]
     listed = [line for line in lines if line.startswith("- ")]
     assert listed == [
-        "- cub loss_AS_E (E_A - E_S), mean_hierarchy: +0.2000 [+0.1000, +0.3000]",
+        "- cub loss_AS_E (E_A - E_S), mean hierarchy: +0.2000 [+0.1000, +0.3000]",
         "- cub loss_E (E_S - E_R), species: -0.0300 [-0.0500, -0.0100]",
         "- cub geom_R (H_R - E_R), genus: +0.0100 [+0.0010, +0.0200]",
     ]

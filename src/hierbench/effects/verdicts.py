@@ -18,7 +18,13 @@ import pandas as pd
 
 from hierbench.effects.formulas import EFFECT_DEFINITIONS
 from hierbench.effects.render import format_number, interval_text, p_text
-from hierbench.protocol import EFFECT_ORDER, FACTORIAL_EFFECTS, MEAN_HIERARCHY
+from hierbench.protocol import (
+    COMPANION_EFFECTS,
+    EFFECT_ORDER,
+    FACTORIAL_EFFECTS,
+    LEVEL_ORDER,
+    MEAN_HIERARCHY,
+)
 
 ENDPOINT_METRIC = "map"
 
@@ -114,17 +120,17 @@ def exploratory_lines(summary: pd.DataFrame, level: float, labels: dict[str, str
     clear = rows[(rows["ci_low"] > 0) | (rows["ci_high"] < 0)]
     expected = (1 - level) * len(rows)
     lines = [
-        f"{len(rows)} further intervals on mAP were examined (every effect at "
-        f"{', '.join(sorted({labels.get(v, v) for v in rows['level']}))}, and the companion "
-        f"contrasts where those cells ran); {len(clear)} exclude zero, where about "
-        f"{expected:.1f} would by chance alone if no effect were real. They are not adjusted "
-        "for multiplicity: leads to follow up, not findings.",
+        f"{len(rows)} further intervals on mAP were examined ({_examined(rows, labels)}); "
+        f"{len(clear)} exclude zero, where about {expected:.1f} would by chance alone if no "
+        "effect were real. They are not adjusted for multiplicity: leads to follow up, not "
+        "findings.",
         "",
     ]
     clear = clear.reindex(clear["mean"].abs().sort_values(ascending=False, kind="stable").index)
     lines += [
         f"- {row.dataset} {row.effect} ({EFFECT_DEFINITIONS[row.effect]}), "
-        f"{labels.get(row.level, row.level)}: {format_number(row.mean, 4, signed=True)} "
+        f"{labels.get(row.level, row.level).replace('_', ' ')}: "
+        f"{format_number(row.mean, 4, signed=True)} "
         f"{interval_text(row.ci_low, row.ci_high, 4)}"
         for row in clear.itertuples()
     ]
@@ -166,3 +172,18 @@ def _caption_line(row: pd.Series) -> str:
         f"- ``{row['effect']}``: {format_number(row['mean'], 4, signed=True)} {interval}; "
         f"p {p_text(row['p_seeds'], row['p_min'])}; {agreeing_seeds(row)} seeds agree in sign."
     )
+
+
+def _examined(rows: pd.DataFrame, labels: dict[str, str]) -> str:
+    """What the exploratory intervals are, in words: the planned effects at which levels, and
+    the companion contrasts."""
+    order = {level: index for index, level in enumerate(LEVEL_ORDER)}
+    parts = []
+    planned = rows[rows["effect"].isin(FACTORIAL_EFFECTS)]
+    if len(planned):
+        levels = sorted(set(planned["level"]), key=lambda level: order.get(level, len(order)))
+        shown = ", ".join(labels.get(level, level).replace("_", " ") for level in levels)
+        parts.append(f"the five simple effects at {shown}")
+    if rows["effect"].isin(COMPANION_EFFECTS).any():
+        parts.append("the companion contrasts at every level and on mean hierarchy")
+    return "; ".join(parts)
