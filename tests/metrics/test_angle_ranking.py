@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
 import torch
+from scipy import stats
 from test_metrics import _assert_same, _brute_force, _tree
 
 from hierbench.cells.checkpoints import checkpoint_writer, embed, head_for, load_checkpoint
