@@ -181,12 +181,19 @@ def markdown(rows: list[Row], facts: dict[str, Any]) -> str:
         if facts["mode"] == "quick"
         else "**full** (`make bench`: the benchmarks' own sizes and repeats)"
     )
-    kept = facts.get("kept")
+    kept = facts.get("kept")  # benchmark -> the facts of the run that measured it
+    by_origin: dict[tuple[str, Any], list[str]] = {}
+    for name, origin in sorted((kept or {}).items()):
+        by_origin.setdefault((origin["mode"], origin["load_average"]), []).append(name)
     kept_line = (
         [
-            f"This run measured {', '.join(facts['measured'])} (`--only`); the rows of "
-            f"{', '.join(kept['benchmarks'])} are kept from the run before it (mode "
-            f"{kept['mode']}, load average {kept['load_average']}).",
+            f"This run measured {', '.join(facts['measured'])} (`--only`); the other rows are "
+            "kept from earlier runs: "
+            + "; ".join(
+                f"{', '.join(names)} (mode {mode}, load average {load})"
+                for (mode, load), names in by_origin.items()
+            )
+            + ".",
             "",
         ]
         if kept
@@ -291,7 +298,7 @@ def keep_the_others(
     rows: list[Row], facts: dict[str, Any], measured: list[str], parquet: Path
 ) -> tuple[list[Row], dict[str, Any]]:
     """With ``--only``: the rows just measured beside the previous run's rows of every other
-    benchmark, and facts that say which is which (the page states it)."""
+    benchmark, and facts that say which run measured each kept one (the page states it)."""
     table = pq.read_table(parquet)
     before = json.loads((table.schema.metadata or {}).get(METADATA_KEY, b"{}"))
     previous = [
@@ -301,18 +308,10 @@ def keep_the_others(
     ]
     if not previous:
         return rows, facts
-    kept = sorted({record["benchmark"] for record in previous})
-    origin = before.get("kept")  # rows already kept once keep their first run's facts
-    facts = {
-        **facts,
-        "measured": sorted(measured),
-        "kept": {
-            "benchmarks": kept,
-            "mode": (origin or before).get("mode", "unknown"),
-            "load_average": (origin or before).get("load_average", "unknown"),
-        },
-    }
-    return rows + previous, facts
+    own = {"mode": before.get("mode", "unknown"), "load_average": before.get("load_average")}
+    origins = before.get("kept") or {}  # rows kept before keep the run that measured them
+    kept = {name: origins.get(name, own) for name in sorted({r["benchmark"] for r in previous})}
+    return rows + previous, {**facts, "measured": sorted(measured), "kept": kept}
 
 
 if __name__ == "__main__":

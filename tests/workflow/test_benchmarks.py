@@ -109,19 +109,19 @@ def test_only_one_benchmark_keeps_the_others_rows_and_says_so(tmp_path):
     merged, facts = run_all.keep_the_others(again, now, ["features"], parquet)
     assert [r["value"] for r in merged if r["benchmark"] == "features"] == [95.0]
     assert {r["benchmark"] for r in merged} == {"features", "workflow", "render", "gpu"}
-    assert facts["kept"] == {
-        "benchmarks": ["gpu", "render", "workflow"],
-        "mode": "quick",
-        "load_average": 0.5,
-    }
+    origin = {"mode": "quick", "load_average": 0.5}
+    assert facts["kept"] == {"gpu": origin, "render": origin, "workflow": origin}
     run_all.finish(merged, parquet, markdown, facts)
     text = markdown.read_text()
     assert (
-        "This run measured features (`--only`); the rows of gpu, render, workflow are kept" in text
+        "This run measured features (`--only`); the other rows are kept from earlier runs: "
+        "gpu, render, workflow (mode quick, load average 0.5)." in text
     )
-    # a second --only run keeps the first run's facts for the rows it keeps again
-    _, later = run_all.keep_the_others(again, now, ["features"], parquet)
-    assert later["kept"]["mode"] == "quick"
+    # a second --only run keeps each row's own origin: features now comes from the full run
+    later_rows = [rows.row("render", "rate | goal rate", 1.0, 1.0, "images/s", ">= 1")]
+    _, later = run_all.keep_the_others(later_rows, FACTS, ["render"], parquet)
+    assert later["kept"]["workflow"] == origin
+    assert later["kept"]["features"] == {"mode": "full", "load_average": 1.5}
 
 
 def test_a_benchmark_that_fails_becomes_a_missed_goal_with_its_error(monkeypatch):
