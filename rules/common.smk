@@ -14,7 +14,7 @@ from hierbench.config import (
 )
 from hierbench.controls.curvature_points import control_epochs
 from hierbench.controls.outer import outer_splits
-from hierbench.controls.semantic import semantic_arms
+from hierbench.controls.semantic import fixed_points_value, semantic_arms, shuffle_setting
 from hierbench.data.kinds import (
     TABLE_LAYOUT_FOLDER,
     dataset_kind,

@@ -85,9 +85,12 @@ rule taxonomy_shuffled:
         **SHUFFLED,
     log:
         log_for(SHUFFLED),
+    wildcard_constraints:
+        fixed=r"paper|minimum|\d+",
     params:
         **code("stages.taxonomy", script="taxonomy_shuffled"),
         seed=lambda wildcards: config["datasets"][wildcards.dataset]["taxonomy"]["shuffle_seed"],
+        fixed_points=lambda wildcards: fixed_points_value(wildcards.fixed),
         levels=lambda wildcards: level_names(config, wildcards.dataset),
     conda:
         ENVIRONMENT

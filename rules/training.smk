@@ -2,7 +2,15 @@
 # factorial, one bundle job per dataset, and the controls', baselines' and
 # companion method's cells), and the fairness audit. Inputs are development-side only.
 
-TAXONOMIES = {"taxonomy": run_path(TAXONOMY), "shuffled": run_path(SHUFFLED_TAXONOMY)}
+# The true taxonomy and the shuffle an arm of the semantic control trains on (its own setting).
+TAXONOMIES = {
+    "taxonomy": run_path(TAXONOMY),
+    "shuffled": lambda wildcards: run_path(
+        SHUFFLED_TAXONOMY,
+        dataset=wildcards.dataset,
+        fixed=shuffle_setting(config, wildcards.dataset, wildcards.arm),
+    ),
+}
 TUNING_RUNS = tuning_runs(config)  # geometry, then tau: the bundle's order
 TUNING_BUNDLE = [run_path(TUNING_SCORE, **run) for run in TUNING_RUNS]
 SELECTION = run_path(TUNING_SELECTION)

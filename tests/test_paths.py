@@ -138,8 +138,11 @@ def test_the_split_and_evaluation_params_hold_only_what_their_stages_read():
 def test_a_run_targets_each_datasets_summary_and_every_switched_on_control():
     targets = PATHS.final_targets(["cub", "nabirds"])
     assert "runs/x/cub/tables/summary.md" in targets
-    assert "runs/x/nabirds/taxonomy/shuffled.parquet" in targets
-    assert "runs/x/cub/taxonomy/shuffled.parquet" not in targets  # a CUB kind has none
+    assert "runs/x/nabirds/taxonomy/shuffled_paper.parquet" in targets  # the paper's 15
+    # CUB's semantic control trains on its shuffle: CUB's default setting is the minimum
+    assert [p for p in targets if "cub/taxonomy/shuffled" in p] == [
+        "runs/x/cub/taxonomy/shuffled_minimum.parquet"
+    ]
     assert "runs/x/cub/outer/outer.md" in targets  # outer splits on for cub only
     assert not any(path.startswith("runs/x/nabirds/outer/") for path in targets)
     assert len(targets) == len(set(targets))

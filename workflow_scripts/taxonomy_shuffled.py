@@ -11,5 +11,6 @@ build_shuffled_taxonomy(
     job,
     dataset=snakemake.wildcards.dataset,
     seed=snakemake.params.seed,
+    fixed_points=snakemake.params.fixed_points,
     levels=tuple(snakemake.params.levels),
 )

@@ -17,7 +17,7 @@ from hierbench.baselines import baselines_enabled
 from hierbench.cells.companion import companion_enabled
 from hierbench.controls.curvature_points import control_variants, point_geometry
 from hierbench.controls.outer import outer_seeds, outer_splits
-from hierbench.controls.semantic import semantic_arms
+from hierbench.controls.semantic import semantic_arms, shuffle_settings
 from hierbench.data.kinds import dataset_kind, layout_folder
 from hierbench.protocol import (
     BASELINES,
@@ -55,8 +55,8 @@ from hierbench.runs import run_folder
 INPUT_FILE = "{dataset}/inputs/{name}.txt"
 TAXONOMY = "{dataset}/taxonomy/taxonomy.parquet"
 MATCH_REPORT = "{dataset}/taxonomy/match_report.md"
-SHUFFLED_TAXONOMY = "{dataset}/taxonomy/shuffled.parquet"
-SHUFFLE_REPORT = "{dataset}/taxonomy/shuffle_report.json"
+SHUFFLED_TAXONOMY = "{dataset}/taxonomy/shuffled_{fixed}.parquet"  # fixed: its fixed points
+SHUFFLE_REPORT = "{dataset}/taxonomy/shuffle_report_{fixed}.json"
 DEMO_FOLDER = "{dataset}/demo/{layout}"
 IMAGE_TABLE = "{dataset}/data/images.parquet"
 LAYOUT_FINGERPRINT = "{dataset}/data/layout_files.parquet"  # the layout's tables, hashed
@@ -333,15 +333,21 @@ class RunPaths:
 
     def final_targets(self, datasets: Sequence[str]) -> list[str]:
         """What a run makes for each enabled dataset: its summary page and figures, the
-        shuffled taxonomy (NABirds kind), and every control's and baseline's files that the
+        shuffled taxonomies (NABirds kind, or any with the semantic control: one per fixed-point
+        setting the config names), and every control's and baseline's files that the
         config switches on."""
         targets = []
         for dataset in datasets:
             targets.append(self.at(f"{TABLES}/{SUMMARY_PAGE}", dataset=dataset))
             targets += [path for name in FIGURE_NAMES for path in self.figure_files(name, dataset)]
             targets.append(self.at(EFFECTS_VERDICTS, dataset=dataset))
-            if dataset_kind(self.config, dataset) == "nabirds":
-                targets.append(self.at(SHUFFLED_TAXONOMY, dataset=dataset))
+            if dataset_kind(self.config, dataset) == "nabirds" or semantic_arms(
+                self.config, dataset
+            ):
+                targets += [
+                    self.at(SHUFFLED_TAXONOMY, dataset=dataset, fixed=fixed)
+                    for fixed in shuffle_settings(self.config, dataset)
+                ]
             parts: list[dict[str, list[str]]] = []
             if control_variants(self.config, dataset):
                 parts.append(self.control_outputs(CURVATURE_CONTROL, CURVATURE_TABLES, dataset))

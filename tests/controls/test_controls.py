@@ -352,29 +352,31 @@ def test_the_semantic_table_and_paired_differences():
     assert not any("Leaf+Parent" in name for name, _ in contrasts.index)  # no leaf_parent arm
 
 
-def test_semantic_contrasts_are_table_2s_text():
+LEVELS_AND_MEAN = ("leaf", "middle", "high", MEAN_HIERARCHY)
+
+
+def test_semantic_contrasts_are_table_2s_at_every_level():
     rows = []
-    # Per arm, (middle, high, mean hierarchy) for seeds 42, 2024, 3407.
+    # Per arm, (leaf, middle, high, mean hierarchy) for seeds 42, 2024, 3407; shuffle_minimum
+    # is a sensitivity arm (a shuffle of another fixed-point setting), compared with Full.
     values = {
-        "leaf": [(0.10, 0.20, 0.15)] * 3,
-        "leaf_parent": [(0.20, 0.22, 0.21), (0.21, 0.21, 0.21), (0.22, 0.20, 0.21)],
-        "full": [(0.19, 0.35, 0.27), (0.215, 0.33, 0.2725), (0.21, 0.34, 0.275)],
-        "shuffle": [(0.12, 0.10, 0.11)] * 3,
+        "leaf": [(0.30, 0.10, 0.20, 0.15)] * 3,
+        "leaf_parent": [(0.3, 0.20, 0.22, 0.21), (0.3, 0.21, 0.21, 0.21), (0.3, 0.22, 0.20, 0.21)],
+        "full": [(0.3, 0.19, 0.35, 0.27), (0.3, 0.215, 0.33, 0.2725), (0.3, 0.21, 0.34, 0.275)],
+        "shuffle": [(0.3, 0.12, 0.10, 0.11)] * 3,
+        "shuffle_minimum": [(0.3, 0.11, 0.09, 0.10)] * 3,
     }
     for arm, per_seed_values in values.items():
-        for seed, triple in zip(SEEDS, per_seed_values, strict=True):
-            for level, value in zip(("middle", "high", MEAN_HIERARCHY), triple, strict=True):
+        for seed, values_of_seed in zip(SEEDS, per_seed_values, strict=True):
+            for level, value in zip(LEVELS_AND_MEAN, values_of_seed, strict=True):
                 rows.append(
                     {"variant": arm, "seed": seed, "level": level, "metric": "map", "value": value}
                 )
     contrasts = semantic_contrasts(pd.DataFrame(rows))
+    names = ["Full − Shuffle", "Leaf+Parent − Leaf-only", "Full − Leaf+Parent"]
+    names.append("Full − shuffle_minimum")
     assert list(zip(contrasts["contrast"], contrasts["level"], strict=True)) == [
-        ("Full − Shuffle", "middle"),
-        ("Full − Shuffle", "high"),
-        ("Full − Shuffle", MEAN_HIERARCHY),
-        ("Leaf+Parent − Leaf-only", MEAN_HIERARCHY),
-        ("Full − Leaf+Parent", MEAN_HIERARCHY),
-        ("Full − Leaf+Parent", "middle"),
+        (name, level) for name in names for level in LEVELS_AND_MEAN
     ]
     table = contrasts.set_index(["contrast", "level"])
     # The Parent-level change of Full − Leaf+Parent: −0.01, +0.005, −0.01 (1 of 3 positive).

@@ -510,6 +510,42 @@ def test_shuffle_nabirds_invariants(nabirds):
     assert not other["middle"].equals(shuf["middle"])
 
 
+def test_the_paper_setting_keeps_exactly_fifteen_parents_under_their_supergroup(nabirds):
+    # the paper's NABirds shuffle "necessarily retains 15 Parent-to-Supergroup fixed points"
+    paper, report = tx.shuffle_taxonomy(nabirds, fixed_points="paper")
+    assert_shuffle_invariants(nabirds, paper)
+    assert report["middle_high_fixed_points"] == 15 == tx.PAPER_FIXED_POINTS
+    assert report["middle_high_fixed_point_setting"] == "paper"
+    mid_high = nabirds.drop_duplicates("middle").set_index("middle")["high"]
+    new_high = paper.drop_duplicates("middle").set_index("middle")["high"]
+    assert int((mid_high == new_high[mid_high.index]).sum()) == 15
+    # the leaves' shuffle is the minimum setting's: only the re-hanging differs
+    minimum, low = tx.shuffle_taxonomy(nabirds, fixed_points="minimum")
+    assert low["middle_high_fixed_points"] == low["middle_high_fixed_point_bound"] == 6
+    assert paper["middle"].equals(minimum["middle"])
+    again, _ = tx.shuffle_taxonomy(nabirds, fixed_points="paper")
+    pd.testing.assert_frame_equal(paper, again)
+
+
+@pytest.mark.parametrize("setting", [5, 405, "most"])
+def test_a_fixed_point_setting_out_of_reach_is_named(nabirds, setting):
+    with pytest.raises(TaxonomyError, match=f"shuffle fixed points {setting!r}"):
+        tx.shuffle_taxonomy(nabirds, fixed_points=setting)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_rehanging_keeps_exactly_the_asked_number(seed: int):
+    rng = np.random.default_rng(seed)
+    labels = np.repeat(np.arange(5), rng.integers(2, 9, size=5)).astype(str)
+    labels = labels[rng.permutation(len(labels))]
+    bound = tx.fixed_point_bound(labels)
+    for kept in [*range(bound, len(labels) - 1), len(labels)]:  # all but one is unreachable
+        new = tx.rehang_keeping(labels, kept, np.random.default_rng(seed))
+        assert sorted(new) == sorted(labels) and int((new == labels).sum()) == kept
+    with pytest.raises(TaxonomyError, match="cannot keep exactly"):
+        tx.rehang_keeping(labels, len(labels) - 1, np.random.default_rng(seed))
+
+
 def test_shuffle_cub_invariants(cub_table):
     shuf, report = tx.shuffle_taxonomy(cub_table, seed=7)
     assert_shuffle_invariants(cub_table, shuf)

@@ -44,14 +44,17 @@ def test_nabirds_taxonomy_and_shuffled_control(built_repo: Path):
         404,
         22,
     )
-    shuffled = pd.read_parquet(built_repo / f"{TINY_RUN}/nabirds/taxonomy/shuffled.parquet")
+    shuffled = pd.read_parquet(
+        built_repo / f"{TINY_RUN}/nabirds/taxonomy/shuffled_paper.parquet"
+    )
     merged = table.merge(shuffled, on="class_id", suffixes=("", "_shuffled"))
     assert (merged["leaf"] == merged["leaf_shuffled"]).all()
     assert not (merged["middle"] == merged["middle_shuffled"]).any()
     report = json.loads(
-        (built_repo / f"{TINY_RUN}/nabirds/taxonomy/shuffle_report.json").read_text()
+        (built_repo / f"{TINY_RUN}/nabirds/taxonomy/shuffle_report_paper.json").read_text()
     )
     assert report["seed"] == 20260818 and report["leaf_fixed_points"] == 0
+    assert report["middle_high_fixed_points"] == 15  # the paper's setting, NABirds' default
 
 
 def test_unresolvable_class_fails_the_rule_naming_it_and_the_alias_file(repo_copy: Path):

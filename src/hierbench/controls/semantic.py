@@ -34,11 +34,35 @@ class SemanticControlError(ValueError):
 
 @dataclass(frozen=True)
 class SemanticArm:
-    """One arm: its SupCon level weights and whether it trains on the shuffled taxonomy."""
+    """One arm: its SupCon level weights, whether it trains on the shuffled taxonomy, and
+    which shuffle (its fixed-point setting, :func:`shuffle_setting`)."""
 
     name: str
     weights: tuple[float, float, float]
     shuffled: bool
+    fixed_points: str = "minimum"
+
+
+def shuffle_setting(config: dict[str, Any], dataset: str, arm: str | None = None) -> str:
+    """The fixed-point setting of a dataset's shuffled taxonomy as its file names it (``paper``,
+    ``minimum`` or a number): the arm's own when it sets one, else the dataset's."""
+    default = config["datasets"][dataset].get("taxonomy", {}).get("shuffle_fixed_points")
+    entry = _block(config, dataset).get("arms", {}).get(arm, {}) if arm else {}
+    own = entry.get("fixed_points")
+    return str(own if own is not None else default if default is not None else "minimum")
+
+
+def shuffle_settings(config: dict[str, Any], dataset: str) -> list[str]:
+    """Every shuffled taxonomy a dataset's run needs: the dataset's own setting and any
+    shuffled arm's, sorted."""
+    arms = semantic_arms(config, dataset).values()
+    own = {arm.fixed_points for arm in arms if arm.shuffled}
+    return sorted({shuffle_setting(config, dataset), *own})
+
+
+def fixed_points_value(setting: str) -> str | int:
+    """A setting as :func:`hierbench.taxonomy.shuffle_taxonomy` takes it (a number as int)."""
+    return int(setting) if setting.isdigit() else setting
 
 
 def _block(config: dict[str, Any], dataset: str) -> dict[str, Any]:
@@ -67,7 +91,8 @@ def semantic_arm(config: dict[str, Any], dataset: str, name: str) -> SemanticArm
         )
     if sum(weights) <= 0:
         raise SemanticControlError(f"{key}.{name}.weights are all zero: nothing to train on")
-    return SemanticArm(name, weights, entry.get("taxonomy", "true") == "shuffled")
+    shuffled = entry.get("taxonomy", "true") == "shuffled"
+    return SemanticArm(name, weights, shuffled, shuffle_setting(config, dataset, name))
 
 
 def semantic_spec(

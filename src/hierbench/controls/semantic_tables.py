@@ -16,15 +16,16 @@ from hierbench.effects.query_contrasts import QueryContrasts
 from hierbench.effects.variants import PAIRED_COLUMNS, paired_contrast, seeds_mean_sd
 from hierbench.protocol import MEAN_HIERARCHY
 
-# The paired seed differences the paper reports (its Table 2's text), as (minuend,
-# subtrahend, levels): Full − Shuffle on each evaluated upper level and on mean hierarchy,
-# Leaf+Parent − Leaf on mean hierarchy, Full − Leaf+Parent on mean hierarchy with its change at
-# the middle (Parent) level.
-CONTRASTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("full", "shuffle", ("middle", "high", MEAN_HIERARCHY)),
-    ("leaf_parent", "leaf", (MEAN_HIERARCHY,)),
-    ("full", "leaf_parent", (MEAN_HIERARCHY, "middle")),
+# The paired seed differences of the paper's Table 2 (its text reports Full − Shuffle at
+# Parent, Supergroup and mean hierarchy, Leaf+Parent − Leaf and Full − Leaf+Parent on mean
+# hierarchy, and Full − Leaf+Parent's change at Parent), each given here at every level; any
+# further arm (a shuffle of another fixed-point setting, say) is compared with Full.
+CONTRASTS: tuple[tuple[str, str], ...] = (
+    ("full", "shuffle"),
+    ("leaf_parent", "leaf"),
+    ("full", "leaf_parent"),
 )
+CONTRAST_LEVELS = ("leaf", "middle", "high", MEAN_HIERARCHY)
 CONTRAST_COLUMNS = ("contrast", "level", *PAIRED_COLUMNS)
 
 
@@ -57,28 +58,34 @@ def semantic_table(per_seed: pd.DataFrame, epochs: dict[str, int]) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
+def contrast_pairs(arms: list[str]) -> list[tuple[str, str]]:
+    """The contrasts a run's arms support: the paper's three, then Full − each further arm."""
+    pairs = [(a, b) for a, b in CONTRASTS if a in arms and b in arms]
+    extra = [arm for arm in arm_order(arms) if arm not in ARM_NAMES]
+    return pairs + [("full", arm) for arm in extra if "full" in arms]
+
+
 def semantic_contrasts(
     per_seed: pd.DataFrame,
     intervals: IntervalSettings = DEFAULT_INTERVALS,
     query: QueryContrasts | None = None,
 ) -> pd.DataFrame:
-    """The paper's paired seed differences of mAP (Table 2's text), each at its levels, with
-    positive and negative seed counts, the signs in seed order, and the t interval (with the
-    test images' share from ``query``'s per-query rows when given, else over seeds) with the
-    sign-flip test."""
+    """The paper's paired seed differences of mAP (Table 2), each at every level and on mean
+    hierarchy, with positive and negative seed counts, the signs in seed order, and the t
+    interval (with the test images' share from ``query``'s per-query rows when given, else over
+    seeds) with the sign-flip test."""
     chosen = per_seed[per_seed["metric"] == "map"]
+    levels = [level for level in CONTRAST_LEVELS if level in set(chosen["level"])]
     rows = []
-    for first, second, levels in CONTRASTS:
+    for first, second in contrast_pairs(sorted(set(chosen["variant"]))):
         for level in levels:
             at_level = chosen[chosen["level"] == level]
             wide = at_level.pivot(index="seed", columns="variant", values="value").sort_index()
-            if first not in wide or second not in wide:
-                continue
             differences = wide[first] - wide[second]
             noise = query.checked(first, second, level, differences) if query else None
             rows.append(
                 {
-                    "contrast": f"{ARM_NAMES[first]} − {ARM_NAMES[second]}",
+                    "contrast": f"{ARM_NAMES.get(first, first)} − {ARM_NAMES.get(second, second)}",
                     "level": level,
                     **paired_contrast(differences, intervals, noise),
                 }

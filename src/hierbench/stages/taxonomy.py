@@ -140,9 +140,12 @@ def build_shuffled_taxonomy(
     dataset: str,
     seed: int,
     levels: tuple[str, str, str],
+    fixed_points: str | int = "minimum",
 ) -> pd.DataFrame:
-    """Write the structure-preserving shuffled control taxonomy and its fixed-point report."""
-    shuffled, report = shuffle_taxonomy(pd.read_parquet(taxonomy), seed=seed)
+    """Write the structure-preserving shuffled control taxonomy, keeping ``fixed_points``
+    middle groups under their high group, and its fixed-point report (which setting, and the
+    count kept)."""
+    shuffled, report = shuffle_taxonomy(pd.read_parquet(taxonomy), seed, fixed_points)
     write_parquet(
         shuffled,
         out_table,

@@ -45,7 +45,9 @@ from .nabirds import nabirds_taxonomy
 from .report import match_report_markdown
 from .shuffle import (
     DEFAULT_SHUFFLE_SEED,
+    PAPER_FIXED_POINTS,
     fixed_point_bound,
+    rehang_keeping,
     rehang_with_fewest_fixed_points,
     shuffle_taxonomy,
 )
@@ -59,6 +61,7 @@ __all__ = [
     "DEFAULT_SHUFFLE_SEED",
     "MATCH_COLUMNS",
     "METHODS",
+    "PAPER_FIXED_POINTS",
     "AliasEntry",
     "AliasFile",
     "Checklist",
@@ -80,6 +83,7 @@ __all__ = [
     "nabirds_taxonomy",
     "normalise_name",
     "read_cub_classes",
+    "rehang_keeping",
     "rehang_with_fewest_fixed_points",
     "shuffle_taxonomy",
 ]
