@@ -13,7 +13,7 @@ from hierbench.config import (
     training_config,
 )
 from hierbench.controls.curvature_points import control_epochs
-from hierbench.controls.outer import outer_splits
+from hierbench.controls.outer import OUTER_AGGREGATION, outer_splits
 from hierbench.controls.semantic import fixed_points_value, semantic_arms, shuffle_setting
 from hierbench.data.kinds import (
     TABLE_LAYOUT_FOLDER,
@@ -46,6 +46,7 @@ from hierbench.paths import (
     LAYOUT_FINGERPRINT,
     LOCKED_KINDS,
     MATCH_REPORT,
+    OUTER_DURATIONS,
     OUTER_SCORES,
     PCA_FILES,
     RESEAL_HISTORY,

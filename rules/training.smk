@@ -15,6 +15,7 @@ TUNING_RUNS = tuning_runs(config)  # geometry, then tau: the bundle's order
 TUNING_BUNDLE = [run_path(TUNING_SCORE, **run) for run in TUNING_RUNS]
 SELECTION = run_path(TUNING_SELECTION)
 DURATION = run_path(SEMANTIC_DURATION)
+OUTER_DURATION = run_path(OUTER_DURATIONS)
 
 
 # A dataset's tuning runs (every geometry and tau) trained as one bundle, one score file each.
@@ -74,7 +75,6 @@ use rule tune as select_semantic_duration with:
 # The factorial: every cell of a dataset (E/H x R/S x seeds) trained as one bundle, one job;
 # its manifest lists the cells, and each cell's three files are those a cell alone writes.
 FACTORIAL_BUNDLE = PATHS.bundle_outputs("factorial")
-OUTER_BUNDLE = PATHS.bundle_outputs("outer")
 CURVATURE_BUNDLE = PATHS.bundle_outputs("curvature")
 SEMANTIC_BUNDLE = PATHS.bundle_outputs("semantic")
 
@@ -102,20 +102,22 @@ rule train_factorial:
         SCRIPT
 
 
-# The outer splits: the factorial's four cells of a seed trained on an outer split's train
-# side (dev data), one bundle per split and seed.
-use rule train_factorial as train_outer with:
+# The outer splits (section 5.5): each arm's epochs chosen on the split's validation side (one
+# job per split, every arm), then each arm's cell trained on the split's train side for them.
+use rule tune as select_outer_durations with:
+    input:
+        **DEV_DATA,
+        selection=selection_input,
     output:
-        **OUTER_BUNDLE,
+        OUTER_DURATION,
     log:
-        log_for(OUTER_BUNDLE),
+        log_for(OUTER_DURATION),
     benchmark:
-        benchmark_for(OUTER_BUNDLE)
+        benchmark_for(OUTER_DURATION)
     params:
-        **code("stages.training", script="train_bundle"),
-        config=lambda wildcards: cell_config(wildcards.dataset),
-        kind="outer",
-        cells=bundle_cells(config, "outer"),
+        **code("stages.outer_training", script="select_outer_durations"),
+        config=lambda wildcards: training_config(config, wildcards.dataset, controls=("outer",)),
+        aggregation=OUTER_AGGREGATION,
 
 
 # The curvature control: H_R at another operating point (or the matched E_R), own epochs; one
@@ -177,6 +179,22 @@ rule train_hier_cell:
         ENVIRONMENT
     script:
         SCRIPT
+
+
+use rule train_hier_cell as train_outer with:
+    input:
+        **DEV_DATA,
+        selection=selection_input,
+        durations=OUTER_DURATION,
+    output:
+        **CELL["outer"],
+    log:
+        log_for(CELL["outer"]),
+    benchmark:
+        benchmark_for(CELL["outer"])
+    params:
+        **code("stages.outer_training", script="train_outer_cell"),
+        config=lambda wildcards: cell_config(wildcards.dataset, controls=("outer",)),
 
 
 # The companion method's cells, E_A and L_A: the factorial's head (E: unnormalised; L: a Lorentz

@@ -74,10 +74,14 @@ def test_a_factorial_bundle_writes_its_manifest_and_each_cells_three_files():
     files = ("model.safetensors", "train_log.parquet", "record.json")
     every_file = [path for name in files for path in PATHS.cells("{dataset}", ["factorial"], name)]
     assert sorted(outputs.values()) == sorted([outputs["manifest"], *every_file])
-    outer = PATHS.bundle_outputs("outer")
-    assert outer["manifest"] == "runs/x/{dataset}/cells/bundles/outer/{outer}-{seed}.json"
-    assert outer["model_H_S"] == "runs/x/{dataset}/cells/outer/{outer}/HS-{seed}/model.safetensors"
-    assert len(outer) == 1 + 3 * 4
+    # an outer split's arms train alone, each for its own validation-chosen epochs
+    outer = PATHS.cell_outputs("outer")
+    assert (
+        outer["model"]
+        == "runs/x/{dataset}/cells/outer/{outer}/{geometry}{loss}-{seed}/model.safetensors"
+    )
+    with pytest.raises(KeyError, match="not bundled"):
+        bundle_cells(CONFIG, "outer")
     seeds = {str(seed): {"seed": seed} for seed in TINY_SEEDS}
     assert bundle_cells(CONFIG, "curvature") == bundle_cells(CONFIG, "semantic") == seeds
     curvature = PATHS.bundle_outputs("curvature")

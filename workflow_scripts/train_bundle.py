@@ -1,5 +1,5 @@
-"""Train one bundle of factorial-recipe cells: a dataset's factorial, an outer split's cells of
-one seed, or a curvature point's cells of every seed."""
+"""Train one bundle of factorial-recipe cells: a dataset's factorial, or a curvature point's
+cells of every seed."""
 
 from hierbench.jobs import start_job
 from hierbench.stages.training import train_cell_bundle

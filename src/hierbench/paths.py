@@ -16,7 +16,7 @@ from typing import Any
 from hierbench.baselines import baselines_enabled
 from hierbench.cells.companion import companion_enabled
 from hierbench.controls.curvature_points import control_variants, point_geometry
-from hierbench.controls.outer import outer_seeds, outer_splits
+from hierbench.controls.outer import outer_arms, outer_seeds, outer_splits
 from hierbench.controls.semantic import semantic_arms, shuffle_settings
 from hierbench.data.kinds import dataset_kind, layout_folder
 from hierbench.protocol import (
@@ -81,6 +81,7 @@ FINAL_LOCK = "{dataset}/lock/final_lock.json"
 RESEAL_HISTORY = "{dataset}/lock/reseal_history.md"
 OUTER_FOLDER = f"{{dataset}}/{OUTER_CONTROL}"
 OUTER_SCORES = f"{OUTER_FOLDER}/{{outer}}/scores.parquet"
+OUTER_DURATIONS = f"{OUTER_FOLDER}/{{outer}}/durations.json"  # each arm's validation epochs
 TABLES = "{dataset}/tables"
 CONTROL_TABLES = f"{TABLES}/controls"
 FIGURES = "{dataset}/figures"
@@ -100,12 +101,11 @@ SEEDLESS_ARMS = (FROZEN, PCA)
 # A cell's three files, by output name.
 CELL_FILES = {"model": "model.safetensors", "log": "train_log.parquet", "record": "record.json"}
 # The kinds trained in bundles (one job, many cells: see training.bundle), each with the
-# manifest its job writes (its cells, in bundle order): a dataset's whole factorial; the
-# factorial's four cells of one seed on one outer split; a curvature point's, and a semantic
-# arm's, cells of every seed.
+# manifest its job writes (its cells, in bundle order): a dataset's whole factorial; a
+# curvature point's, and a semantic arm's, cells of every seed. (An outer split's arms train
+# alone: each for its own validation-chosen epochs.)
 BUNDLE_MANIFESTS = {
     "factorial": "{dataset}/cells/bundles/factorial.json",
-    "outer": f"{{dataset}}/cells/bundles/{OUTER_CONTROL}/{{outer}}-{{seed}}.json",
     "curvature": f"{{dataset}}/cells/bundles/{CURVATURE_CONTROL}/{{point}}-{{geometry}}.json",
     "semantic": f"{{dataset}}/cells/bundles/{SEMANTIC_CONTROL}/{{arm}}.json",
 }
@@ -174,7 +174,7 @@ def cell_instances(config: Mapping[str, Any], dataset: str, kind: str) -> Iterat
         yield from ({"head": head, "seed": s} for head in heads for s in seeds)
     elif kind == "outer":
         cells = [
-            (g, x, s) for g in GEOMETRIES for x in LOSSES for s in outer_seeds(config, dataset)
+            (g, x, s) for g, x in outer_arms(config, dataset) for s in outer_seeds(config, dataset)
         ]
         for split in outer_splits(config, dataset):
             yield from ({"outer": split, "geometry": g, "loss": x, "seed": s} for g, x, s in cells)
@@ -194,15 +194,12 @@ def tuning_runs(config: Mapping[str, Any]) -> list[dict[str, str]]:
 
 def bundle_cells(config: Mapping[str, Any], kind: str) -> dict[str, dict]:
     """The cells of one bundle of a bundled kind, by label (their wildcard values joined by
-    underscores, ``E_R_42``): every factorial cell of a dataset; the four geometry x loss cells
-    of an outer split's seed; a curvature point's or semantic arm's cell of each training seed
-    (the bundle's own wildcards fill the rest)."""
+    underscores, ``E_R_42``): every factorial cell of a dataset; a curvature point's or
+    semantic arm's cell of each training seed (the bundle's own wildcards fill the rest)."""
     if kind not in BUNDLED_KINDS:
         raise KeyError(f"cells of kind {kind!r} are not bundled; bundled kinds: {BUNDLED_KINDS}")
     if kind == "factorial":
         cells = list(cell_instances(config, "", kind))
-    elif kind == "outer":
-        cells = [{"geometry": g, "loss": x} for g in GEOMETRIES for x in LOSSES]
     else:
         cells = [{"seed": seed} for seed in config["training"]["seeds"]]
     return {"_".join(str(value) for value in values.values()): values for values in cells}
@@ -227,7 +224,7 @@ class RunPaths:
     def bundle_outputs(self, kind: str) -> dict[str, str]:
         """What one bundle job writes: its ``manifest``, then every file of its cells by output
         name ``<file>_<cell>`` (see :func:`bundle_cells`), the bundle's own wildcards (the
-        dataset; an outer split and seed) left in."""
+        dataset; a point or arm) left in."""
         return {"manifest": self.at(BUNDLE_MANIFESTS[kind])} | {
             f"{name}_{label}": self.at(f"{cell_folder(kind)}/{file}", **values)
             for label, values in bundle_cells(self.config, kind).items()

@@ -17,9 +17,9 @@ from hierbench.stages.outer import _checked_spec
 
 # Mean hierarchy mAP is the mean of middle and high: these values make it exact.
 ENDPOINTS = {
-    "outer-1": {"frozen": 0.30, "E_R": 0.31, "H_R": 0.32, "E_S": 0.35, "H_S": 0.36},
-    "outer-2": {"frozen": 0.28, "E_R": 0.30, "H_R": 0.29, "E_S": 0.33, "H_S": 0.31},
-    "outer-3": {"frozen": 0.33, "E_R": 0.32, "H_R": 0.34, "E_S": 0.31, "H_S": 0.38},
+    "outer-1": {"frozen": 0.30, "E_R": 0.31, "H_R": 0.32, "H_S": 0.36},
+    "outer-2": {"frozen": 0.28, "E_R": 0.30, "H_R": 0.29, "H_S": 0.31},
+    "outer-3": {"frozen": 0.33, "E_R": 0.32, "H_R": 0.34, "H_S": 0.38},
 }
 
 
@@ -34,7 +34,11 @@ def _config(enabled: bool = True, count: int = 3) -> dict:
 def test_splits_and_cells_follow_the_config() -> None:
     assert outer_splits(_config(), "cub") == ["outer-1", "outer-2", "outer-3"]
     assert outer_splits(_config(enabled=False), "cub") == []
-    assert outer_cells(_config(), "cub") == ["ER-42", "ES-42", "HR-42", "HS-42"]
+    # the paper's arms: matched E, matched H and SupCon (H by default, E when configured)
+    assert outer_cells(_config(), "cub") == ["ER-42", "HR-42", "HS-42"]
+    euclidean = _config()
+    euclidean["datasets"]["cub"]["controls"]["outer"]["supcon_geometry"] = "E"
+    assert outer_cells(euclidean, "cub") == ["ER-42", "HR-42", "ES-42"]
     with pytest.raises(OuterSplitError, match=r"datasets.cub.splits.outer.count is 0"):
         outer_splits(_config(count=0), "cub")
 
@@ -68,7 +72,8 @@ def _scores() -> pd.DataFrame:
 def test_table_reads_group_macro_mean_hierarchy_over_splits() -> None:
     per_split = outer_per_split(_scores(), "group_macro")
     table = outer_table(per_split).set_index("arm")
-    assert list(table.index) == ["frozen", "E_R", "H_R", "E_S", "H_S"]
+    assert list(table.index) == ["frozen", "E_R", "H_R", "H_S"]
+    assert table["role"].tolist() == ["Frozen features", "matched E", "matched H", "SupCon"]
     for split, arms in ENDPOINTS.items():
         for arm, value in arms.items():
             assert table.loc[arm, split] == pytest.approx(value)
@@ -77,31 +82,45 @@ def test_table_reads_group_macro_mean_hierarchy_over_splits() -> None:
     assert table.loc["H_S", "mean_sd"] == expected
 
 
-def test_gains_are_paired_per_split_with_positive_counts() -> None:
-    gains = outer_gains(outer_per_split(_scores(), "group_macro")).set_index("gain")
-    assert list(gains.index) == ["E_S − E_R", "H_S − H_R", "H_R − E_R", "H_S − E_S"]
+def test_the_paper_s_gains_are_paired_per_split_at_every_level() -> None:
+    gains = outer_gains(outer_per_split(_scores(), "group_macro"))
+    assert list(zip(gains["gain"], gains["level"], strict=True)) == [
+        (gain, level)
+        for gain in ("SupCon − matched H", "matched H − matched E")
+        for level in ("middle", "high", "mean_hierarchy")
+    ]
+    table = gains.set_index(["gain", "level"])
     differences = [ENDPOINTS[s]["H_S"] - ENDPOINTS[s]["H_R"] for s in ENDPOINTS]
-    row = gains.loc["H_S − H_R"]
+    row = table.loc[("SupCon − matched H", "mean_hierarchy")]
     assert row["mean"] == pytest.approx(np.mean(differences))
     assert row["sd"] == pytest.approx(np.std(differences, ddof=1))
     assert row["positive_splits"] == sum(d > 0 for d in differences) and row["splits"] == 3
-    geometry = gains.loc["H_R − E_R"]
-    assert geometry["kind"] == "geometry at matched loss"
+    geometry = table.loc[("matched H − matched E", "middle")]
     assert geometry["positive_splits"] == 2  # +0.01, −0.01, +0.02
 
 
 def test_gains_carry_an_interval_and_sign_flip_test_over_splits() -> None:
     settings = IntervalSettings(level=0.9, replicates=2000, seed=1)
-    gains = outer_gains(outer_per_split(_scores(), "group_macro"), settings).set_index("gain")
-    differences = np.array([ENDPOINTS[s]["E_S"] - ENDPOINTS[s]["E_R"] for s in ENDPOINTS])
-    row = gains.loc["E_S − E_R"]  # +0.04, +0.03, −0.01
+    gains = outer_gains(outer_per_split(_scores(), "group_macro"), settings)
+    table = gains.set_index(["gain", "level"])
+    differences = np.array([ENDPOINTS[s]["H_R"] - ENDPOINTS[s]["E_R"] for s in ENDPOINTS])
+    row = table.loc[("matched H − matched E", "mean_hierarchy")]  # +0.01, −0.01, +0.02
     # the t interval over the three splits (each split's test side is its own: no shared part)
     low, high = stats.t.interval(0.9, 2, loc=differences.mean(), scale=stats.sem(differences))
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high)) and row["df"] == 2
-    # 8 sign assignments of (0.04, 0.03, 0.01): |mean| ≥ 0.02 for (+,+,±) and (−,−,±) only
-    assert row["p_splits"] == pytest.approx(4 / 8) and row["p_min"] == pytest.approx(0.25)
-    same_sign = gains.loc["H_S − H_R"]  # +0.04, +0.02, +0.04: all positive
+    assert row["p_splits"] == pytest.approx(_hand_sign_flip(differences))
+    assert row["p_min"] == pytest.approx(0.25)
+    same_sign = table.loc[("SupCon − matched H", "mean_hierarchy")]  # +0.04, +0.02, +0.04
     assert same_sign["p_splits"] == pytest.approx(0.25) and same_sign["ci_low"] > 0
+
+
+def _hand_sign_flip(values: np.ndarray) -> float:
+    """The share of the 2**n sign assignments whose |sum| reaches the observed |sum|."""
+    import itertools
+
+    observed = abs(values.sum())
+    flips = [abs(np.dot(signs, values)) for signs in itertools.product((1, -1), repeat=3)]
+    return float(np.mean([flip >= observed - 1e-12 for flip in flips]))
 
 
 def test_a_cell_trained_on_another_split_is_refused(tmp_path) -> None:
@@ -115,6 +134,6 @@ def test_a_split_without_valid_upper_queries_stays_in_the_table_as_nan() -> None
     scores = _scores()
     scores.loc[(scores["split"] == "outer-2") & (scores["level"] == "high"), "map"] = float("nan")
     table = outer_table(outer_per_split(scores, "group_macro")).set_index("arm")
-    assert list(table.index) == ["frozen", "E_R", "H_R", "E_S", "H_S"]
+    assert list(table.index) == ["frozen", "E_R", "H_R", "H_S"]
     assert np.isnan(table.loc["E_R", "outer-2"])
     assert table.loc["E_R", "outer-1"] == pytest.approx(0.31)

@@ -284,6 +284,16 @@ def assert_outer_splits_disjoint(table: pd.DataFrame, labels: pd.DataFrame, coun
             drawn = _roles(table, draw)
             assert drawn["query"] and drawn["gallery"] and not drawn["query"] & drawn["gallery"]
             assert drawn["query"] | drawn["gallery"] <= roles["test"], draw
+        # its validation side: whole middle groups of its train side, none in its test side
+        tuning = _roles(table, f"outer-{k}-tuning")
+        held = tuning["query"] | tuning["gallery"]
+        assert held and tuning["train"] and not held & tuning["train"]
+        assert tuning["train"] | held == roles["train"]
+        middles = {
+            name: set(labels.loc[sorted(ids), "middle_code"])
+            for name, ids in (("train", tuning["train"]), ("validation", held))
+        }
+        assert not middles["train"] & middles["validation"]
     assert not table.loc[table["split"].str.startswith("outer"), "sealed"].any()
 
 
@@ -327,7 +337,7 @@ def _table_block(protocol: str) -> dict:
             "middles": {"train": 0.6, "validation": 0.2, "test": 0.2},
             "validation_query_fraction": 0.2,
             "query_gallery": {"seeds": [42, 2024, 3407], "queries": 0.2, "gallery": 0.8},
-            "outer": {"count": 2, "seed": 42, "test_fraction": 0.2},
+            "outer": {"count": 2, "seed": 42, "test_fraction": 0.2, "validation_fraction": 0.2},
         }
     }
 

@@ -44,9 +44,7 @@ def test_nabirds_taxonomy_and_shuffled_control(built_repo: Path):
         404,
         22,
     )
-    shuffled = pd.read_parquet(
-        built_repo / f"{TINY_RUN}/nabirds/taxonomy/shuffled_paper.parquet"
-    )
+    shuffled = pd.read_parquet(built_repo / f"{TINY_RUN}/nabirds/taxonomy/shuffled_paper.parquet")
     merged = table.merge(shuffled, on="class_id", suffixes=("", "_shuffled"))
     assert (merged["leaf"] == merged["leaf_shuffled"]).all()
     assert not (merged["middle"] == merged["middle_shuffled"]).any()

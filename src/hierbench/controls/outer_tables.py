@@ -1,8 +1,10 @@
-"""The outer hierarchy-disjoint splits' tables. The endpoint is mean hierarchy mAP under the
-dataset's registered aggregation: mean ± SD over the splits per arm, and paired per-split gains
-with a t interval over splits (each split's seeds are averaged first; each split has its own
-test side, so no test image is shared between them and the splits' spread holds all the noise)
-and the sign-flip test over splits.
+"""The outer hierarchy-disjoint splits' tables (the paper's section 5.5). The endpoint is mean
+hierarchy mAP, group-macro on every dataset: mean ± SD over the splits per arm (frozen features,
+matched E, matched H, SupCon), and the paper's paired per-split gains, SupCon − matched H and
+matched H − matched E, at the middle and high levels and on mean hierarchy, with a t interval
+over splits (each split's seeds are averaged first; each split has its own test side, so no
+test image is shared between them and the splits' spread holds all the noise) and the
+sign-flip test over splits.
 """
 
 from __future__ import annotations
@@ -18,14 +20,17 @@ from hierbench.effects.schema import arm_labels
 from hierbench.effects.variants import paired_summary
 from hierbench.protocol import ARM_ORDER, MEAN_HIERARCHY
 
-# Paired gains per split, as (minuend, subtrahend) arms: each loss effect at a matched geometry,
-# then each geometry effect at a matched loss.
-GAINS: tuple[tuple[str, str], ...] = (
-    ("E_S", "E_R"),
-    ("H_S", "H_R"),
-    ("H_R", "E_R"),
-    ("H_S", "E_S"),
-)
+# The arms' roles in the paper's words.
+ROLES = {"frozen": "Frozen features", "E_R": "matched E", "H_R": "matched H"}
+SUPCON_ROLE = "SupCon"
+# The paper's paired gains per split, as (minuend, subtrahend) roles, and the levels of each.
+GAINS: tuple[tuple[str, str], ...] = ((SUPCON_ROLE, "matched H"), ("matched H", "matched E"))
+GAIN_LEVELS = ("middle", "high", MEAN_HIERARCHY)
+
+
+def role_of(arm: str) -> str:
+    """An arm's role: the frozen features, a matched regression control, or the SupCon arm."""
+    return ROLES.get(arm, SUPCON_ROLE if arm.endswith("_S") else arm)
 
 
 def outer_per_split(scores: pd.DataFrame, aggregation: str) -> pd.DataFrame:
@@ -40,20 +45,20 @@ def outer_per_split(scores: pd.DataFrame, aggregation: str) -> pd.DataFrame:
     return frame.assign(arm=arm_labels(frame))
 
 
-def _endpoint_by_split(per_split: pd.DataFrame) -> pd.DataFrame:
-    """Mean hierarchy mAP, arms as columns and splits as rows (seeds averaged within a split; a
-    split without a valid upper-level query stays NaN rather than vanishing)."""
-    chosen = per_split[per_split["level"] == MEAN_HIERARCHY]
+def _by_split(per_split: pd.DataFrame, level: str = MEAN_HIERARCHY) -> pd.DataFrame:
+    """mAP at ``level``, arms as columns and splits as rows (seeds averaged within a split; a
+    split without a valid query at the level stays NaN rather than vanishing)."""
+    chosen = per_split[per_split["level"] == level]
     return chosen.groupby(["split", "arm"], sort=True)["value"].mean().unstack("arm")
 
 
 def outer_table(per_split: pd.DataFrame) -> pd.DataFrame:
-    """A row per arm: mean hierarchy mAP on each split, then mean ± SD over the splits."""
-    wide = _endpoint_by_split(per_split)
+    """A row per arm: its role, mean hierarchy mAP on each split, then mean ± SD over them."""
+    wide = _by_split(per_split)
     rows = []
     for arm in [arm for arm in ARM_ORDER if arm in wide.columns]:
         values = wide[arm]
-        entry: dict[str, Any] = {"arm": arm}
+        entry: dict[str, Any] = {"arm": arm, "role": role_of(arm)}
         entry |= {split: float(values[split]) for split in wide.index}
         entry["mean_sd"] = mean_sd(float(values.mean()), float(values.std(ddof=1)), 4)
         rows.append(entry)
@@ -63,34 +68,35 @@ def outer_table(per_split: pd.DataFrame) -> pd.DataFrame:
 def outer_gains(
     per_split: pd.DataFrame, intervals: IntervalSettings = DEFAULT_INTERVALS
 ) -> pd.DataFrame:
-    """Paired per-split gains of mean hierarchy mAP with their positive-split counts, the
-    interval over splits and the sign-flip test over splits (``p_splits``, floor ``p_min``)."""
-    wide = _endpoint_by_split(per_split)
+    """The paper's paired per-split gains (SupCon − matched H, matched H − matched E) at each
+    of ``GAIN_LEVELS``, with the positive-split count, the t interval over splits and the
+    sign-flip test over splits (``p_splits``, floor ``p_min``)."""
     rows = []
     for first, second in GAINS:
-        if first not in wide or second not in wide:
-            continue
-        differences = wide[first] - wide[second]
-        summary = paired_summary(differences)
-        spread = uncertainty(differences.to_numpy(dtype=float), intervals)
-        kind = "loss at matched geometry" if first[0] == second[0] else "geometry at matched loss"
-        rows.append(
-            {
-                "gain": f"{first} − {second}",
-                "kind": kind,
-                **{split: float(differences[split]) for split in wide.index},
-                "mean": summary["mean"],
-                "sd": summary["sd"],
-                "positive_splits": summary["positive"],
-                "splits": summary["count"],
-                "se": spread["se"],
-                "df": spread["df"],
-                "ci_low": spread["ci_low"],
-                "ci_high": spread["ci_high"],
-                "p_splits": spread["p_seeds"],
-                "p_min": spread["p_min"],
-            }
-        )
+        for level in GAIN_LEVELS:
+            wide = _by_split(per_split, level).rename(columns=role_of)
+            if first not in wide or second not in wide:
+                continue
+            differences = wide[first] - wide[second]
+            summary = paired_summary(differences)
+            spread = uncertainty(differences.to_numpy(dtype=float), intervals)
+            rows.append(
+                {
+                    "gain": f"{first} − {second}",
+                    "level": level,
+                    **{split: float(differences[split]) for split in wide.index},
+                    "mean": summary["mean"],
+                    "sd": summary["sd"],
+                    "positive_splits": summary["positive"],
+                    "splits": summary["count"],
+                    "se": spread["se"],
+                    "df": spread["df"],
+                    "ci_low": spread["ci_low"],
+                    "ci_high": spread["ci_high"],
+                    "p_splits": spread["p_seeds"],
+                    "p_min": spread["p_min"],
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -32,6 +32,7 @@ from hierbench.splits.sampling import (  # noqa: F401  (re-exported: the splits'
 )
 
 SPLIT_COLUMNS = ("split", "role", "seed", "sealed", "image_id")
+TUNING_SUFFIX = "tuning"  # an outer split's validation side: outer-k-tuning
 OFFICIAL, MIDDLE_DISJOINT = "official", "middle-disjoint"  # the split protocols
 
 
@@ -131,9 +132,14 @@ def group_disjoint_outer(
     seed: int,
     test_fraction: float,
     draws: Callable[[int], QueryGallerySpec],
+    validation_fraction: float = 0.2,
+    validation_query_fraction: float = 0.2,
 ) -> list[pd.DataFrame]:
     """``count`` outer splits of the development images, disjoint in ``group`` (e.g. genus),
-    each test side with its query/gallery draws (``draws(n_test)``, splits ``outer-k-qg-<seed>``).
+    each test side with its query/gallery draws (``draws(n_test)``, splits ``outer-k-qg-<seed>``)
+    and each train side with a validation side of its own, ``validation_fraction`` of its groups
+    (split ``outer-k-tuning``: ``train`` the other groups, ``query`` and ``gallery`` the held-out
+    groups' images), on which the outer arms choose their epochs.
 
     Drawn inside the development data so that the sealed test set stays sealed.
     """
@@ -141,16 +147,32 @@ def group_disjoint_outer(
     n_test = resolve_count(test_fraction, len(groups), f"outer.test_fraction of {group} groups")
     if n_test >= len(groups):
         raise SplitError(f"outer split: {n_test} test groups leave no {group} group to train on")
+    n_validation = resolve_count(
+        validation_fraction, len(groups) - n_test, f"outer.validation_fraction of {group} groups"
+    )
+    if n_validation >= len(groups) - n_test:
+        raise SplitError(
+            f"outer split: {n_validation} validation groups leave no {group} group to train on"
+        )
     rows = []
     for k in range(count):
         rng = np.random.default_rng(seed + k)
-        held_out = set(groups[rng.permutation(len(groups))[:n_test]])
+        order = groups[rng.permutation(len(groups))]
+        held_out, validation = set(order[:n_test]), set(order[n_test : n_test + n_validation])
         is_test = dev[group].isin(held_out)
         name = f"outer-{k + 1}"
         rows.append(_rows(name, "train", seed + k, False, dev.loc[~is_test, "image_id"]))
         rows.append(_rows(name, "test", seed + k, False, dev.loc[is_test, "image_id"]))
         test = dev[is_test]
         rows.extend(query_gallery_draws(test, draws(len(test)), f"{name}-qg", sealed=False))
+        is_validation = dev[group].isin(validation)
+        tuning = f"{name}-{TUNING_SUFFIX}"
+        rows.append(
+            _rows(tuning, "train", seed + k, False, dev.loc[~is_test & ~is_validation, "image_id"])
+        )
+        rows.extend(
+            query_gallery_from(dev[is_validation], tuning, validation_query_fraction, seed + k)
+        )
     return rows
 
 
@@ -187,6 +209,7 @@ def cub_split_table(
     outer_count: int,
     outer_seed: int,
     outer_test_fraction: float,
+    outer_validation_fraction: float = 0.2,
 ) -> pd.DataFrame:
     """CUB: official train/test, a tuning validation split inside train, test perturbations.
 
@@ -215,6 +238,8 @@ def cub_split_table(
             outer_seed,
             outer_test_fraction,
             lambda n: proportional_draws(query_gallery, len(test), n),
+            outer_validation_fraction,
+            validation_query_fraction,
         ),
     ]
     return _assemble(parts)
@@ -270,6 +295,7 @@ def nabirds_split_table(
     outer_test_fraction: float,
     groups_key: tuple[str, str] = ("splits.parents", "parents"),
     leaves: dict[str, int] | None = None,
+    outer_validation_fraction: float = 0.2,
 ) -> pd.DataFrame:
     """NABirds Parent-disjoint: whole parents to train / validation / test (official flags
     unused), the partition of :func:`hierbench.splits.partition.middle_partition` (``leaves``:
@@ -286,6 +312,7 @@ def nabirds_split_table(
         outer_count=outer_count,
         outer_seed=outer_seed,
         outer_test_fraction=outer_test_fraction,
+        outer_validation_fraction=outer_validation_fraction,
     )
 
 
@@ -299,6 +326,7 @@ def middle_disjoint_table(
     outer_count: int,
     outer_seed: int,
     outer_test_fraction: float,
+    outer_validation_fraction: float = 0.2,
 ) -> pd.DataFrame:
     """The split table of a middle-group ``partition``. The development data is train +
     validation; tuning trains on the train parents and scores on the validation parents'
@@ -319,6 +347,8 @@ def middle_disjoint_table(
             outer_seed,
             outer_test_fraction,
             lambda n: proportional_draws(query_gallery, len(test), n),
+            outer_validation_fraction,
+            validation_query_fraction,
         ),
     ]
     return _assemble(parts)

@@ -53,6 +53,7 @@ def make_split_table(
         "outer_count": splits["outer"]["count"],
         "outer_seed": splits["outer"]["seed"],
         "outer_test_fraction": splits["outer"]["test_fraction"],
+        "outer_validation_fraction": splits["outer"]["validation_fraction"],
     }
     protocol = split_protocol(kind, splits)
     if kind == "table" and protocol == OFFICIAL and not images["is_train"].any():
