@@ -242,12 +242,7 @@ def arm_scores(
         return dict.fromkeys(epochs, scores)
     if arm not in (*ARMS, *EMBEDDING_ANGLE_ARMS):
         raise ValueError(f"unknown arm {arm!r}; the arms are {(*ARMS, *EMBEDDING_ANGLE_ARMS)}")
-    geometry, loss = arm.split("_")
-    if loss == SUPCON:
-        spec, objective = cell_spec(dataset, geometry, loss, seed, config, tau=SUPCON_TAU), None
-    else:
-        spec = companion_spec(dataset, geometry, seed, config)
-        objective = companion_objective(spec, config, collection.train_labels, collection.crops)
+    spec, objective = arm_spec(arm, collection, seed, config, dataset)
     if max(epochs) > spec.epochs:
         raise ValueError(f"report epochs {epochs} go past the {spec.epochs} epochs trained")
     scores: dict[int, dict[str, float]] = {}
@@ -268,15 +263,35 @@ def arm_scores(
             scores[epoch] |= pair_geometry(model, objective, collection.train)
         return {}
 
+    train_arm(arm, collection, spec, objective, on_epoch=score)
+    return scores
+
+
+def arm_spec(
+    arm: str, collection: Collection, seed: int, config: dict[str, Any], dataset: str
+) -> tuple[Any, Any]:
+    """An arm's cell spec and objective, as the pipeline builds them (``companion_spec``,
+    ``companion_objective``; E_S: ``cell_spec`` at the sanity τ, no objective of its own)."""
+    geometry, loss = arm.split("_")
+    if loss == SUPCON:
+        return cell_spec(dataset, geometry, loss, seed, config, tau=SUPCON_TAU), None
+    spec = companion_spec(dataset, geometry, seed, config)
+    return spec, companion_objective(spec, config, collection.train_labels, collection.crops)
+
+
+def train_arm(
+    arm: str, collection: Collection, spec: Any, objective: Any, on_epoch: Any = None
+) -> Any:
+    """Train one arm's cell on the collection's training rows with the pipeline's
+    ``train_cell`` (the embedding-angle arms with their angle swapped in); the result."""
     with (
         mock.patch.object(entailment_fused, "paired_exterior_angles", embedding_angles)
         if arm in EMBEDDING_ANGLE_ARMS
         else contextlib.nullcontext()
     ):
-        train_cell(
-            collection.train, collection.train_labels, spec, objective=objective, on_epoch=score
+        return train_cell(
+            collection.train, collection.train_labels, spec, objective=objective, on_epoch=on_epoch
         )
-    return scores
 
 
 GEOMETRY_BATCHES, GEOMETRY_BATCH_SIZE = 8, 32

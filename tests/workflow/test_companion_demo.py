@@ -6,9 +6,10 @@ from __future__ import annotations
 import importlib.util
 import sys
 
+import pandas as pd
 import pytest
 import torch
-from conftest import REPO
+from conftest import REPO, TINY_RUN, TINY_SEEDS
 
 from hierbench.cells.companion import pair_sources
 
@@ -60,3 +61,67 @@ def test_each_source_trains_its_own_cells_and_the_table_has_a_row_each():
     table = demo.markdown(frame, "heading")
     assert table.count("\n| boxes | ") == 2 and table.count("\n| taxonomy | ") == 2
     assert "| boxes E_A | " in table  # pair geometry per source and arm
+
+
+@pytest.mark.slow  # reads the tiny run's development features
+def test_the_pipeline_and_the_diagnostic_train_the_same_cell_on_the_same_rows(built_repo, tmp_path):
+    """Issue #50: the pipeline's A cells and the diagnostic disagreed by a factor of two. One
+    A cell trained through the pipeline's stage code and through the diagnostic's path on the
+    pipeline's rows (final/train) has the same weights, bit for bit: the training is the same.
+    The step that differs is the rows: final/train holds the validation images the diagnostic
+    scores, so the diagnostic trains on tuning/train, which holds none of them."""
+    import json
+
+    from safetensors.torch import load_file
+
+    from hierbench.config import load_config
+    from hierbench.provenance.records import JobContext
+    from hierbench.stages.companion import train_companion_cell
+    from hierbench.training.trainer import PROJECTOR_PREFIX
+
+    demo, sanity = _load("companion_demo"), _load("companion_sanity")
+    config = load_config(
+        built_repo / "configs/tiny.yaml", built_repo / "schemas/config.schema.yaml"
+    )
+    run, dataset, seed = built_repo / TINY_RUN, "cub", TINY_SEEDS[0]
+    folder = run / dataset / "features"
+    outputs = {"model": tmp_path / "model.safetensors", "log": tmp_path / "log.parquet"}
+    outputs["record"] = tmp_path / "record.json"
+    train_companion_cell(
+        dataset,
+        "E",
+        seed,
+        folder / "dev.parquet",
+        folder / "dev_crops.parquet",
+        run / dataset / "splits/dev.parquet",
+        config,
+        outputs,
+        JobContext(rule="test"),
+    )
+    pipeline = load_file(outputs["model"])
+    collection = demo.development_collection(run, dataset, ("final", "train"))
+    spec, objective = sanity.arm_spec("E_A", collection, seed, config, dataset)
+    result = sanity.train_arm("E_A", collection, spec, objective)
+    diagnostic = {
+        name: tensor for name, tensor in result.model.state_dict().items() if name in pipeline
+    }
+    assert set(diagnostic) == set(pipeline) and any(
+        k.startswith(PROJECTOR_PREFIX) for k in pipeline
+    )
+    for name, tensor in pipeline.items():
+        assert torch.equal(diagnostic[name], tensor), name
+    assert json.loads(outputs["record"].read_text())["train_examples"] == len(collection.train)
+    # the diagnostic's own rows hold none of the validation images it scores
+    dev = pd.read_parquet(run / dataset / "splits/dev.parquet")
+    rows = {
+        role: set(dev.loc[(dev["split"] == s) & (dev["role"] == r), "image_id"])
+        for role, (s, r) in {
+            "final": ("final", "train"),
+            "train": demo.TRAIN_ROLE,
+            "query": demo.QUERY_ROLE,
+            "gallery": demo.GALLERY_ROLE,
+        }.items()
+    }
+    scored = rows["query"] | rows["gallery"]
+    assert scored <= rows["final"]  # what made the factor of two
+    assert not scored & rows["train"]

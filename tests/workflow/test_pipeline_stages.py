@@ -281,18 +281,60 @@ def test_the_baselines_and_outer_splits_ran_on_their_artifacts(built_repo: Path)
     audit = pd.read_parquet(base / "audit/fairness.parquet")
     assert audit["scope"].astype(str).str.contains("hier-42").any()
     for split in ("outer-1", "outer-2", "outer-3"):
-        record = json.loads((base / f"cells/outer/{split}/HS-42/record.json").read_text())
-        n_train = ((dev["split"] == split) & (dev["role"] == "train")).sum()
-        assert record["train_split"] == split and record["train_examples"] == n_train
-        assert record["cell"] == f"HS-42@{split}"  # one bundle per split and seed:
-        assert record["bundle"] == [f"{cell}-42@{split}" for cell in ("ER", "ES", "HR", "HS")]
+        # each arm's epochs chosen on the split's validation side, then trained alone for them
+        durations = json.loads((base / f"outer/{split}/durations.json").read_text())
+        assert durations["validation"] == f"{split}-tuning"
+        assert durations["aggregation"] == "group_macro"
+        assert set(durations["arms"]) == {"E_R", "H_R", "H_S"}
+        for arm, chosen in durations["arms"].items():
+            scores = chosen["scores"]
+            assert len(scores) == 2  # the tiny config's controls.outer.max_epochs
+            best = max(range(len(scores)), key=lambda e: (scores[e], -e)) + 1
+            assert chosen["epochs"] == best
+            cell = arm.replace("_", "")
+            record = json.loads((base / f"cells/outer/{split}/{cell}-42/record.json").read_text())
+            n_train = ((dev["split"] == split) & (dev["role"] == "train")).sum()
+            assert record["train_split"] == split and record["train_examples"] == n_train
+            assert record["cell"] == f"{cell}-42@{split}" and "bundle" not in record
+            assert record["spec"]["epochs"] == chosen["epochs"]
+            assert record["epochs_chosen_on"] == f"{split}-tuning"
         scores = pd.read_parquet(base / f"outer/{split}/scores.parquet")
-        assert set(scores["arm"]) == {"frozen", "E_R", "H_R", "E_S", "H_S"}
+        assert set(scores["arm"]) == {"frozen", "E_R", "H_R", "H_S"}
     outer = pd.read_parquet(base / "outer/outer.parquet")
-    assert outer["arm"].tolist() == ["frozen", "E_R", "H_R", "E_S", "H_S"]
+    assert outer["arm"].tolist() == ["frozen", "E_R", "H_R", "H_S"]
     assert outer[["outer-1", "outer-2", "outer-3"]].notna().all().all()
     gains = pd.read_parquet(base / "outer/outer_gains.parquet")
     assert (gains["splits"] == 3).all()
+    assert_outer_gains_are_a_plain_loop(base, gains)
+
+
+def assert_outer_gains_are_a_plain_loop(base: Path, gains: pd.DataFrame) -> None:
+    """The outer gains, recomputed from each split's scores by plain loops: group-macro mAP per
+    level averaged over the draws (a seed per split), mean hierarchy their middle-high mean,
+    SupCon − matched H and matched H − matched E per split."""
+    value = {}
+    for split in ("outer-1", "outer-2", "outer-3"):
+        scores = pd.read_parquet(base / f"outer/{split}/scores.parquet")
+        for arm in ("E_R", "H_R", "H_S"):
+            for level in ("middle", "high"):
+                rows = scores[
+                    (scores["arm"] == arm)
+                    & (scores["aggregation"] == "group_macro")
+                    & (scores["level"] == level)
+                ]
+                value[split, arm, level] = sum(rows["map"]) / len(rows)
+            value[split, arm, "mean_hierarchy"] = (
+                value[split, arm, "middle"] + value[split, arm, "high"]
+            ) / 2
+    for (first, second), name in (
+        (("H_S", "H_R"), "SupCon − matched H"),
+        (("H_R", "E_R"), "matched H − matched E"),
+    ):
+        for level in ("middle", "high", "mean_hierarchy"):
+            row = gains[(gains["gain"] == name) & (gains["level"] == level)].iloc[0]
+            for split in ("outer-1", "outer-2", "outer-3"):
+                expected = value[split, first, level] - value[split, second, level]
+                assert row[split] == pytest.approx(expected, abs=1e-12), (name, level, split)
 
 
 def test_the_controls_report_the_papers_contrasts_within_their_own_cells(built_repo: Path):
@@ -321,13 +363,11 @@ def test_the_controls_report_the_papers_contrasts_within_their_own_cells(built_r
     assert (contrasts["seeds"] == seeds).all()
     assert contrasts["signs"].str.count(" ").eq(seeds - 1).all()
     semantic = pd.read_parquet(base / "tables/controls/semantic_contrasts.parquet")
+    # every contrast of the paper's Table 2 at every level
     assert list(zip(semantic["contrast"], semantic["level"], strict=True)) == [
-        ("Full − Shuffle", "middle"),
-        ("Full − Shuffle", "high"),
-        ("Full − Shuffle", "mean_hierarchy"),
-        ("Leaf+Parent − Leaf-only", "mean_hierarchy"),
-        ("Full − Leaf+Parent", "mean_hierarchy"),
-        ("Full − Leaf+Parent", "middle"),
+        (contrast, level)
+        for contrast in ("Full − Shuffle", "Leaf+Parent − Leaf-only", "Full − Leaf+Parent")
+        for level in ("leaf", "middle", "high", "mean_hierarchy")
     ]
 
 
