@@ -115,7 +115,7 @@ use rule tune as select_outer_durations with:
     benchmark:
         benchmark_for(OUTER_DURATION)
     params:
-        **code("stages.outer_training", script="select_outer_durations"),
+        **code("stages.tuning", script="select_outer_durations"),
         config=lambda wildcards: training_config(config, wildcards.dataset, controls=("outer",)),
         aggregation=OUTER_AGGREGATION,
 

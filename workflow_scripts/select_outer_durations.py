@@ -1,7 +1,7 @@
 """Choose every outer arm's epochs on one outer split's validation side."""
 
 from hierbench.jobs import start_job
-from hierbench.stages.outer_training import select_outer_durations
+from hierbench.stages.tuning import select_outer_durations
 
 job = start_job(snakemake)
 selection = getattr(snakemake.input, "selection", [])

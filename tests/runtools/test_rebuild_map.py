@@ -71,7 +71,7 @@ def test_every_rule_that_runs_a_script_declares_its_code():
     assert scripted <= set(declared), sorted(scripted - set(declared))
 
     assert declared["train_factorial"] == ("stages.training",)
-    assert declared["train_outer"] == ("stages.training",)  # its own, as train_factorial's
+    assert declared["train_outer"] == ("stages.outer_training",)  # its own, alone
     assert declared["train_hier_cell"] == ("stages.hier",)  # its own
     assert declared["final_lock"] == ("stages.lock",)
 
@@ -290,5 +290,7 @@ def test_a_one_character_change_to_the_metric_engine_reruns_no_regression_cell(
     assert rules["evaluate_cell"] == 2 * 4 * len(TINY_SEEDS)  # two datasets, four cells per seed
     assert rules["select_semantic_duration"] == 4
     assert rules["train_factorial"] == 2  # each dataset's factorial bundle: it holds S cells
-    assert rules["train_outer"] == 3  # every outer bundle (split x seed) holds S cells
+    # every outer split's epochs are chosen again on validation (scored by the engine), and
+    # every arm of it trains again for them
+    assert rules["select_outer_durations"] == 3 and rules["train_outer"] == 9
     assert "train_curvature" not in rules  # its bundles hold Regression cells only

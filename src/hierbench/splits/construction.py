@@ -12,14 +12,20 @@ sealed draws' proportions and seeds.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from hierbench.relations import LABEL_COLUMNS, valid_query_counts
+from hierbench.splits.draws import (  # noqa: F401  (re-exported: the splits' public API)
+    QueryGallerySpec,
+    query_gallery_draws,
+    query_gallery_from,
+    rows_of,
+    sealed_query_gallery_rows,
+)
+from hierbench.splits.outer_splits import group_disjoint_outer, proportional_draws
 from hierbench.splits.partition import Partition, middle_partition, parent_counts
 from hierbench.splits.sampling import (  # noqa: F401  (re-exported: the splits' public API)
     FRACTION_TOLERANCE,
@@ -32,148 +38,10 @@ from hierbench.splits.sampling import (  # noqa: F401  (re-exported: the splits'
 )
 
 SPLIT_COLUMNS = ("split", "role", "seed", "sealed", "image_id")
-TUNING_SUFFIX = "tuning"  # an outer split's validation side: outer-k-tuning
 OFFICIAL, MIDDLE_DISJOINT = "official", "middle-disjoint"  # the split protocols
 
 
 # --------------------------------------------------------------------------- split sets
-
-
-@dataclass(frozen=True)
-class QueryGallerySpec:
-    """How many queries and gallery images each test perturbation draws, and their seeds."""
-
-    seeds: Sequence[int]
-    queries: int | float
-    gallery: int | float
-
-
-def _rows(
-    split: str, role: str, seed: int | None, sealed: bool, ids: Iterable[str]
-) -> pd.DataFrame:
-    """Rows of one (split, role) in the long split table."""
-    ids = sorted(str(i) for i in ids)
-    return pd.DataFrame(
-        {
-            "split": split,
-            "role": role,
-            "seed": pd.array([seed] * len(ids), dtype="Int64"),
-            "sealed": sealed,
-            "image_id": ids,
-        }
-    )
-
-
-def sealed_query_gallery_rows(test: pd.DataFrame, spec: QueryGallerySpec) -> list[pd.DataFrame]:
-    """One sealed query/gallery draw of the test images per seed, stratified by leaf."""
-    return query_gallery_draws(test, spec, "qg", sealed=True)
-
-
-def query_gallery_draws(
-    test: pd.DataFrame, spec: QueryGallerySpec, prefix: str, *, sealed: bool
-) -> list[pd.DataFrame]:
-    """One query/gallery draw of ``test`` per seed (split ``<prefix>-<seed>``), stratified by leaf.
-
-    Queries are shared out over leaf classes leaving at least one image of each class for
-    the gallery where the class has two or more; the gallery is drawn from the rest.
-    """
-    n_test = len(test)
-    queries = resolve_count(spec.queries, n_test, "query_gallery.queries")
-    gallery = resolve_count(spec.gallery, n_test, "query_gallery.gallery")
-    if queries + gallery > n_test:
-        raise SplitError(
-            f"query_gallery: {queries} queries + {gallery} gallery = {queries + gallery} "
-            f"exceeds the {n_test} test images"
-        )
-    rows = []
-    for seed in spec.seeds:
-        rng = np.random.default_rng(seed)
-        keep = 1 if queries <= n_test - test["leaf_code"].nunique() else 0
-        query_index = stratified_pick(test, "leaf_code", queries, rng, keep=keep)
-        rest = test.drop(query_index)
-        gallery_index = stratified_pick(rest, "leaf_code", gallery, rng)
-        split = f"{prefix}-{seed}"
-        rows.append(_rows(split, "query", seed, sealed, test.loc[query_index, "image_id"]))
-        rows.append(_rows(split, "gallery", seed, sealed, rest.loc[gallery_index, "image_id"]))
-    return rows
-
-
-def proportional_draws(spec: QueryGallerySpec, n_sealed: int, n_test: int) -> QueryGallerySpec:
-    """The sealed draws' shares of the sealed test, as counts of another test side of ``n_test``
-    images (the outer splits' draws take what the sealed draws take, in proportion)."""
-    shares = [
-        value / n_sealed if isinstance(value, int) else value
-        for value in (spec.queries, spec.gallery)
-    ]
-    queries = max(1, round(shares[0] * n_test))
-    gallery = min(max(1, round(shares[1] * n_test)), n_test - queries)
-    return QueryGallerySpec(spec.seeds, queries, gallery)
-
-
-def query_gallery_from(
-    frame: pd.DataFrame, split: str, query_fraction: float, seed: int
-) -> list[pd.DataFrame]:
-    """A dev-side query/gallery division of ``frame`` (tuning validation), stratified by leaf."""
-    rng = np.random.default_rng(seed)
-    total = resolve_count(query_fraction, len(frame), f"{split}.query")
-    keep = 1 if total <= len(frame) - frame["leaf_code"].nunique() else 0
-    query_index = stratified_pick(frame, "leaf_code", total, rng, keep=keep)
-    gallery_ids = frame.drop(query_index)["image_id"]
-    return [
-        _rows(split, "query", seed, False, frame.loc[query_index, "image_id"]),
-        _rows(split, "gallery", seed, False, gallery_ids),
-    ]
-
-
-def group_disjoint_outer(
-    dev: pd.DataFrame,
-    group: str,
-    count: int,
-    seed: int,
-    test_fraction: float,
-    draws: Callable[[int], QueryGallerySpec],
-    validation_fraction: float = 0.2,
-    validation_query_fraction: float = 0.2,
-) -> list[pd.DataFrame]:
-    """``count`` outer splits of the development images, disjoint in ``group`` (e.g. genus),
-    each test side with its query/gallery draws (``draws(n_test)``, splits ``outer-k-qg-<seed>``)
-    and each train side with a validation side of its own, ``validation_fraction`` of its groups
-    (split ``outer-k-tuning``: ``train`` the other groups, ``query`` and ``gallery`` the held-out
-    groups' images), on which the outer arms choose their epochs.
-
-    Drawn inside the development data so that the sealed test set stays sealed.
-    """
-    groups = np.array(sorted(dev[group].unique()))
-    n_test = resolve_count(test_fraction, len(groups), f"outer.test_fraction of {group} groups")
-    if n_test >= len(groups):
-        raise SplitError(f"outer split: {n_test} test groups leave no {group} group to train on")
-    n_validation = resolve_count(
-        validation_fraction, len(groups) - n_test, f"outer.validation_fraction of {group} groups"
-    )
-    if n_validation >= len(groups) - n_test:
-        raise SplitError(
-            f"outer split: {n_validation} validation groups leave no {group} group to train on"
-        )
-    rows = []
-    for k in range(count):
-        rng = np.random.default_rng(seed + k)
-        order = groups[rng.permutation(len(groups))]
-        held_out, validation = set(order[:n_test]), set(order[n_test : n_test + n_validation])
-        is_test = dev[group].isin(held_out)
-        name = f"outer-{k + 1}"
-        rows.append(_rows(name, "train", seed + k, False, dev.loc[~is_test, "image_id"]))
-        rows.append(_rows(name, "test", seed + k, False, dev.loc[is_test, "image_id"]))
-        test = dev[is_test]
-        rows.extend(query_gallery_draws(test, draws(len(test)), f"{name}-qg", sealed=False))
-        is_validation = dev[group].isin(validation)
-        tuning = f"{name}-{TUNING_SUFFIX}"
-        rows.append(
-            _rows(tuning, "train", seed + k, False, dev.loc[~is_test & ~is_validation, "image_id"])
-        )
-        rows.extend(
-            query_gallery_from(dev[is_validation], tuning, validation_query_fraction, seed + k)
-        )
-    return rows
 
 
 def _assemble(parts: list[pd.DataFrame]) -> pd.DataFrame:
@@ -226,9 +94,9 @@ def cub_split_table(
     val_index = stratified_pick(train, "leaf_code", n_val, rng, keep=1)
     validation = train.loc[val_index]
     parts = [
-        _rows("final", "train", None, False, train["image_id"]),
-        _rows("final", "test", None, True, test["image_id"]),
-        _rows("tuning", "train", seed, False, train.drop(val_index)["image_id"]),
+        rows_of("final", "train", None, False, train["image_id"]),
+        rows_of("final", "test", None, True, test["image_id"]),
+        rows_of("tuning", "train", seed, False, train.drop(val_index)["image_id"]),
         *query_gallery_from(validation, "tuning", validation_query_fraction, seed),
         *sealed_query_gallery_rows(test, query_gallery),
         *group_disjoint_outer(
@@ -335,9 +203,9 @@ def middle_disjoint_table(
     train, validation, test = (images[role == name] for name in ("train", "validation", "test"))
     dev = images[role != "test"]
     parts = [
-        _rows("final", "train", seed, False, dev["image_id"]),
-        _rows("final", "test", seed, True, test["image_id"]),
-        _rows("tuning", "train", seed, False, train["image_id"]),
+        rows_of("final", "train", seed, False, dev["image_id"]),
+        rows_of("final", "test", seed, True, test["image_id"]),
+        rows_of("tuning", "train", seed, False, train["image_id"]),
         *query_gallery_from(validation, "tuning", validation_query_fraction, seed),
         *sealed_query_gallery_rows(test, query_gallery),
         *group_disjoint_outer(

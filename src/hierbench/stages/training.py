@@ -14,25 +14,10 @@ from typing import Any
 from hierbench.cells.spec import CellSpec, cell_spec
 from hierbench.controls.curvature_points import cell_label, point_geometry, point_hyperbolic
 from hierbench.features.store import role_data
-from hierbench.protocol import CURVATURE_CONTROL, REGRESSION, SUPCON, cell_name
+from hierbench.protocol import CURVATURE_CONTROL, REGRESSION, cell_name
 from hierbench.provenance.records import JobContext
 from hierbench.training.publishing import train_bundle_and_publish
-from hierbench.training.tuning import selected_tau
-
-
-def final_spec(
-    dataset: str,
-    geometry: str,
-    loss: str,
-    seed: int,
-    config: dict[str, Any],
-    selection: str | Path | None,
-    **options: Any,
-) -> CellSpec:
-    """A factorial-recipe cell's spec, its τ (an S cell's) from the config or ``selection``;
-    ``options`` as :func:`hierbench.cells.spec.cell_spec` takes them."""
-    tau = selected_tau(dataset, geometry, config, selection) if loss == SUPCON else None
-    return cell_spec(dataset, geometry, loss, seed, config, tau=tau, **options)
+from hierbench.training.tuning import final_spec
 
 
 def train_cell_bundle(

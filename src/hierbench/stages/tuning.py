@@ -1,6 +1,7 @@
 """Temperature-tuning stage: one SupCon run per (geometry, τ), a dataset's runs trained as one
 bundle, each scored on validation only, and the selection of each geometry's temperature from
-those scores. Nothing here reads a sealed artifact.
+those scores; and the other choices made on validation, the semantic arms' and the outer arms'
+epochs. Nothing here reads a sealed artifact.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pandas as pd
 
 from hierbench.cells.checkpoints import embed
 from hierbench.cells.spec import CellSpec, cell_spec
+from hierbench.controls.outer import outer_arms, outer_block
 from hierbench.controls.semantic import (
     best_epoch,
     semantic_arm,
@@ -33,9 +35,10 @@ from hierbench.protocol import (
 )
 from hierbench.provenance.artifacts import write_json, write_parquet
 from hierbench.provenance.records import JobContext
+from hierbench.splits.outer_splits import TUNING_SUFFIX
 from hierbench.training.bundle import train_bundle
 from hierbench.training.trainer import train_cell
-from hierbench.training.tuning import hierarchy_scores, select_temperatures
+from hierbench.training.tuning import final_spec, hierarchy_scores, select_temperatures
 
 log = logging.getLogger(__name__)
 
@@ -184,4 +187,57 @@ def select_semantic_duration(
     }
     write_json(record, out_json, job)
     log.info("%s semantic arm %s: best epoch %d of %d", dataset, arm, epochs, len(scores))
+    return record
+
+
+def select_outer_durations(
+    dataset: str,
+    outer: str,
+    features: str | Path,
+    splits: str | Path,
+    selection: str | Path | None,
+    config: dict[str, Any],
+    out_json: str | Path,
+    job: JobContext,
+    *,
+    aggregation: str,
+) -> dict[str, Any]:
+    """Choose every outer arm's epochs on ``outer``'s validation side: each arm (the tuning
+    seed, the factorial's recipe and τ) trains on ``<outer>-tuning/train`` up to
+    ``controls.outer.max_epochs`` and is scored after every epoch on its query/gallery (mean
+    hierarchy mAP under ``aggregation``, in the arm's own geometry); the best epoch wins, ties
+    to the earlier."""
+    tuning = f"{outer}-{TUNING_SUFFIX}"
+    (x, y), query, gallery = role_arrays(
+        features, splits, [(tuning, "train"), (tuning, "query"), (tuning, "gallery")]
+    )
+    max_epochs = int(outer_block(config, dataset)["max_epochs"])
+    seed, ks = int(config["tuning"]["seed"]), config["evaluation"]["recall_ks"]
+    arms = {}
+    for geometry, loss in outer_arms(config, dataset):
+        spec = final_spec(dataset, geometry, loss, seed, config, selection, epochs=max_epochs)
+        scores: list[float] = []
+
+        def score(epoch: int, model: Any, spec: Any = spec, scores: list = scores) -> dict:
+            scores.append(validation_score(model, spec, query, gallery, ks, aggregation)["score"])
+            return {"validation_score": scores[-1]}
+
+        train_cell(x, y, spec, on_epoch=score, device=config_device(config))
+        arm = f"{geometry}_{loss}"
+        arms[arm] = {
+            "epochs": best_epoch(scores),
+            "scores": [value if math.isfinite(value) else None for value in scores],
+        }
+        log.info(
+            "%s %s %s: best epoch %d of %d", dataset, outer, arm, arms[arm]["epochs"], max_epochs
+        )
+    record = {
+        "dataset": dataset,
+        "outer": outer,
+        "validation": tuning,
+        "aggregation": aggregation,
+        "seed": seed,
+        "arms": arms,
+    }
+    write_json(record, out_json, job)
     return record

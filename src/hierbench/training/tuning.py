@@ -15,7 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from hierbench.protocol import LEVELS
+from hierbench.cells.spec import CellSpec, cell_spec
+from hierbench.protocol import LEVELS, SUPCON
 
 SELECTION_COLUMNS = ("geometry", "tau", "score", "map_leaf", "map_middle", "map_high", "selected")
 
@@ -72,3 +73,18 @@ def selected_tau(
             f"{selection}: expected one selected tau for {geometry}, found {len(chosen)}"
         )
     return float(chosen["tau"].iloc[0])
+
+
+def final_spec(
+    dataset: str,
+    geometry: str,
+    loss: str,
+    seed: int,
+    config: dict[str, Any],
+    selection: str | Path | None,
+    **options: Any,
+) -> CellSpec:
+    """A factorial-recipe cell's spec, its τ (an S cell's) from the config or ``selection``;
+    ``options`` as :func:`hierbench.cells.spec.cell_spec` takes them."""
+    tau = selected_tau(dataset, geometry, config, selection) if loss == SUPCON else None
+    return cell_spec(dataset, geometry, loss, seed, config, tau=tau, **options)
