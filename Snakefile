@@ -20,7 +20,8 @@ from hierbench.data.kinds import name_constraint
 from hierbench.data.quality import check_table_splits, plan_warnings
 from hierbench.devices import check_device_before_scheduling
 from hierbench.paths import BACKBONE_PASSES
-from hierbench.protocol import COMPANION_CELLS, GEOMETRIES, LOSSES, alternatives
+from hierbench.factorial import factorial_losses
+from hierbench.protocol import COMPANION_CELLS, GEOMETRIES, alternatives
 from hierbench.runlogs import note_repository
 from hierbench.runs import check_working_folder
 
@@ -61,7 +62,7 @@ wildcard_constraints:
     name="classes|hierarchy",
     backbone_pass=alternatives(BACKBONE_PASSES),
     geometry=alternatives(GEOMETRIES),
-    loss=alternatives(LOSSES),
+    loss=alternatives(factorial_losses(config)),
     seed=r"\d+",
     tau=r"[0-9.]+",
     point=POINT_PATTERN,

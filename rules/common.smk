@@ -26,10 +26,12 @@ from hierbench.data.kinds import (
 )
 from hierbench.data.fingerprint import fingerprint, identity, weights_identity
 from hierbench.devices import gpus_per_job
+from hierbench.factorial import added_losses, plugin_sources, waits_for_tau
 from hierbench.paths import (
     AUDITED_KINDS,
     BACKBONE_PASS,
     CELL_FILES,
+    ADDED_LOSS,
     CELLS,
     CROP_FEATURES,
     DEV_FEATURES,
@@ -81,7 +83,6 @@ from hierbench.protocol import (
     PACKAGE_WEIGHTS_PREFIX,
     PCA,
     POINCARE,
-    REGRESSION,
     SEMANTIC_CONTROL,
     SEMANTIC_TABLES,
     SENSITIVITY_FOLDER,
@@ -108,12 +109,12 @@ PCA_MODEL = {key: run_path(path) for key, path in PCA_FILES.items()}
 EVALUATION = {kind: PATHS.evaluation_outputs(kind) for kind in [*CELLS, *SEEDLESS_ARMS]}
 
 
-def code(*modules, script):
-    """A rule's code, as its params: ``code``, the behaviour hash of the library modules it
-    declares and of its workflow script (edits rerun it, comments do not), and ``script``, the
-    name of that script, which SCRIPT (every script directive) reads."""
+def code(*modules, script, files=()):
+    """A rule's code, as its params: ``code``, the behaviour hash of its library modules, its
+    workflow script and any other ``files`` it runs (a plugin; comments do not count), and
+    ``script``, the script's name, which SCRIPT (every script directive) reads."""
     path = f"{workflow.basedir}/workflow_scripts/{script}.py"
-    return {"code": code_hash(modules, [path]), "script": script}
+    return {"code": code_hash(modules, [path, *files]), "script": script}
 
 
 SCRIPT = "../workflow_scripts/{params.script}.py"
@@ -239,11 +240,9 @@ def tuning_scores(wildcards):
 
 
 def selection_input(wildcards):
-    """The tuning selection, needed by an S cell unless its temperature is pinned (a bundle of
-    the factorial's cells: unless every geometry's is)."""
-    pinned = config["datasets"][wildcards.dataset]["tau"]
+    """The tuning selection, when the job waits for it (hierbench.factorial.waits_for_tau)."""
     geometries = [wildcards.geometry] if "geometry" in wildcards.keys() else GEOMETRIES
-    if wildcards.get("loss") == REGRESSION or all(pinned[g] is not None for g in geometries):
+    if not waits_for_tau(config, wildcards.dataset, wildcards.get("loss"), geometries):
         return []
     return [run_path(TUNING_SELECTION, dataset=wildcards.dataset)]
 

@@ -120,6 +120,29 @@ use rule tune as select_outer_durations with:
         aggregation=OUTER_AGGREGATION,
 
 
+# A loss added to the factorial (factorial.losses, plugins.objectives): its cells on every
+# geometry and seed, one bundle of their own, so that editing the plugin retrains them alone.
+ADDED_LOSS_BUNDLE = PATHS.bundle_outputs(ADDED_LOSS)
+# Their objectives' files (found, not run): part of the code hash of the jobs that train them.
+ADDED_OBJECTIVE_FILES = [str(path) for path in plugin_sources(config).values()]
+
+
+use rule train_factorial as train_added_loss with:
+    output:
+        **ADDED_LOSS_BUNDLE,
+    log:
+        log_for(ADDED_LOSS_BUNDLE),
+    benchmark:
+        benchmark_for(ADDED_LOSS_BUNDLE)
+    wildcard_constraints:
+        loss=alternatives(added_losses(config)),
+    params:
+        **code("stages.training", script="train_bundle", files=ADDED_OBJECTIVE_FILES),
+        config=lambda wildcards: {**cell_config(wildcards.dataset), "plugins": config["plugins"]},
+        kind=ADDED_LOSS,
+        cells=bundle_cells(config, ADDED_LOSS),
+
+
 # The curvature control: H_R at another operating point (or the matched E_R), own epochs; one
 # bundle per point, its cell of every seed.
 use rule train_factorial as train_curvature with:

@@ -153,6 +153,7 @@ def test_the_guide_has_its_pages_and_they_have_command_blocks():
         "docs/getting-started.md",
         "docs/configuration.md",
         "docs/own-dataset.md",
+        "docs/extend.md",
         "docs/real-data.md",
         "docs/cluster-gpu.md",
         "docs/reliability.md",

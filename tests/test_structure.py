@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from hierbench.runtools.rebuild import rule_blocks
 
@@ -23,7 +24,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer.split())
     for layer in (
         "protocol relations runs devices idnames shipped",
-        "provenance geometry taxonomy splits levelnames runlogs",
+        "provenance geometry taxonomy splits levelnames runlogs factorial",
         "data cells jobs runtools features effects",
         "losses baselines controls config demo",
         "training metrics paths",
@@ -232,3 +233,21 @@ def test_every_rule_logs_and_every_rule_doing_real_work_is_timed():
     assert [name for name, keys in has.items() if "log" not in keys] == []
     untimed = {name for name, keys in has.items() if "benchmark" not in keys}
     assert untimed == UNTIMED_RULES
+
+
+def test_the_objective_example_joins_as_one_file_and_one_config_entry():
+    """examples/: the triplet-margin objective is its own module and a config overlay naming it
+    (docs/extend.md); nothing in the library, the rules or the scripts knows of it."""
+    overlay = yaml.safe_load((REPO / "examples/triplet.yaml").read_text(encoding="utf-8"))
+    assert set(overlay) - {"run"} == {"factorial", "plugins"}
+    assert overlay["plugins"] == {"objectives": {"T": "examples/triplet_margin.py:OBJECTIVE"}}
+    assert overlay["factorial"] == {"losses": ["R", "S", "T"]}
+    ours = [
+        *(REPO / "src").rglob("*.py"),
+        *(REPO / "rules").glob("*.smk"),
+        *(REPO / "workflow_scripts").glob("*.py"),
+        REPO / "Snakefile",
+        *(REPO / "schemas").glob("*.yaml"),
+    ]
+    knowing = [p for p in ours if re.search(r"triplet_margin|examples/", p.read_text("utf-8"))]
+    assert knowing == []

@@ -16,6 +16,7 @@ import yaml
 from jsonschema.exceptions import ValidationError
 
 from hierbench.data.kinds import dataset_kind
+from hierbench.factorial import check_factorial, plugin_sources
 from hierbench.protocol import DATASETS as BIRD_DATASETS
 from hierbench.protocol import PACKAGE_WEIGHTS_PREFIX
 from hierbench.shipped import shipped_file
@@ -174,11 +175,23 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any]) -> dict[str,
     if not problems:
         filled = apply_defaults(config, schema)
         problems = [describe_error(error) for error in _errors(filled, schema)]
+        problems = problems or factorial_problems(filled)
         if not problems:
             return filled
     if len(problems) == 1:
         raise ConfigError(f"invalid configuration: {problems[0]}")
     raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+
+
+def factorial_problems(config: dict[str, Any]) -> list[str]:
+    """What keeps the configured factorial from running: a missing paper loss, an added loss no
+    plugin names, a plugin that cannot be found (each naming its key)."""
+    try:
+        check_factorial(config)
+        plugin_sources(config)
+    except ValueError as error:
+        return [str(error)]
+    return []
 
 
 def enabled_datasets(config: dict[str, Any]) -> list[str]:

@@ -19,6 +19,7 @@ from hierbench.controls.curvature_points import control_variants, point_geometry
 from hierbench.controls.outer import outer_arms, outer_seeds, outer_splits
 from hierbench.controls.semantic import semantic_arms, shuffle_settings
 from hierbench.data.kinds import dataset_kind, layout_folder
+from hierbench.factorial import factorial_geometries, factorial_losses
 from hierbench.protocol import (
     BASELINES,
     COMPANION_ANGLE_TABLE,
@@ -104,12 +105,18 @@ CELL_FILES = {"model": "model.safetensors", "log": "train_log.parquet", "record"
 # manifest its job writes (its cells, in bundle order): a dataset's whole factorial; a
 # curvature point's, and a semantic arm's, cells of every seed. (An outer split's arms train
 # alone: each for its own validation-chosen epochs.)
+ADDED_LOSS = "added_loss"  # the bundle kind of a loss added to the factorial
 BUNDLE_MANIFESTS = {
     "factorial": "{dataset}/cells/bundles/factorial.json",
+    # a loss added to the factorial (hierbench.factorial): its cells on every geometry and seed
+    ADDED_LOSS: "{dataset}/cells/bundles/factorial-{loss}.json",
     "curvature": f"{{dataset}}/cells/bundles/{CURVATURE_CONTROL}/{{point}}-{{geometry}}.json",
     "semantic": f"{{dataset}}/cells/bundles/{SEMANTIC_CONTROL}/{{arm}}.json",
 }
 BUNDLED_KINDS = tuple(BUNDLE_MANIFESTS)
+# The kind whose cells a bundle kind writes, where the two differ (an added loss's cells are
+# factorial cells).
+BUNDLE_CELLS_OF = {ADDED_LOSS: "factorial"}
 # The cells the Final lock records, and those the fairness audit checks.
 LOCKED_KINDS = ("factorial", "curvature", "semantic", "hier", "companion")
 AUDITED_KINDS = ("factorial", "curvature", "hier", "companion")
@@ -155,8 +162,9 @@ def cell_instances(config: Mapping[str, Any], dataset: str, kind: str) -> Iterat
     order the rules list them."""
     seeds = config["training"]["seeds"]
     if kind == "factorial":
+        geometries, losses = factorial_geometries(config), factorial_losses(config)
         yield from (
-            {"geometry": g, "loss": x, "seed": s} for g in GEOMETRIES for x in LOSSES for s in seeds
+            {"geometry": g, "loss": x, "seed": s} for g in geometries for x in losses for s in seeds
         )
     elif kind == "curvature":
         for point in control_variants(config, dataset):
@@ -198,8 +206,11 @@ def bundle_cells(config: Mapping[str, Any], kind: str) -> dict[str, dict]:
     semantic arm's cell of each training seed (the bundle's own wildcards fill the rest)."""
     if kind not in BUNDLED_KINDS:
         raise KeyError(f"cells of kind {kind!r} are not bundled; bundled kinds: {BUNDLED_KINDS}")
-    if kind == "factorial":
-        cells = list(cell_instances(config, "", kind))
+    if kind == "factorial":  # the paper's losses; an added one is a bundle of its own
+        cells = [c for c in cell_instances(config, "", kind) if c["loss"] in LOSSES]
+    elif kind == ADDED_LOSS:
+        seeds = config["training"]["seeds"]
+        cells = [{"geometry": g, "seed": s} for g in factorial_geometries(config) for s in seeds]
     else:
         cells = [{"seed": seed} for seed in config["training"]["seeds"]]
     return {"_".join(str(value) for value in values.values()): values for values in cells}
@@ -225,8 +236,9 @@ class RunPaths:
         """What one bundle job writes: its ``manifest``, then every file of its cells by output
         name ``<file>_<cell>`` (see :func:`bundle_cells`), the bundle's own wildcards (the
         dataset; a point or arm) left in."""
+        folder = cell_folder(BUNDLE_CELLS_OF.get(kind, kind))
         return {"manifest": self.at(BUNDLE_MANIFESTS[kind])} | {
-            f"{name}_{label}": self.at(f"{cell_folder(kind)}/{file}", **values)
+            f"{name}_{label}": self.at(f"{folder}/{file}", **values)
             for label, values in bundle_cells(self.config, kind).items()
             for name, file in CELL_FILES.items()
         }

@@ -132,5 +132,6 @@ def sensitivity_aggregation(registered: str) -> str:
 
 
 def alternatives(codes: tuple[str, ...] | list[str]) -> str:
-    """A wildcard constraint that accepts exactly ``codes`` (``E|H``)."""
-    return "|".join(codes)
+    """A wildcard constraint that accepts exactly ``codes`` (``E|H``); none when there are none
+    (a rule with nothing to make)."""
+    return "|".join(codes) if codes else "(?!)"

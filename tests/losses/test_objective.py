@@ -9,9 +9,10 @@ import pytest
 import torch
 
 from hierbench.geometry import EuclideanHead, PoincareHead, Projector, sanitise_and_clip
-from hierbench.losses import DISTANCE_LOSSES, DistanceObjective, Objective
+from hierbench.losses import DistanceObjective, Objective
 from hierbench.losses.entailment_objective import EntailmentObjective
 from hierbench.losses.hier import HierObjective
+from hierbench.losses.registry import BUILT_IN
 from hierbench.losses.regression import DEFAULT_REGRESSION_TARGETS
 from hierbench.protocol import REGRESSION, SUPCON
 
@@ -42,7 +43,7 @@ def test_a_plain_objective_is_its_loss_on_the_sanitised_distances(loss: str, hea
     got, got_levels = DistanceObjective(spec).batch_loss(model, features, labels, torch.arange(12))
     embeddings = model(features)
     distances = sanitise_and_clip(model.distance(embeddings, embeddings), spec.distance_clip)
-    expected, levels = DISTANCE_LOSSES[loss](distances, labels, spec)
+    expected, levels = BUILT_IN[loss].loss(distances, labels, spec)
     assert torch.equal(got, expected) and got_levels == levels
 
 

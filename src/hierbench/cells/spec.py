@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from hierbench.factorial import is_added_loss
 from hierbench.protocol import (
     COMPANION_LOSS,
     CURVATURE_CONTROL,
@@ -84,10 +85,11 @@ class CellSpec:
     def check(self) -> None:
         """Refuse specs that cannot be trained, naming the cell and the field."""
         geometries, losses = (*GEOMETRIES, LORENTZ), (*LOSSES, HIER, COMPANION_LOSS)
-        if self.geometry not in geometries or self.loss not in losses:
+        added = self.geometry in GEOMETRIES and is_added_loss(self.loss)
+        if self.geometry not in geometries or (self.loss not in losses and not added):
             raise ValueError(
                 f"{self.dataset} {self.cell}: geometry must be {'|'.join(geometries)} and loss "
-                f"{'|'.join(losses)}"
+                f"{'|'.join(losses)} or a loss added to the factorial (one capital letter)"
             )
         if self.geometry == LORENTZ and self.curvature is None:
             raise ValueError(

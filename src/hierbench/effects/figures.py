@@ -26,8 +26,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from hierbench.effects.schema import OT_METRIC, OT_TREE_METRIC
-from hierbench.protocol import ARM_ORDER, EFFECT_ORDER, FACTORIAL_EFFECTS
+from hierbench.effects.schema import OT_METRIC, OT_TREE_METRIC, SORT_KEYS, is_added_arm
+from hierbench.protocol import ARM_ORDER, FACTORIAL_EFFECTS
 from hierbench.protocol import LEVELS as LEVEL_ORDER
 
 # No creation dates or software strings inside the files: equal figures give equal bytes.
@@ -35,6 +35,14 @@ SAVE_METADATA = {
     "png": {"Software": None},
     "pdf": {"Creator": None, "Producer": None, "CreationDate": None},
 }
+
+
+def _colour(arm: str) -> str:
+    """An arm's colour, the same in every figure: its place in the study's arm order (an
+    added loss's arms after them, by name)."""
+    if arm in ARM_ORDER:
+        return f"C{ARM_ORDER.index(arm)}"
+    return f"C{(len(ARM_ORDER) + sum(map(ord, arm))) % 10}"
 
 
 def figure_writer(figure: Figure, kind: str) -> Callable[[Path], None]:
@@ -49,7 +57,7 @@ def effects_figure(effects: pd.DataFrame, summary: pd.DataFrame, title: str) -> 
     as grey points, its mean as a point on its interval (``summary``: ``effect``, ``mean``,
     ``ci_low``, ``ci_high``), a line at zero; the planned endpoints (the factorial's five) in
     blue, the exploratory contrasts in grey."""
-    present = [effect for effect in EFFECT_ORDER if effect in set(effects["effect"])]
+    present = sorted(set(effects["effect"]), key=SORT_KEYS["effect"])
     figure = Figure(figsize=(6.0, 0.45 * len(present) + 1.2))
     axis = figure.subplots()
     rows = summary.set_index("effect")
@@ -88,6 +96,7 @@ def map_by_level_figure(
     figure = Figure(figsize=(6.5, 3.5))
     axis = figure.subplots()
     present = [arm for arm in order if arm in set(arms["arm"])]
+    present += sorted(arm for arm in set(arms["arm"]) - set(order) if is_added_arm(arm))
     width = 0.8 / max(len(present), 1)
     for index, arm in enumerate(present):
         rows = arms[arms["arm"] == arm].set_index("level").reindex(list(LEVEL_ORDER))
@@ -118,6 +127,7 @@ def ot_by_k_figure(arms: pd.DataFrame, title: str) -> Figure:
     figure = Figure(figsize=(13, 3.5) if tree else (6, 3.5))
     axes = figure.subplots(1, 3, width_ratios=(3, 3, 2)) if tree else [figure.subplots()]
     present = [arm for arm in ARM_ORDER if arm in set(arms["arm"])]
+    present += sorted(set(arms["arm"]) - set(ARM_ORDER))  # an added loss's, after the paper's
     _ot_against_k(axes[0], ideal, present, "OT@K (query-micro; lower is better)")
     axes[0].set_title(title)
     if tree:
@@ -150,7 +160,7 @@ def _ot_against_k(axis: Axes, arms: pd.DataFrame, present: list[str], label: str
             markersize=4,
             capsize=3,
             label=arm,
-            color=f"C{ARM_ORDER.index(arm)}",
+            color=_colour(arm),
         )
     axis.set_xticks(sorted(set(arms["k"])))
     axis.set_xlabel("K")
@@ -168,7 +178,7 @@ def _ot_at_tree(axis: Axes, arms: pd.DataFrame, present: list[str]) -> None:
             fmt="o",
             markersize=4,
             capsize=3,
-            color=f"C{ARM_ORDER.index(arm)}",
+            color=_colour(arm),
         )
     axis.set_xticks(range(len(present)), present, fontsize=7)
     axis.set_xlim(-0.5, len(present) - 0.5)

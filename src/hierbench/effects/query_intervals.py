@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from hierbench.effects.formulas import EFFECT_FORMULAS
+from hierbench.effects.formulas import effect_arms, effect_formulas
 from hierbench.effects.intervals import IntervalSettings
 from hierbench.effects.resampling import (
     QueryResamples,
@@ -34,12 +34,11 @@ from hierbench.effects.resampling import (
     query_noise,
 )
 from hierbench.effects.schema import ANY_OT_METRIC, EffectsError
-from hierbench.protocol import ALL_LEVELS, COMPANION_ARMS, FACTORIAL_ARMS, MEAN_HIERARCHY
+from hierbench.protocol import ALL_LEVELS, MEAN_HIERARCHY
 from hierbench.relations import LEVELS
 
 NOISE_KEYS = ("dataset", "level", "metric", "effect")
 NOISE_COLUMNS = (*NOISE_KEYS, "observed", "shared", "total")
-EFFECT_ARMS = (*FACTORIAL_ARMS, *COMPANION_ARMS)  # the arms the effect formulas read
 MATCH_TOLERANCE = 1e-9  # observed vs the per-seed table's effect (float summation order)
 
 
@@ -127,13 +126,7 @@ def _draw_arrays(
 
 def _effects_of(arms: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Every effect whose arms are all present, as per-query contrasts (S, Q, M)."""
-    found = {}
-    for name, formula in EFFECT_FORMULAS.items():
-        try:
-            found[name] = np.asarray(formula(arms))
-        except KeyError:  # an arm of this effect did not run (the companion cells off)
-            continue
-    return found
+    return {name: np.asarray(formula(arms)) for name, formula in effect_formulas(arms).items()}
 
 
 def _level_replicates(
@@ -180,7 +173,7 @@ def query_noise_table(
         )
     rows = []
     for dataset, part in per_query.groupby("dataset", sort=True):
-        trained = part[part["arm"].isin(EFFECT_ARMS)]  # other arms' rows (frozen, PCA) unused
+        trained = part[part["arm"].isin(effect_arms(part["arm"]))]  # frozen, PCA: unused
         seeds = sorted(int(s) for s in trained["seed"].unique())
         resamples = query_images(trained, f"dataset {dataset!r}").resamples(settings)
         by_level = {}

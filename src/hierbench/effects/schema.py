@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hierbench.factorial import is_added_loss
 from hierbench.protocol import (
     ALL_LEVELS,
     ARM_ORDER,
@@ -53,6 +54,7 @@ from hierbench.protocol import (
     EFFECT_ORDER,
     FACTORIAL_ARMS,
     FROZEN,
+    GEOMETRIES,
     HEAD_NAMES,
     LEVEL_ORDER,
     LOSSES,
@@ -112,6 +114,8 @@ EVALUATION_COLUMNS: tuple[str, ...] = (
 )
 
 RECALL_METRIC = re.compile(r"^r@(\d+)$")
+# An added loss's effect (hierbench.factorial): loss_<X><R|S>_<E|H> or geom_<X>.
+ADDED_EFFECT = re.compile(r"loss_[A-Z][RS]_[EH]|geom_[A-Z]")
 OT_METRIC = re.compile(r"^ot@(\d+)$")  # ideal-referenced OT@K
 OT_TREE_METRIC = re.compile(r"^ot_tree@(\d+|tree)$")  # tree-referenced: ot_tree@K, ot_tree@tree
 # Every OT score: lower is better, scored only at level "all".
@@ -260,11 +264,19 @@ def check_choices(values: pd.Series, column: str, allowed: Sequence[str], source
         )
 
 
+def is_added_arm(arm: str) -> bool:
+    """Whether an arm is an added loss's (:mod:`hierbench.factorial`): a factorial geometry
+    with a loss code beyond the paper's and the companion's (one capital letter)."""
+    geometry, _, loss = str(arm).partition("_")
+    return geometry in GEOMETRIES and is_added_loss(loss)
+
+
 def check_arms(frame: pd.DataFrame, source: str) -> None:
-    """Each row's geometry and loss form a known arm: a factorial cell (E/H with R/S), a
-    companion cell (E_A, L_A), or both "frozen" for the baseline."""
+    """Each row's geometry and loss form a known arm: a factorial cell (E/H with R/S, or an
+    added loss), a companion cell (E_A, L_A), or both "frozen" for the baseline."""
     check_choices(frame["geometry"], "geometry", (*HEAD_NAMES, FROZEN), source)
-    check_choices(frame["loss"], "loss", (*LOSSES, COMPANION_LOSS, FROZEN), source)
+    added = frame["loss"].astype(str).map(lambda loss: is_added_arm(f"{GEOMETRIES[0]}_{loss}"))
+    check_choices(frame["loss"][~added], "loss", (*LOSSES, COMPANION_LOSS, FROZEN), source)
     mixed = (frame["geometry"] == FROZEN) != (frame["loss"] == FROZEN)
     if mixed.any():
         row = frame[mixed].iloc[0]
@@ -272,7 +284,8 @@ def check_arms(frame: pd.DataFrame, source: str) -> None:
             f"{source}: dataset {row['dataset']!r} has geometry {row['geometry']!r} with loss "
             f"{row['loss']!r}; the baseline needs geometry and loss both {FROZEN!r}"
         )
-    unknown = ~arm_labels(frame).isin(ARM_ORDER)
+    labels = arm_labels(frame)
+    unknown = ~(labels.isin(ARM_ORDER) | labels.map(is_added_arm))
     if unknown.any():
         row = frame[unknown].iloc[0]
         raise EffectsError(
@@ -354,7 +367,8 @@ def validate_effects(effects: pd.DataFrame, source: str = "effects table") -> pd
     result = pd.DataFrame(
         {c: text_column(effects, c, source).to_numpy() for c in keys if c != "seed"}
     )
-    check_choices(result["effect"], "effect", EFFECT_ORDER, source)
+    added = result["effect"].map(lambda effect: bool(ADDED_EFFECT.fullmatch(effect)))
+    check_choices(result["effect"][~added], "effect", EFFECT_ORDER, source)
     result["seed"] = integer_column(effects, "seed", source).to_numpy()
     result["value"] = value_column(effects, "value", source, keys).to_numpy()
     check_unique(result, keys, source)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 from pandas.api.typing import SeriesGroupBy
 
-from hierbench.effects.formulas import EFFECT_FORMULAS
+from hierbench.effects.formulas import added_losses_of, effect_formulas
 from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings, uncertainty
 from hierbench.effects.query_intervals import shared_variances
 from hierbench.effects.schema import (
@@ -36,11 +36,10 @@ from hierbench.effects.schema import (
     validate_per_seed,
     value_column,
 )
+from hierbench.factorial import added_arms
 from hierbench.protocol import (
     COMPANION_ARMS,
-    COMPANION_EFFECTS,
     FACTORIAL_ARMS,
-    FACTORIAL_EFFECTS,
     FROZEN,
     MEAN_HIERARCHY,
 )
@@ -212,15 +211,16 @@ def _check_complete_arms(arms: pd.DataFrame, required: tuple[str, ...]) -> None:
 
 
 def _dataset_effects(arms: pd.DataFrame) -> pd.DataFrame:
-    """One dataset's effects by seed (wide: an effect per column); the companion contrasts
-    only when its cells are in the table, and then for every seed."""
-    companion = bool(arms["arm"].isin(COMPANION_ARMS).any())
-    required = (*FACTORIAL_ARMS, *COMPANION_ARMS) if companion else FACTORIAL_ARMS
+    """One dataset's effects by seed (wide: an effect per column): the factorial's five, the
+    companion contrasts only when its cells are in the table, an added loss's only when its
+    arms are (:mod:`hierbench.factorial`), and then for every seed."""
+    present = set(arms["arm"])
+    companion = COMPANION_ARMS if present & set(COMPANION_ARMS) else ()
+    required = (*FACTORIAL_ARMS, *companion, *added_arms(added_losses_of(present)))
     _check_complete_arms(arms, required)
-    effects = (*FACTORIAL_EFFECTS, *COMPANION_EFFECTS) if companion else FACTORIAL_EFFECTS
     keys = ["dataset", "level", "metric", "seed"]
     wide = arms.set_index([*keys, "arm"])["value"].unstack("arm")
-    columns = {effect: EFFECT_FORMULAS[effect](wide) for effect in effects}
+    columns = {effect: formula(wide) for effect, formula in effect_formulas(required).items()}
     return pd.DataFrame(columns, index=wide.index).reset_index()
 
 

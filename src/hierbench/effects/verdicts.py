@@ -16,7 +16,7 @@ import math
 
 import pandas as pd
 
-from hierbench.effects.formulas import EFFECT_DEFINITIONS
+from hierbench.effects.formulas import effect_definition
 from hierbench.effects.render import format_number, interval_text, p_text
 from hierbench.protocol import (
     COMPANION_EFFECTS,
@@ -68,7 +68,7 @@ def endpoints_table(summary: pd.DataFrame, level: float) -> pd.DataFrame:
         {
             "dataset": rows["dataset"].astype(str),
             "effect": rows["effect"].astype(str),
-            "definition": rows["effect"].map(EFFECT_DEFINITIONS),
+            "definition": rows["effect"].map(effect_definition),
             "estimate": [format_number(v, 4, signed=True) for v in rows["mean"]],
             "SD over seeds": [format_number(v, 4) for v in rows["sd"]],
             f"{level:.0%} interval": [
@@ -128,7 +128,7 @@ def exploratory_lines(summary: pd.DataFrame, level: float, labels: dict[str, str
     ]
     clear = clear.reindex(clear["mean"].abs().sort_values(ascending=False, kind="stable").index)
     lines += [
-        f"- {row.dataset} {row.effect} ({EFFECT_DEFINITIONS[row.effect]}), "
+        f"- {row.dataset} {row.effect} ({effect_definition(row.effect)}), "
         f"{labels.get(row.level, row.level).replace('_', ' ')}: "
         f"{format_number(row.mean, 4, signed=True)} "
         f"{interval_text(row.ci_low, row.ci_high, 4)}"
@@ -186,4 +186,6 @@ def _examined(rows: pd.DataFrame, labels: dict[str, str]) -> str:
         parts.append(f"the five simple effects at {shown}")
     if rows["effect"].isin(COMPANION_EFFECTS).any():
         parts.append("the companion contrasts at every level and on mean hierarchy")
+    if (~rows["effect"].isin(EFFECT_ORDER)).any():
+        parts.append("the added losses' effects at every level and on mean hierarchy")
     return "; ".join(parts)

@@ -4,13 +4,13 @@ The plain objectives of the factorial (R, S) take the batch's (B, B) sanitised d
 (B, 3) integer labels and the cell's spec, and return the loss and its per-level values for the
 log; ``DistanceObjective`` puts them behind the one interface the trainable objectives (HIER-style,
 angle entailment) implement themselves. A new plain objective is a module beside these and one
-entry in ``DISTANCE_LOSSES`` (its code in ``hierbench.protocol``); a trainable one subclasses
+``PlainObjective`` (``registry``): a built-in one is an entry of ``registry.BUILT_IN``, a
+researcher's a plugin named in the config (``plugins.objectives``); a trainable one subclasses
 ``Objective``.
 """
 
 from hierbench.losses.common import LEVEL_CODES, LEVEL_NAMES
 from hierbench.losses.objective import (
-    DISTANCE_LOSSES,
     DistanceObjective,
     LevelValues,
     Objective,
@@ -21,7 +21,6 @@ from hierbench.losses.supcon import NoPositiveError, taxonomy_supcon_loss
 
 __all__ = [
     "DEFAULT_REGRESSION_TARGETS",
-    "DISTANCE_LOSSES",
     "LEVEL_CODES",
     "LEVEL_NAMES",
     "DistanceObjective",

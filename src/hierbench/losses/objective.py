@@ -19,9 +19,7 @@ import torch
 from torch import nn
 
 from hierbench.geometry.distances import sanitise_and_clip
-from hierbench.losses.regression import regression_objective
-from hierbench.losses.supcon import supcon_objective
-from hierbench.protocol import REGRESSION, SUPCON
+from hierbench.losses.registry import BUILT_IN
 
 # The per-level values an objective logs: detached 0-d tensors (NaN where a level is inactive at
 # this batch; None where the objective never has it), read by the trainer once per epoch.
@@ -38,11 +36,6 @@ def level_floats(levels: LevelValues) -> dict[str, float | None]:
 
 
 DistanceLoss = Callable[[torch.Tensor, torch.Tensor, Any], tuple[torch.Tensor, LevelValues]]
-# The plain objectives by loss code: each takes the (B, B) distances, the labels and the spec.
-DISTANCE_LOSSES: dict[str, DistanceLoss] = {
-    REGRESSION: regression_objective,
-    SUPCON: supcon_objective,
-}
 
 
 class Objective(nn.Module, ABC):
@@ -61,16 +54,21 @@ class Objective(nn.Module, ABC):
 
 
 class DistanceObjective(Objective):
-    """A plain objective (R or S, by the spec's loss code) on the head's distances of the
-    batch, sanitised and clipped at the spec's training clip."""
+    """A plain objective (``loss``: the factorial's R or S by the spec's loss code, or a
+    plugin's, :mod:`hierbench.losses.registry`) on the head's distances of the batch,
+    sanitised and clipped at the spec's training clip."""
 
-    def __init__(self, spec: Any) -> None:
+    def __init__(self, spec: Any, loss: DistanceLoss | None = None) -> None:
         super().__init__()
-        if spec.loss not in DISTANCE_LOSSES:
-            plain = sorted(DISTANCE_LOSSES)
-            raise ValueError(f"no plain objective for loss {spec.loss!r}; plain losses: {plain}")
+        if loss is None:
+            if spec.loss not in BUILT_IN:
+                plain = sorted(BUILT_IN)
+                raise ValueError(
+                    f"no plain objective for loss {spec.loss!r}; plain losses: {plain}"
+                )
+            loss = BUILT_IN[spec.loss].loss
         self.spec = spec
-        self.loss = DISTANCE_LOSSES[spec.loss]
+        self.loss = loss
 
     def batch_loss(
         self, model: nn.Module, features: torch.Tensor, labels: torch.Tensor, batch: torch.Tensor

@@ -28,6 +28,7 @@ from hierbench.effects import (
     read_per_seed,
     render_markdown,
 )
+from hierbench.effects.formulas import effect_definition
 from hierbench.effects.intervals import IntervalSettings
 from hierbench.effects.query_intervals import query_noise_table
 from hierbench.effects.table_files import write_renderings
@@ -145,7 +146,8 @@ def write_plan(
         metadata = {"table": name, "sd": "sample, ddof=1, over seeds"}
         metadata["interval_settings"] = plan.settings.metadata()
         if table is not plan.arms:
-            metadata["effects"] = EFFECT_DEFINITIONS
+            added = sorted(set(plan.summary["effect"]) - set(EFFECT_DEFINITIONS))
+            metadata["effects"] = EFFECT_DEFINITIONS | {e: effect_definition(e) for e in added}
         if plan.derived:
             metadata["derived"] = list(plan.derived)
         if table is plan.summary:

@@ -20,7 +20,8 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,7 +30,8 @@ from hierbench.cells.spec import CellSpec
 from hierbench.devices import use_deterministic_torch
 from hierbench.geometry.distances import sanitise_and_clip
 from hierbench.geometry.stacked_projector import StackedProjector
-from hierbench.losses.objective import DISTANCE_LOSSES, LevelValues
+from hierbench.losses.objective import LevelValues
+from hierbench.losses.registry import BUILT_IN
 from hierbench.protocol import EUCLIDEAN, POINCARE
 from hierbench.training.trainer import (
     PROJECTOR_PREFIX,
@@ -62,16 +64,21 @@ class BundleError(ValueError):
     """Cells that cannot share a bundle; the message names the cells and the field."""
 
 
-def check_bundle(specs: Sequence[CellSpec]) -> None:
+# A plain objective's loss by code: (…, B, B) distances, labels, spec -> losses, level values.
+Losses = Mapping[str, Callable[[torch.Tensor, torch.Tensor, CellSpec], tuple[Any, LevelValues]]]
+BUILT_IN_LOSSES: dict[str, Any] = {code: entry.loss for code, entry in BUILT_IN.items()}
+
+
+def check_bundle(specs: Sequence[CellSpec], losses: Losses = BUILT_IN_LOSSES) -> None:
     """Raise unless the cells can train together (see the module docstring)."""
     if not specs:
         raise BundleError("a bundle needs at least one cell")
     for spec in specs:
         spec.check()
-        if spec.geometry not in (EUCLIDEAN, POINCARE) or spec.loss not in DISTANCE_LOSSES:
+        if spec.geometry not in (EUCLIDEAN, POINCARE) or spec.loss not in losses:
             raise BundleError(
                 f"{spec.dataset} {spec.cell}: a bundle trains E or H heads with a plain loss "
-                f"({sorted(DISTANCE_LOSSES)}), not geometry {spec.geometry!r}, loss {spec.loss!r}"
+                f"({sorted(losses)}), not geometry {spec.geometry!r}, loss {spec.loss!r}"
             )
     for field in SHARED_FIELDS:
         values = {getattr(spec, field) for spec in specs}
@@ -125,10 +132,12 @@ def train_bundle(
     specs: Sequence[CellSpec],
     *,
     device: torch.device | None = None,
+    losses: Losses = BUILT_IN_LOSSES,
 ) -> list[TrainResult]:
     """Train every cell of ``specs`` together on the same features for its epochs; returns one
-    result per cell, in order, as :func:`hierbench.training.trainer.train_cell` would."""
-    check_bundle(specs)
+    result per cell, in order, as :func:`hierbench.training.trainer.train_cell` would.
+    ``losses``: each loss code's plain objective (the built-in R and S, and a run's plugins)."""
+    check_bundle(specs, losses)
     device = torch.device("cpu") if device is None else device
     use_deterministic_torch(device)
     x = torch.as_tensor(features, dtype=torch.float32).to(device)
@@ -160,11 +169,11 @@ def train_bundle(
         stacked.train()
         values = [EpochValues() for _ in specs]
         for step in steps:
-            losses, levels = _bundle_update(
-                stacked, heads, specs, groups, x, y, step, dropout_generators
+            losses_now, levels = _bundle_update(
+                stacked, heads, specs, groups, x, y, step, dropout_generators, losses
             )
             norms = _clip_per_cell(list(stacked.parameters()), first.grad_clip)
-            pairs = torch.stack([losses, norms.to(losses.dtype)], dim=1)  # (K, 2)
+            pairs = torch.stack([losses_now, norms.to(losses_now.dtype)], dim=1)  # (K, 2)
             optimizer.found_inf = (~torch.isfinite(pairs).all()).to(torch.float32)
             optimizer.step()
             for cell in range(len(specs)):
@@ -212,10 +221,11 @@ def _bundle_update(
     y: torch.Tensor,
     step: torch.Tensor,
     dropout_generators: Sequence[torch.Generator],
+    plain: Losses,
 ) -> tuple[torch.Tensor, list[LevelValues]]:
     """One batched forward and backward of every cell's batch (``step``: (K, B) rows), the
-    losses stacked per group of :func:`loss_groups`; each cell's loss (K,) and per-level
-    values, detached."""
+    losses (``plain``, by loss code) stacked per group of :func:`loss_groups`; each cell's loss
+    (K,) and per-level values, detached."""
     outputs = stacked(x[step], dropout_generators)  # (K, B, out)
     losses = outputs.new_empty(len(specs))
     levels: list[LevelValues] = [{} for _ in specs]
@@ -224,7 +234,7 @@ def _bundle_update(
         head, spec = heads[cells[0]], specs[cells[0]]
         embeddings = head.from_projection(outputs[index])
         distances = sanitise_and_clip(head.stacked_distances(embeddings), spec.distance_clip)
-        group_losses, group_levels = DISTANCE_LOSSES[spec.loss](distances, y[step[index]], spec)
+        group_losses, group_levels = plain[spec.loss](distances, y[step[index]], spec)
         total = total + group_losses.sum()
         losses[index] = group_losses.detach()
         for position, cell in enumerate(cells):

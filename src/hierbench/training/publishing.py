@@ -24,6 +24,7 @@ from hierbench.cells.checkpoints import (
 )
 from hierbench.cells.spec import CellSpec
 from hierbench.devices import config_device
+from hierbench.losses.registry import objective
 from hierbench.provenance.artifacts import publish, write_json, write_parquet
 from hierbench.provenance.records import JobContext
 from hierbench.training.bundle import train_bundle
@@ -103,7 +104,9 @@ def train_bundle_and_publish(
             file, key = name.split("_", 1)
             files[key][file] = path
     device = config_device(config)
-    results = train_bundle(x, y, [spec for _, spec, _ in members], device=device)
+    specs = [spec for _, spec, _ in members]
+    losses = {spec.loss: objective(spec.loss, config).loss for spec in specs}
+    results = train_bundle(x, y, specs, device=device, losses=losses)
     labels = [label for _, _, label in members]
     extra = {**(extra or {}), "bundle": labels}
     records = [

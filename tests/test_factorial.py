@@ -1,0 +1,110 @@
+"""The factorial's axes (hierbench.factorial): an added loss brings its arms on both geometries
+and its simple effects against each paper loss; the paper's effects are untouched; a flawed
+factorial is one error naming the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hierbench.factorial import (
+    ObjectiveError,
+    added_arms,
+    added_effects,
+    added_losses,
+    check_factorial,
+    factorial_geometries,
+    factorial_losses,
+    is_paper_effect,
+    plugin_source,
+    plugin_sources,
+    waits_for_tau,
+)
+from hierbench.protocol import FACTORIAL_EFFECTS
+
+REPO = Path(__file__).resolve().parents[1]
+PLUGIN = {"plugins": {"objectives": {"T": "examples/triplet_margin.py:OBJECTIVE"}}}
+
+
+def test_the_default_factorial_is_the_papers():
+    assert factorial_losses({}) == ("R", "S") and factorial_geometries({}) == ("E", "H")
+    assert (
+        added_losses({}) == () and added_arms(("R", "S")) == () and added_effects(("R", "S")) == {}
+    )
+
+
+def test_an_added_loss_brings_its_arms_and_effects_against_each_paper_loss():
+    config = {"factorial": {"losses": ["R", "S", "T"]}, **PLUGIN}
+    assert added_losses(config) == ("T",)
+    assert added_arms(factorial_losses(config)) == ("E_T", "H_T")
+    effects = added_effects(factorial_losses(config))
+    assert sorted(effects) == sorted(["loss_TR_E", "loss_TR_H", "loss_TS_E", "loss_TS_H", "geom_T"])
+    arms = {"E_R": 0.10, "H_R": 0.20, "E_S": 0.30, "H_S": 0.45, "E_T": 0.50, "H_T": 0.80}
+    computed = {name: formula(arms) for name, (formula, _) in effects.items()}
+    assert computed == pytest.approx(
+        {"loss_TR_E": 0.40, "loss_TR_H": 0.60, "loss_TS_E": 0.20, "loss_TS_H": 0.35, "geom_T": 0.30}
+    )
+    assert effects["loss_TS_H"][1] == "H_T - H_S"
+    assert not any(is_paper_effect(name) for name in effects)
+    assert all(is_paper_effect(name) for name in FACTORIAL_EFFECTS)
+
+
+def test_a_factorial_without_the_papers_losses_is_refused():
+    with pytest.raises(
+        ValueError, match=r"factorial.losses \['R', 'T'\] lacks the paper's \['S'\]"
+    ):
+        check_factorial({"factorial": {"losses": ["R", "T"]}, **PLUGIN})
+
+
+def test_an_added_loss_no_plugin_names_is_refused():
+    with pytest.raises(ValueError, match=r"plugins.objectives names no 'U'"):
+        check_factorial({"factorial": {"losses": ["R", "S", "U"]}, **PLUGIN})
+
+
+@pytest.mark.parametrize("taken", ["A", "L"])
+def test_an_added_loss_may_not_take_another_cells_code(taken: str):
+    with pytest.raises(ValueError, match=rf"{taken!r} is taken by another cell"):
+        check_factorial({"factorial": {"losses": ["R", "S", taken]}})
+
+
+def test_a_plugins_source_is_found_without_running_it(tmp_path, monkeypatch):
+    plugin = tmp_path / "loud.py"
+    plugin.write_text("raise SystemExit('ran')\nOBJ = 1\n")
+    assert plugin_source(f"{plugin}:OBJ", "k") == plugin.resolve()
+    protocol = plugin_source("hierbench.protocol:LOSSES", "k")
+    assert protocol.name == "protocol.py" and protocol.parent.name == "hierbench"
+    config = {"factorial": {"losses": ["R", "S", "T"]}, **PLUGIN}
+    monkeypatch.chdir(REPO)
+    assert plugin_sources(config) == {"T": (REPO / "examples/triplet_margin.py").resolve()}
+
+
+@pytest.mark.parametrize(
+    ("reference", "message"),
+    [
+        ("nowhere/plugin.py:OBJ", r"no file nowhere/plugin.py"),
+        ("hierbench_no_such_module:OBJ", r"cannot find module 'hierbench_no_such_module'"),
+        ("hierbench.protocol:NOPE", r"hierbench.protocol defines no 'NOPE'"),
+        ("plain", r"is not 'package.module:NAME'"),
+        ("entry-point:nothing-installed", r"no entry point 'nothing-installed'"),
+    ],
+)
+def test_a_plugin_that_cannot_be_found_is_one_error_naming_the_key(reference, message):
+    with pytest.raises(ObjectiveError, match=rf"^plugins.objectives.T: .*{message}"):
+        plugin_source(reference, "plugins.objectives.T")
+
+
+@pytest.mark.parametrize(
+    ("loss", "pinned", "waits"),
+    [
+        ("S", {"E": None, "H": None}, True),
+        ("S", {"E": 0.1, "H": 0.1}, False),
+        ("S", {"E": 0.1, "H": None}, True),  # a bundle over both geometries: one unpinned
+        ("R", {"E": None, "H": None}, False),
+        ("T", {"E": None, "H": None}, False),  # an added loss never reads the tuned one
+        (None, {"E": None, "H": 0.1}, True),  # the search itself, no loss of its own
+    ],
+)
+def test_a_job_waits_for_the_tuned_temperature_only_when_its_cells_read_one(loss, pinned, waits):
+    config = {"datasets": {"cub": {"tau": pinned}}}
+    assert waits_for_tau(config, "cub", loss, ("E", "H")) is waits

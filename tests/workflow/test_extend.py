@@ -1,0 +1,102 @@
+"""Extend the study (docs/extend.md): the example triplet-margin objective, named in a config
+laid over the tiny run, joins the factorial with every guarantee of the paper's cells, and
+editing it reruns its own training and what reads its cells, nothing upstream or beside it."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import TINY, TINY_RUN, TINY_SEEDS, scheduled_rules, snakemake
+
+EXAMPLE = ("examples/triplet.yaml", "extend-overlay.yaml")
+# The built tiny run stays the run folder (only the added loss's jobs, the new lock and what
+# reads it run again); cub alone keeps the test short.
+OVERLAY = {"run": TINY_RUN, "datasets": {"nabirds": {"enabled": False}}}
+ADDED_CELLS = [f"{g}T-{s}" for g in "EH" for s in TINY_SEEDS]
+ADDED_EFFECTS = ["loss_TR_E", "loss_TR_H", "loss_TS_E", "loss_TS_H", "geom_T"]
+
+
+def _args() -> tuple[str, ...]:
+    return (*TINY, *EXAMPLE)
+
+
+@pytest.fixture(scope="module")
+def extended_repo(_built_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The built tiny run, then the triplet example laid over it and run to completion."""
+    target = tmp_path_factory.mktemp("extend") / "repo"
+    shutil.copytree(_built_repo, target, symlinks=True)
+    (target / EXAMPLE[1]).write_text(yaml.safe_dump(OVERLAY))
+    snakemake(target, *_args())
+    return target
+
+
+@pytest.mark.slow
+def test_the_added_loss_trains_with_the_papers_initialisation_and_batch_order(
+    extended_repo: Path,
+):
+    cells = extended_repo / f"{TINY_RUN}/cub/cells"
+    bundle = json.loads((cells / "bundles/factorial-T.json").read_text())
+    assert sorted(bundle["cells"]) == sorted(ADDED_CELLS)
+    for cell in ADDED_CELLS:
+        record = json.loads((cells / f"{cell}/record.json").read_text())
+        seed = cell.split("-")[1]
+        paper = json.loads((cells / f"ER-{seed}/record.json").read_text())
+        assert record["spec"]["loss"] == "T"
+        assert record["initial_weight_hash"] == paper["initial_weight_hash"]
+        assert record["batch_order_hashes"] == paper["batch_order_hashes"]
+    audit = pd.read_parquet(extended_repo / f"{TINY_RUN}/cub/audit/fairness.parquet")
+    assert audit["passed"].all()
+    reloaded = set(audit.loc[audit["check"] == "reload_in_audit", "scope"])
+    assert set(ADDED_CELLS) <= reloaded
+    lock = (extended_repo / f"{TINY_RUN}/cub/lock/final_lock.json").read_text()
+    assert all(cell in lock for cell in ADDED_CELLS)
+
+
+@pytest.mark.slow
+def test_the_added_arms_reach_the_tables_intervals_figures_and_report(extended_repo: Path):
+    base = extended_repo / f"{TINY_RUN}/cub"
+    arms = pd.read_parquet(base / "tables/arms_summary.parquet")
+    assert {"E_T", "H_T"} <= set(arms["geometry"] + "_" + arms["loss"])
+    effects = pd.read_parquet(base / "tables/effects_summary.parquet")
+    added = effects[effects["effect"].isin(ADDED_EFFECTS) & (effects["metric"] == "map")]
+    assert set(added["effect"]) == set(ADDED_EFFECTS)
+    assert added[["ci_low", "ci_high", "se"]].notna().all().all()
+    assert (added["ci_low"] <= added["mean"]).all() and (added["mean"] <= added["ci_high"]).all()
+    summary = (base / "tables/summary.md").read_text()
+    planned = summary.split("## Planned endpoints")[1].split("##")[0]
+    assert not any(effect in planned for effect in ADDED_EFFECTS)  # the paper's five lead
+    assert "the added losses' effects" in summary
+    caption = (base / "figures/effects_intervals.rst").read_text()
+    assert all(f"``{effect}``" in caption for effect in ADDED_EFFECTS)
+    snakemake(extended_repo, "--report", "report.html", *_args())
+    html = (extended_repo / "report.html").read_text(encoding="utf-8", errors="replace")
+    assert "loss_TR_E" in html
+
+
+@pytest.mark.slow
+def test_editing_the_plugin_reruns_its_training_and_what_reads_its_cells(
+    extended_repo: Path, tmp_path: Path
+):
+    repo = tmp_path / "repo"
+    shutil.copytree(extended_repo, repo, symlinks=True)
+    plugin = repo / "examples/triplet_margin.py"
+    source = plugin.read_text()
+    plugin.write_text(source.replace('"""A triplet-margin', '"""A triplet-margin (reworded)'))
+    assert scheduled_rules(repo, *_args()) == {}  # a docstring is not behaviour
+    plugin.write_text(re.sub(r"MARGIN = 0\.2", "MARGIN = 0.3", source))
+    rules = scheduled_rules(repo, *_args())
+    assert rules["train_added_loss"] == 1
+    trained = {rule for rule in rules if rule.startswith(("train", "tune", "select"))}
+    assert trained == {"train_added_loss"}
+    # upstream of the cells nothing; downstream the lock (one seal over every cell), then what
+    # reads it
+    upstream = ("taxonomy", "demo", "image_table", "layout", "backbone", "features", "splits")
+    assert not [rule for rule in rules if rule.startswith(upstream)]
+    assert "tuning_selection" not in rules and "fit_pca" not in rules
+    assert rules["final_lock"] == 1 and rules["effect_tables"] == 1
