@@ -19,7 +19,7 @@ from hierbench.controls.curvature_points import POINT_PATTERN
 from hierbench.data.kinds import name_constraint
 from hierbench.data.quality import check_table_splits, plan_warnings
 from hierbench.devices import check_device_before_scheduling
-from hierbench.paths import BACKBONE_PASSES
+from hierbench.layout import BACKBONE_PASSES
 from hierbench.factorial import factorial_losses
 from hierbench.protocol import COMPANION_CELLS, GEOMETRIES, alternatives
 from hierbench.runlogs import note_repository

@@ -1,4 +1,4 @@
-# Path wiring only: where each rule's files live (the patterns are hierbench.paths'), which
+# Path wiring only: where each rule's files live (the patterns are hierbench.layout's), which
 # config keys each rule reads as params, and code(). Every decision is a tested library function.
 
 from hierbench.baselines import baselines_enabled, pca_dimensions
@@ -27,7 +27,7 @@ from hierbench.data.kinds import (
 from hierbench.data.fingerprint import fingerprint, identity, weights_identity
 from hierbench.devices import gpus_per_job
 from hierbench.factorial import added_losses, plugin_sources, waits_for_tau
-from hierbench.paths import (
+from hierbench.layout import (
     AUDITED_KINDS,
     BACKBONE_PASS,
     CELL_FILES,
@@ -64,11 +64,8 @@ from hierbench.paths import (
     TAXONOMY_FINGERPRINT,
     TUNING_SCORE,
     TUNING_SELECTION,
-    RunPaths,
-    bundle_cells,
-    dataset_folder,
-    tuning_runs,
 )
+from hierbench.paths import RunPaths, bundle_cells, dataset_folder, tuning_runs
 from hierbench.protocol import (
     ANGLE_RANKING,
     ARMS_SUMMARY,
@@ -101,7 +98,7 @@ LOGS = logs_folder(RESULTS)  # inside the run: job logs, timings, the sealed-rea
 check_no_legacy_logs(RESULTS, workflow.basedir)
 GPUS_PER_JOB = gpus_per_job(config)  # the features and training jobs' GPU request
 PATHS = RunPaths(RESULTS, config)
-run_path = PATHS.at  # a hierbench.paths pattern under this run's folder
+run_path = PATHS.at  # a hierbench.layout pattern under this run's folder
 ENVIRONMENT = "../environment.yml"
 CELL = {kind: PATHS.cell_outputs(kind) for kind in CELLS}  # each kind's three files
 DEV_DATA = {"features": run_path(DEV_FEATURES), "splits": run_path(DEV_SPLITS)}

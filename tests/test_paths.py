@@ -1,5 +1,5 @@
-"""Where a run's artifacts live (hierbench.paths): the patterns, each cell kind's instances in the
-order the rules list them, and the path lists the rules take from them."""
+"""Where a run's artifacts live (hierbench.layout, hierbench.paths): the patterns, each cell
+kind's instances in the order the rules list them, and the path lists the rules take from them."""
 
 from __future__ import annotations
 
@@ -8,17 +8,15 @@ from conftest import REPO, TINY_SEEDS
 
 from hierbench.config import evaluation_config, load_config, split_config
 from hierbench.controls.outer import outer_cells
-from hierbench.paths import (
+from hierbench.layout import (
     CELLS,
     LOCKED_KINDS,
-    RunPaths,
-    bundle_cells,
     cell_folder,
-    cell_instances,
     evaluation_files,
     evaluation_stem,
     fill,
 )
+from hierbench.paths import RunPaths, bundle_cells, cell_instances
 from hierbench.protocol import GEOMETRIES, LOSSES, POINCARE, cell_name
 
 CONFIG = load_config(REPO / "configs/tiny.yaml")

@@ -24,6 +24,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer.split())
     for layer in (
         "protocol relations runs devices idnames shipped",
+        "layout",
         "provenance geometry taxonomy splits levelnames runlogs factorial",
         "data cells jobs runtools features effects",
         "losses baselines controls config demo",
@@ -251,3 +252,67 @@ def test_the_objective_example_joins_as_one_file_and_one_config_entry():
     ]
     knowing = [p for p in ours if re.search(r"triplet_margin|examples/", p.read_text("utf-8"))]
     assert knowing == []
+
+
+def test_no_workflow_script_dispatches_on_the_rules_name():
+    """A script does what its inputs and params say, so a rule family can be renamed or
+    generated without editing it."""
+    scripts = sorted((REPO / "workflow_scripts").glob("*.py"))
+    assert scripts
+    assert [p.name for p in scripts if "snakemake.rule" in p.read_text(encoding="utf-8")] == []
+
+
+def _file_names_of_layout() -> set[str]:
+    """The file names the run layout spells (``final_lock.json``, ``train_log.parquet``, ...)."""
+    import hierbench.layout as layout
+
+    values: list[str] = []
+    for value in vars(layout).values():
+        if isinstance(value, str):
+            values.append(value)
+        elif isinstance(value, dict):
+            values += [v for v in value.values() if isinstance(v, str)]
+    names = {value.rsplit("/", 1)[-1] for value in values if "/" in value or "." in value}
+    return {name for name in names if "." in name and "{" not in name}
+
+
+def _code_strings(path: Path) -> set[str]:
+    """The string constants of a module's code (docstrings left out)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    }
+
+
+def test_no_module_respells_a_file_name_of_the_run_layout():
+    """Paths are defined once (hierbench.layout): no other library module writes one of its
+    file names in code."""
+    names = _file_names_of_layout()
+    assert {"final_lock.json", "train_log.parquet", "arms_summary.parquet"} <= names
+    respelled = {
+        _name(path): sorted(
+            name
+            for name in names
+            if any(text == name or text.endswith(f"/{name}") for text in _code_strings(path))
+        )
+        for path in _modules()
+        if _name(path) != "layout"
+    }
+    found = {module: names for module, names in respelled.items() if names}
+    assert found == NOT_RUN_FILES
+
+
+# The same file names meaning something else: a Hugging Face hub repository's weights file.
+NOT_RUN_FILES = {"features.backbones": ["model.safetensors"]}

@@ -1,4 +1,5 @@
-"""Score a final cell, the frozen-feature baseline or the PCA baseline on the sealed test draws."""
+"""Score a final cell, the frozen-feature baseline or the PCA baseline on the sealed test draws
+(whichever the rule's inputs name)."""
 
 from hierbench.jobs import start_job
 from hierbench.metrics.sealed_scoring import SealedCell
@@ -16,12 +17,13 @@ common = {
     "access_log": snakemake.params.access_log,
 }
 sealed = (snakemake.input.lock, snakemake.input.sealed_features, snakemake.input.sealed_splits)
-if snakemake.rule == "evaluate_frozen":
-    evaluate_frozen_on_sealed_test(snakemake.wildcards.dataset, *sealed, **common)
-elif snakemake.rule == "evaluate_pca":
+# What is scored is what the rule's inputs name: a trained cell, a PCA projection, or neither.
+if "projection" in snakemake.input.keys():
     evaluate_pca_on_sealed_test(
         snakemake.wildcards.dataset, snakemake.input.projection, *sealed, **common
     )
+elif "record" not in snakemake.input.keys():
+    evaluate_frozen_on_sealed_test(snakemake.wildcards.dataset, *sealed, **common)
 else:
     cell = SealedCell(snakemake.input.record, snakemake.input.model, *sealed)
     variant = getattr(snakemake.params, "variant", None)

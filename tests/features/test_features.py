@@ -622,7 +622,7 @@ def test_a_slice_of_an_image_the_pass_lacks_names_the_pass(tmp_path):
 
 
 def test_an_unknown_pass_or_partition_is_an_error_naming_the_known_ones():
-    from hierbench.paths import BACKBONE_PASSES
+    from hierbench.layout import BACKBONE_PASSES
     from hierbench.stages.features import PASSES, build_backbone_pass, build_feature_slice
 
     assert tuple(PASSES) == BACKBONE_PASSES

@@ -16,18 +16,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from hierbench.layout import ACCESS_LOG, EVALUATIONS, FIGURES, FINAL_LOCK, RESEALS, TABLES, fill
 from hierbench.provenance.artifacts import provenance_path, write_json_plain
 from hierbench.provenance.hashing import sha256_file
 
 ON_CHANGE_CHOICES = ("refuse", "archive")
-RESEALS = "reseals"
 RESEAL_RECORD = "reseal.json"
-LOCK_FILE = "lock/final_lock.json"
-ACCESS_LOG = "lock/test_access.log"
 
 
 class SealChangedError(RuntimeError):
@@ -47,21 +45,24 @@ class SealPaths:
     @classmethod
     def of(cls, dataset: str, results: str | Path, logs: str | Path) -> SealPaths:
         """The paths of ``dataset`` under a results folder and a logs folder."""
-        root = Path(results) / dataset
+
+        def under(folder: str | Path, pattern: str) -> Path:
+            return Path(folder) / fill(pattern, dataset=dataset)
+
         return cls(
-            lock=root / LOCK_FILE,
-            eval_dir=root / "eval",
-            access_log=Path(logs) / dataset / ACCESS_LOG,
-            reseals=root / RESEALS,
-            derived=(root / "tables", root / "figures"),
+            lock=under(results, FINAL_LOCK),
+            eval_dir=under(results, EVALUATIONS),
+            access_log=under(logs, ACCESS_LOG),
+            reseals=Path(results) / dataset / RESEALS,
+            derived=(under(results, TABLES), under(results, FIGURES)),
         )
 
     @classmethod
     def for_lock(cls, lock: str | Path, access_log: str | Path) -> SealPaths:
         """The paths of the dataset whose lock is ``lock`` (as a rule names its files)."""
-        root = Path(lock).parents[1]
-        derived = (root / "tables", root / "figures")
-        return cls(Path(lock), root / "eval", Path(access_log), root / RESEALS, derived)
+        root = Path(lock).parents[1]  # <results>/<dataset>, the lock's pattern's own depth
+        paths = cls.of(root.name, root.parent, ".")
+        return replace(paths, lock=Path(lock), access_log=Path(access_log))
 
 
 def sealed_test_was_read(paths: SealPaths) -> bool:

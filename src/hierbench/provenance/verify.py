@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from hierbench.layout import RESEALS
 from hierbench.provenance.artifacts import PROVENANCE_SUFFIX
 from hierbench.provenance.hashing import (
     TREE_HASH_IGNORED,
@@ -22,7 +23,6 @@ from hierbench.provenance.hashing import (
     sha256_bytes,
     sha256_path,
 )
-from hierbench.provenance.seal import RESEALS
 from hierbench.runs import is_log
 
 MANIFEST_NAME = "MANIFEST.parquet"

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hierbench.layout import RESEALS
 from hierbench.provenance.artifacts import PROVENANCE_SUFFIX
-from hierbench.provenance.seal import RESEALS
 from hierbench.provenance.verify import MANIFEST_NAME
 from hierbench.runtools.pathpatterns import path_pattern
 from hierbench.runtools.rundiff import is_timed

@@ -95,14 +95,15 @@ def code_declarations(rules_dir: Path) -> dict[str, tuple[tuple[str, ...], str |
 
 
 def _code_arguments(call: str, where: str) -> tuple[tuple[str, ...], str | None]:
-    """The string modules and the ``script`` keyword of one ``code(...)`` call's text."""
+    """The string modules and the ``script`` keyword of one ``code(...)`` call's text (its
+    ``files``, a config's plugin files outside the library, are not the map's to probe)."""
     node = ast.parse(call, mode="eval").body
     if not isinstance(node, ast.Call) or not all(
         isinstance(arg, ast.Constant) and isinstance(arg.value, str)
-        for arg in [*node.args, *(keyword.value for keyword in node.keywords)]
+        for arg in [*node.args, *(k.value for k in node.keywords if k.arg != "files")]
     ):
         raise RebuildMapError(f"{where}: code() takes string literals only, got {call}")
-    script = {keyword.arg: keyword.value.value for keyword in node.keywords}.get("script")
+    script = {k.arg: k.value.value for k in node.keywords if k.arg != "files"}.get("script")
     return tuple(arg.value for arg in node.args), script
 
 

@@ -15,6 +15,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from hierbench.layout import CELL_FILES, FINAL_LOCK
 from hierbench.provenance.artifacts import PROVENANCE_SUFFIX
 from hierbench.provenance.hashing import sha256_file
 from hierbench.runs import DEFAULT_RUN, is_log
@@ -32,13 +33,13 @@ COPY_IGNORED: tuple[str, ...] = (
     ".pytest_cache",
     ".ruff_cache",
 )
-LOCK_FILE = "final_lock.json"
-TRAIN_LOG = "train_log.parquet"
+LOCK_FILE = FINAL_LOCK.removeprefix("{dataset}/")  # lock/final_lock.json below a dataset
+TRAIN_LOG = CELL_FILES["log"]
 
 
 def is_timed(path: str) -> bool:
     """An artifact that records a time: the Final lock, or a cell's training log."""
-    return path.endswith(f"lock/{LOCK_FILE}") or path.endswith(f"/{TRAIN_LOG}")
+    return path.endswith(f"/{LOCK_FILE}") or path.endswith(f"/{TRAIN_LOG}")
 
 
 def result_hashes(repo: Path, run: str = DEFAULT_RUN) -> dict[str, str]:
@@ -72,7 +73,7 @@ def dataset_targets(repo: Path, run: str, dataset: str) -> list[str]:
 def mentions_lock(record_path: Path) -> bool:
     """A provenance record whose inputs include a Final lock (its input hash carries the time)."""
     record = json.loads(record_path.read_text())
-    return any(path.endswith(LOCK_FILE) for path in record["inputs"])
+    return any(path.endswith(f"/{LOCK_FILE}") for path in record["inputs"])
 
 
 def timing_exempt(repo: Path, paths: list[str]) -> set[str]:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from hierbench.layout import ARMS_SUMMARY_TABLE
 from hierbench.protocol import FACTORIAL_ARMS, MEAN_HIERARCHY
 from hierbench.runtools.configs import log_config, run_configs, snakemake_logs
 from hierbench.runtools.resume import PROC, ResumeError, live_snakemake, lock_files
@@ -28,7 +29,7 @@ FAILED_LINES = ("Exiting because a job execution failed", "Error in rule ")
 NOTHING_LINE = "Nothing to be done"
 DEFAULT_CONFIG = "config.yaml"
 SORT_KEYS = ("name", "config", "state", "jobs", "last_change")
-ARMS_SUMMARY = Path("tables/arms_summary.parquet")
+ARMS_SUMMARY = ARMS_SUMMARY_TABLE.removeprefix("{dataset}/")  # below a dataset's folder
 
 
 @dataclass

@@ -19,11 +19,13 @@ from typing import Any
 
 import pandas as pd
 
+from hierbench.layout import OUTER_FOLDER, TABLES
 from hierbench.levelnames import LEVEL_COLUMN, LEVELS_METADATA
 from hierbench.provenance.artifacts import read_parquet_metadata
 
 ROW_ORDER = "#row"  # the key shown when rows are matched by their order
-TABLE_FOLDERS = ("tables", "outer")
+# The folders below a dataset that hold tables: its own and the outer splits'.
+TABLE_FOLDERS = tuple(p.removeprefix("{dataset}/") for p in (TABLES, OUTER_FOLDER))
 MARKDOWN_ROWS = 20  # differing rows a table shows in Markdown (the JSON report has them all)
 
 
@@ -277,6 +279,6 @@ def is_summary_table(name: str) -> bool:
     parts = name.split("/")
     return (
         len(parts) == 3
-        and parts[1] == "tables"
+        and parts[1] == TABLE_FOLDERS[0]
         and not any(marker in parts[2] for marker in PER_SEED_MARKERS)
     )
