@@ -130,7 +130,8 @@ def test_a_dry_run_with_the_profile_resolves_the_features_request(repo_copy: Pat
 
 
 GPU_RULES = {"backbone_features", "tune"}
-GPU_RULES |= {"select_semantic_duration"} | {r for r in HEAVY if r.startswith("train_")}
+GPU_RULES |= {"select_semantic_duration", "select_outer_durations"}
+GPU_RULES |= {r for r in HEAVY if r.startswith("train_")}
 
 
 def _planned_jobs(stdout: str) -> list[tuple[str, dict[str, str]]]:

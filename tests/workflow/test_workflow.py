@@ -17,7 +17,8 @@ from hierbench.runtools.jobstats import NO_RECORD, NO_STAGE, job_costs, rule_sta
 
 # configs/tiny.yaml runs every control on CUB only: the curvature control at 2 points, its base
 # point and its matched E_R, and the semantic control's 4 arms, each x the training seeds; the
-# baselines (PCA, a HIER-style cell per seed); the outer splits (3 splits x 4 cells at seed 42).
+# baselines (PCA, a HIER-style cell per seed); the outer splits (each of 3 splits: its arms' epochs
+# chosen on its validation side, then matched E_R, matched H_R and SupCon, each at seed 42).
 SEEDS = len(TINY_SEEDS)
 OUTER_SCORING = {"score_outer_split": 3, "outer_tables": 1}
 CUB_CONTROL = {
@@ -33,7 +34,8 @@ CUB_CONTROL = {
     "evaluate_pca": 1,
     "evaluate_hier_cell": SEEDS,
     "baselines_tables": 1,
-    "train_outer": 3,
+    "select_outer_durations": 3,
+    "train_outer": 3 * 3,
     **OUTER_SCORING,
 }
 # An alias edit reruns the CUB taxonomy and everything after it, companion cells included;
