@@ -28,11 +28,9 @@ from hierbench.data.fingerprint import fingerprint, identity, weights_identity
 from hierbench.devices import gpus_per_job
 from hierbench.factorial import added_losses, plugin_sources, waits_for_tau
 from hierbench.layout import (
-    AUDITED_KINDS,
     BACKBONE_PASS,
     CELL_FILES,
     ADDED_LOSS,
-    CELLS,
     CROP_FEATURES,
     DEV_FEATURES,
     DEV_MANIFEST,
@@ -46,7 +44,6 @@ from hierbench.layout import (
     IMAGE_TABLE,
     INPUT_FILE,
     LAYOUT_FINGERPRINT,
-    LOCKED_KINDS,
     MATCH_REPORT,
     OUTER_DURATIONS,
     OUTER_SCORES,
@@ -65,10 +62,12 @@ from hierbench.layout import (
     TUNING_SCORE,
     TUNING_SELECTION,
 )
+from hierbench.cellkinds import CELL_KINDS, audited_kinds, locked_kinds, sealed_evaluations
 from hierbench.paths import RunPaths, bundle_cells, dataset_folder, tuning_runs
 from hierbench.protocol import (
     ANGLE_RANKING,
     ARMS_SUMMARY,
+    COMPANION_KIND,
     CURVATURE_CONTROL,
     CURVATURE_TABLES,
     EFFECTS_BY_SEED,
@@ -77,6 +76,7 @@ from hierbench.protocol import (
     FROZEN,
     GEOMETRIES,
     LAYOUT_FOLDERS,
+    OUTER_CONTROL,
     PACKAGE_WEIGHTS_PREFIX,
     PCA,
     POINCARE,
@@ -100,10 +100,10 @@ GPUS_PER_JOB = gpus_per_job(config)  # the features and training jobs' GPU reque
 PATHS = RunPaths(RESULTS, config)
 run_path = PATHS.at  # a hierbench.layout pattern under this run's folder
 ENVIRONMENT = "../environment.yml"
-CELL = {kind: PATHS.cell_outputs(kind) for kind in CELLS}  # each kind's three files
+CELL = {kind: PATHS.cell_outputs(kind) for kind in CELL_KINDS}  # each kind's three files
 DEV_DATA = {"features": run_path(DEV_FEATURES), "splits": run_path(DEV_SPLITS)}
 PCA_MODEL = {key: run_path(path) for key, path in PCA_FILES.items()}
-EVALUATION = {kind: PATHS.evaluation_outputs(kind) for kind in [*CELLS, *SEEDLESS_ARMS]}
+EVALUATION = {kind: PATHS.evaluation_outputs(kind) for kind in [*CELL_KINDS, *SEEDLESS_ARMS]}
 
 
 def code(*modules, script, files=()):
@@ -223,11 +223,6 @@ def access_log(dataset):
     return SealPaths.of(dataset, RESULTS, LOGS).access_log.as_posix()
 
 
-def trained(kind):
-    """The model and record patterns of a cell of ``kind``: what its evaluations read."""
-    return {key: CELL[kind][key] for key in ("model", "record")}
-
-
 # ---- inputs that depend on the config
 
 
@@ -269,8 +264,8 @@ def lock_inputs(wildcards):
     if not baselines_enabled(config, dataset):
         pca = {"model": [], "record": []}
     return {
-        "checkpoints": PATHS.cells(dataset, LOCKED_KINDS, CELL_FILES["model"]) + pca["model"],
-        "records": PATHS.cells(dataset, LOCKED_KINDS, CELL_FILES["record"]) + pca["record"],
+        "checkpoints": PATHS.cells(dataset, locked_kinds(), CELL_FILES["model"]) + pca["model"],
+        "records": PATHS.cells(dataset, locked_kinds(), CELL_FILES["record"]) + pca["record"],
         "audits": [run_path(FAIRNESS_AUDIT, dataset=dataset)],
         "taxonomy": [run_path(TAXONOMY, dataset=dataset)],
         "features": [run_path(DEV_FEATURES, dataset=dataset)],

@@ -35,106 +35,42 @@ rule final_lock:
         SCRIPT
 
 
-# Every sealed evaluation is this rule (use rule ... with: below): a cell of any kind, or a
-# seedless arm, scored on the sealed test draws by the same engine under the lock.
-rule evaluate_cell:
-    input:
-        **sealed_inputs(trained("factorial")),
-    output:
-        **EVALUATION["factorial"],
-    log:
-        log_for(EVALUATION["factorial"]),
-    benchmark:
-        benchmark_for(EVALUATION["factorial"])
-    params:
-        **code("stages.evaluation", script="evaluate"),
-        config=lambda wildcards: evaluation_config(config, wildcards.dataset),
-        access_log=lambda wildcards: access_log(wildcards.dataset),
-    conda:
-        ENVIRONMENT
-    script:
-        SCRIPT
+# The sealed evaluations, one rule per kind of cell (hierbench.cellkinds) and per seedless arm,
+# generated here: the sealed test's draws scored by the same engine under the lock. A rule's
+# name and what it scores come from the registry; a curvature point or semantic arm is also
+# named to the script as the evaluation's variant.
+def variant_param(wildcard):
+    """The ``variant`` param of an evaluation whose kind names one (none otherwise)."""
+    return {"variant": lambda wildcards: wildcards[wildcard]} if wildcard else {}
 
 
-use rule evaluate_cell as evaluate_frozen with:
-    input:
-        **sealed_inputs(),
-    output:
-        **EVALUATION[FROZEN],
-    log:
-        log_for(EVALUATION[FROZEN]),
-    benchmark:
-        benchmark_for(EVALUATION[FROZEN])
+for evaluated in sealed_evaluations():
 
-
-use rule evaluate_cell as evaluate_pca with:
-    input:
-        **sealed_inputs({"projection": PCA_MODEL["model"]}),
-    output:
-        **EVALUATION[PCA],
-    log:
-        log_for(EVALUATION[PCA]),
-    benchmark:
-        benchmark_for(EVALUATION[PCA])
-
-
-use rule evaluate_cell as evaluate_curvature_cell with:
-    input:
-        **sealed_inputs(trained("curvature")),
-    output:
-        **EVALUATION["curvature"],
-    log:
-        log_for(EVALUATION["curvature"]),
-    benchmark:
-        benchmark_for(EVALUATION["curvature"])
-    params:
-        **code("stages.evaluation", script="evaluate"),
-        config=lambda wildcards: evaluation_config(config, wildcards.dataset),
-        access_log=lambda wildcards: access_log(wildcards.dataset),
-        variant=lambda wildcards: wildcards.point,
-
-
-use rule evaluate_cell as evaluate_semantic_cell with:
-    input:
-        **sealed_inputs(trained("semantic")),
-    output:
-        **EVALUATION["semantic"],
-    log:
-        log_for(EVALUATION["semantic"]),
-    benchmark:
-        benchmark_for(EVALUATION["semantic"])
-    params:
-        **code("stages.evaluation", script="evaluate"),
-        config=lambda wildcards: evaluation_config(config, wildcards.dataset),
-        access_log=lambda wildcards: access_log(wildcards.dataset),
-        variant=lambda wildcards: wildcards.arm,
-
-
-use rule evaluate_cell as evaluate_hier_cell with:
-    input:
-        **sealed_inputs(trained("hier")),
-    output:
-        **EVALUATION["hier"],
-    log:
-        log_for(EVALUATION["hier"]),
-    benchmark:
-        benchmark_for(EVALUATION["hier"])
-
-
-use rule evaluate_cell as evaluate_companion_cell with:
-    input:
-        **sealed_inputs(trained("companion")),
-    output:
-        **EVALUATION["companion"],
-    log:
-        log_for(EVALUATION["companion"]),
-    benchmark:
-        benchmark_for(EVALUATION["companion"])
+    rule:
+        name:
+            evaluated.rule
+        input:
+            **sealed_inputs({key: run_path(path) for key, path in evaluated.scored.items()}),
+        output:
+            **EVALUATION[evaluated.name],
+        log:
+            log_for(EVALUATION[evaluated.name]),
+        benchmark:
+            benchmark_for(EVALUATION[evaluated.name])
+        params:
+            **code("stages.evaluation", script="evaluate"),
+            config=lambda wildcards: evaluation_config(config, wildcards.dataset),
+            access_log=lambda wildcards: access_log(wildcards.dataset),
+            **variant_param(evaluated.variant),
+        conda:
+            ENVIRONMENT
+        script:
+            SCRIPT
 
 
 # The companion cells ranked by the exterior angle at the query instead of by distance (a
 # sensitivity of the ranking): the same lock check, sealed inputs and formats, under eval/angle/.
-ANGLE_EVALUATION = PATHS.evaluation_outputs("companion", ANGLE_RANKING)
+ANGLE_EVALUATION = PATHS.evaluation_outputs(COMPANION_KIND, ANGLE_RANKING)
 
 
 use rule evaluate_companion_cell as evaluate_companion_angle with:
@@ -157,8 +93,8 @@ OUTER_SPLIT_SCORES = run_path(OUTER_SCORES)
 rule score_outer_split:
     input:
         **DEV_DATA,
-        records=lambda wildcards: PATHS.cells(wildcards.dataset, ["outer"], CELL_FILES["record"], outer=wildcards.outer),
-        models=lambda wildcards: PATHS.cells(wildcards.dataset, ["outer"], CELL_FILES["model"], outer=wildcards.outer),
+        records=lambda wildcards: PATHS.cells(wildcards.dataset, [OUTER_CONTROL], CELL_FILES["record"], outer=wildcards.outer),
+        models=lambda wildcards: PATHS.cells(wildcards.dataset, [OUTER_CONTROL], CELL_FILES["model"], outer=wildcards.outer),
     output:
         OUTER_SPLIT_SCORES,
     log:

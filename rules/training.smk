@@ -266,8 +266,8 @@ AUDIT = run_path(FAIRNESS_AUDIT)
 
 rule fairness_audit:
     input:
-        records=lambda wildcards: PATHS.cells(wildcards.dataset, AUDITED_KINDS, CELL_FILES["record"]),
-        models=lambda wildcards: PATHS.cells(wildcards.dataset, AUDITED_KINDS, CELL_FILES["model"]),
+        records=lambda wildcards: PATHS.cells(wildcards.dataset, audited_kinds(), CELL_FILES["record"]),
+        models=lambda wildcards: PATHS.cells(wildcards.dataset, audited_kinds(), CELL_FILES["model"]),
         **DEV_DATA,
     output:
         AUDIT,

@@ -6,17 +6,16 @@ from __future__ import annotations
 import pytest
 from conftest import REPO, TINY_SEEDS
 
+from hierbench.cellkinds import CELL_KINDS, cell_instances, locked_kinds
 from hierbench.config import evaluation_config, load_config, split_config
 from hierbench.controls.outer import outer_cells
 from hierbench.layout import (
-    CELLS,
-    LOCKED_KINDS,
     cell_folder,
     evaluation_files,
     evaluation_stem,
     fill,
 )
-from hierbench.paths import RunPaths, bundle_cells, cell_instances
+from hierbench.paths import RunPaths, bundle_cells
 from hierbench.protocol import GEOMETRIES, LOSSES, POINCARE, cell_name
 
 CONFIG = load_config(REPO / "configs/tiny.yaml")
@@ -30,7 +29,7 @@ def test_fill_sets_the_named_wildcards_and_keeps_the_others():
 
 
 def test_a_cells_evaluation_mirrors_its_folder():
-    for kind in CELLS:
+    for kind in CELL_KINDS:
         assert cell_folder(kind).replace("/cells/", "/eval/") == evaluation_stem(kind)
     assert evaluation_stem("frozen") == "{dataset}/eval/frozen"
     assert evaluation_stem("companion", "angle") == "{dataset}/eval/angle/{head}A-{seed}"
@@ -44,7 +43,7 @@ def test_factorial_cells_come_in_geometry_loss_seed_order():
 
 def test_every_kind_lists_one_instance_per_cell_it_trains():
     seeds = len(TINY_SEEDS)
-    counts = {kind: len(list(cell_instances(CONFIG, "cub", kind))) for kind in CELLS}
+    counts = {kind: len(list(cell_instances(CONFIG, "cub", kind))) for kind in CELL_KINDS}
     splits = CONFIG["datasets"]["cub"]["splits"]["outer"]["count"]
     assert counts == {
         "factorial": len(GEOMETRIES) * len(LOSSES) * seeds,
@@ -103,7 +102,7 @@ def test_an_unknown_kind_is_an_error_naming_the_known_ones():
 
 
 def test_cells_fill_every_wildcard_and_can_keep_a_subset():
-    models = PATHS.cells("cub", LOCKED_KINDS, "model.safetensors")
+    models = PATHS.cells("cub", locked_kinds(), "model.safetensors")
     first = cell_name(GEOMETRIES[0], LOSSES[0], TINY_SEEDS[0])
     assert models[0] == f"runs/x/cub/cells/{first}/model.safetensors"
     assert not any("{" in path for path in models)

@@ -28,7 +28,8 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "provenance geometry taxonomy splits levelnames runlogs factorial",
         "data cells jobs runtools features effects",
         "losses baselines controls config demo",
-        "training metrics paths",
+        "training metrics cellkinds",
+        "paths",
         "stages",
         "cli",
     )
@@ -260,6 +261,35 @@ def test_no_workflow_script_dispatches_on_the_rules_name():
     scripts = sorted((REPO / "workflow_scripts").glob("*.py"))
     assert scripts
     assert [p.name for p in scripts if "snakemake.rule" in p.read_text(encoding="utf-8")] == []
+
+
+PATH_DIRECTIVES = {"input", "output", "log", "benchmark"}
+
+
+def test_no_use_rule_block_only_renames_paths():
+    """A family whose members differ only in their paths is one rule generated in a loop over
+    its registry (``name:``), not ``use rule ... with:`` copies."""
+    renaming = [
+        block.name
+        for block in rule_blocks(REPO / "rules")
+        if block.parent and set(re.findall(r"^    (\w+):", block.body, re.M)) <= PATH_DIRECTIVES
+    ]
+    assert renaming == []
+
+
+def test_the_sealed_evaluations_are_generated_from_the_registry():
+    """One rule per kind of cell and seedless arm, named by hierbench.cellkinds; the rule file
+    names no kind."""
+    from hierbench.cellkinds import CELL_KINDS, sealed_evaluations
+
+    blocks = [b for b in rule_blocks(REPO / "rules") if b.path.name == "evaluation.smk"]
+    generated = [e.rule for e in sealed_evaluations()]
+    assert [b.name for b in blocks if b.name in generated] == generated
+    text = (REPO / "rules/evaluation.smk").read_text(encoding="utf-8")
+    kinds = [*CELL_KINDS, *(e.name for e in sealed_evaluations())]
+    assert [
+        k for k in kinds if re.search(rf"[\"\[]{k}[\"\]]|EVALUATION\[{k.upper()}\]", text)
+    ] == []
 
 
 def _file_names_of_layout() -> set[str]:

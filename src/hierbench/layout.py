@@ -15,6 +15,7 @@ from typing import Any
 from hierbench.protocol import (
     ARMS_SUMMARY,
     BASELINES,
+    COMPANION_KIND,
     COMPANION_LOSS,
     CURVATURE_CONTROL,
     EUCLIDEAN,
@@ -75,7 +76,7 @@ CELLS = {
     "semantic": f"{SEMANTIC_CONTROL}/{{arm}}/{EUCLIDEAN}{SUPCON}-{{seed}}",
     "hier": f"{HIER}/{HIER}-{{seed}}",
     "outer": f"{OUTER_CONTROL}/{{outer}}/{{geometry}}{{loss}}-{{seed}}",
-    "companion": f"{{head}}{COMPANION_LOSS}-{{seed}}",
+    COMPANION_KIND: f"{{head}}{COMPANION_LOSS}-{{seed}}",
 }
 SEEDLESS_ARMS = (FROZEN, PCA)
 # A cell's three files, by output name.
@@ -96,9 +97,6 @@ BUNDLED_KINDS = tuple(BUNDLE_MANIFESTS)
 # The kind whose cells a bundle kind writes, where the two differ (an added loss's cells are
 # factorial cells).
 BUNDLE_CELLS_OF = {ADDED_LOSS: "factorial"}
-# The cells the Final lock records, and those the fairness audit checks.
-LOCKED_KINDS = ("factorial", "curvature", "semantic", "hier", "companion")
-AUDITED_KINDS = ("factorial", "curvature", "hier", "companion")
 
 WILDCARD = re.compile(r"\{(\w+)\}")
 

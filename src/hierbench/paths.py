@@ -5,24 +5,24 @@ wire. Free of torch: the workflow imports it whenever it plans a run.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hierbench.baselines import baselines_enabled
+from hierbench.cellkinds import cell_instances
 from hierbench.cells.companion import companion_enabled
-from hierbench.controls.curvature_points import control_variants, point_geometry
-from hierbench.controls.outer import outer_arms, outer_seeds, outer_splits
+from hierbench.controls.curvature_points import control_variants
+from hierbench.controls.outer import outer_splits
 from hierbench.controls.semantic import semantic_arms, shuffle_settings
 from hierbench.data.kinds import dataset_kind, layout_folder
-from hierbench.factorial import factorial_geometries, factorial_losses
+from hierbench.factorial import factorial_geometries
 from hierbench.layout import (
     ADDED_LOSS,
     BUNDLE_CELLS_OF,
     BUNDLE_MANIFESTS,
     BUNDLED_KINDS,
     CELL_FILES,
-    CELLS,
     CONTROL_TABLES,
     DEMO_FOLDER,
     EFFECTS_VERDICTS,
@@ -39,7 +39,6 @@ from hierbench.layout import (
 from hierbench.protocol import (
     BASELINES,
     COMPANION_ANGLE_TABLE,
-    COMPANION_CELLS,
     CURVATURE_CONTROL,
     CURVATURE_TABLES,
     EFFECT_TABLES,
@@ -71,39 +70,6 @@ def dataset_folder(config: Mapping[str, Any], dataset: str) -> str:
         return str(block["root"])
     demo = fill(DEMO_FOLDER, dataset=dataset, layout=layout_folder(config, dataset))
     return f"{run_folder(dict(config))}/{demo}"
-
-
-def cell_instances(config: Mapping[str, Any], dataset: str, kind: str) -> Iterator[dict]:
-    """The wildcard values of every cell of ``kind`` a dataset trains under ``config``, in the
-    order the rules list them."""
-    seeds = config["training"]["seeds"]
-    if kind == "factorial":
-        geometries, losses = factorial_geometries(config), factorial_losses(config)
-        yield from (
-            {"geometry": g, "loss": x, "seed": s} for g in geometries for x in losses for s in seeds
-        )
-    elif kind == "curvature":
-        for point in control_variants(config, dataset):
-            yield from (
-                {"point": point, "geometry": point_geometry(point), "seed": s} for s in seeds
-            )
-    elif kind == "semantic":
-        yield from (
-            {"arm": arm, "seed": s} for arm in semantic_arms(config, dataset) for s in seeds
-        )
-    elif kind == "hier":
-        yield from ({"seed": s} for s in seeds if baselines_enabled(config, dataset))
-    elif kind == "companion":
-        heads = [head for head, _ in COMPANION_CELLS] if companion_enabled(config) else []
-        yield from ({"head": head, "seed": s} for head in heads for s in seeds)
-    elif kind == "outer":
-        cells = [
-            (g, x, s) for g, x in outer_arms(config, dataset) for s in outer_seeds(config, dataset)
-        ]
-        for split in outer_splits(config, dataset):
-            yield from ({"outer": split, "geometry": g, "loss": x, "seed": s} for g, x, s in cells)
-    else:
-        raise KeyError(f"no cell kind {kind!r}; known kinds: {sorted(CELLS)}")
 
 
 def tuning_runs(config: Mapping[str, Any]) -> list[dict[str, str]]:

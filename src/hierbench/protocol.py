@@ -51,6 +51,7 @@ HEAD_NAMES: dict[str, str] = {**GEOMETRY_NAMES, **EXTRA_GEOMETRY_NAMES}
 # the Euclidean head and on the Lorentz head L; its cells and arms.
 COMPANION_LOSS = "A"
 COMPANION_LOSS_NAME = "angle_entailment"
+COMPANION_KIND = "companion"  # the kind of its cells (hierbench.cellkinds)
 COMPANION_CELLS: tuple[tuple[str, str], ...] = (
     (EUCLIDEAN, COMPANION_LOSS),
     (LORENTZ, COMPANION_LOSS),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib
 import queue
 import re
 from collections import Counter
@@ -24,11 +25,18 @@ from typing import Any, NamedTuple
 from hierbench.provenance import codehash
 from hierbench.provenance.codehash import known_modules, module_closure, module_path
 
-# A rule's header: ``rule NAME:`` (or ``localrule``) or ``use rule PARENT as CHILD with:``.
+# A rule's header: ``rule NAME:`` (or ``localrule``), ``use rule PARENT as CHILD with:``, or
+# ``for ITEM in FAMILY():``, a family of rules generated from a registry of
+# :mod:`hierbench.cellkinds` (each rule named ``ITEM.ATTRIBUTE`` by its ``name:`` directive).
 RULE_HEADER = re.compile(
-    r"^(?:(?:local)?rule\s+(?P<name>\w+)\s*|use rule (?P<parent>\w+) as (?P<child>\w+) with):",
+    r"^(?:(?:local)?rule\s+(?P<name>\w+)\s*|use rule (?P<parent>\w+) as (?P<child>\w+) with"
+    r"|for (?P<item>\w+) in (?P<family>\w+)\(\))\s*:",
     re.MULTILINE,
 )
+GENERATED_NAME = re.compile(r"\bname:\s*(?P<item>\w+)\.(?P<attribute>\w+)")
+# The registry a generated family loops over: imported by name, as the workflow imports it
+# (it plans from the config, a layer above the run tools).
+FAMILY_REGISTRY = "hierbench.cellkinds"
 CODE_CALL = re.compile(r"\bcode\([^)]*\)")
 # An edit that changes behaviour in every module and breaks none: one more global name.
 PROBE_LINE = "\n_REBUILD_PROBE = 1\n"
@@ -74,8 +82,26 @@ def rule_blocks(rules_dir: Path) -> Iterator[RuleBlock]:
         headers = list(RULE_HEADER.finditer(text))
         for header, following in zip(headers, [*headers[1:], None], strict=False):
             body = text[header.end() : following.start() if following else len(text)]
+            if header["family"]:
+                for name in generated_names(header["family"], header["item"], body, path):
+                    yield RuleBlock(path, name, None, body)
+                continue
             name, parent = header["name"] or header["child"], header["parent"]
             yield RuleBlock(path, name, parent, body)
+
+
+def generated_names(family: str, item: str, body: str, path: Path) -> list[str]:
+    """The names of the rules a ``for ITEM in FAMILY():`` loop generates: ``ITEM.ATTRIBUTE``
+    (its ``name:`` directive) of every entry the registry's ``FAMILY()`` returns."""
+    named = GENERATED_NAME.search(body)
+    if not named or named["item"] != item:
+        raise RebuildMapError(
+            f"{path}: the rules of 'for {item} in {family}()' need 'name: {item}.<attribute>'"
+        )
+    registry = importlib.import_module(FAMILY_REGISTRY)
+    if not callable(getattr(registry, family, None)):
+        raise RebuildMapError(f"{path}: {FAMILY_REGISTRY} has no family {family}()")
+    return [getattr(entry, named["attribute"]) for entry in getattr(registry, family)()]
 
 
 def code_declarations(rules_dir: Path) -> dict[str, tuple[tuple[str, ...], str | None]]:

@@ -1,0 +1,41 @@
+"""The registry of cell kinds (hierbench.cellkinds): one object per kind, and every list the
+workflow reads (locked, audited, bundled, the rules that train and score) derived from it."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import REPO
+
+from hierbench.cellkinds import CELL_KINDS, audited_kinds, cell_kind, locked_kinds
+from hierbench.layout import BUNDLE_MANIFESTS, CELLS
+from hierbench.runtools.rebuild import rule_blocks
+
+RULES = {block.name for block in rule_blocks(REPO / "rules")}
+
+
+def test_every_kind_has_its_folder_pattern_and_every_pattern_its_kind():
+    assert list(CELL_KINDS) == list(CELLS)
+    assert all(kind.folder == CELLS[name] for name, kind in CELL_KINDS.items())
+
+
+def test_the_lock_and_the_audit_cover_the_kinds_the_registry_marks():
+    assert locked_kinds() == ("factorial", "curvature", "semantic", "hier", "companion")
+    assert audited_kinds() == ("factorial", "curvature", "hier", "companion")
+    assert set(audited_kinds()) <= set(locked_kinds())  # the audit reads locked cells only
+
+
+def test_bundled_kinds_are_those_with_a_manifest_pattern():
+    bundled = {name for name, kind in CELL_KINDS.items() if kind.bundled}
+    assert bundled == {"factorial", "curvature", "semantic"} == set(BUNDLE_MANIFESTS) & set(CELLS)
+
+
+def test_each_kind_names_rules_the_workflow_defines():
+    for kind in CELL_KINDS.values():
+        assert kind.training_rule in RULES, kind.name
+        assert kind.evaluation_rule is None or kind.evaluation_rule in RULES, kind.name
+        assert (kind.evaluation_rule is not None) == kind.locked, kind.name  # sealed iff locked
+
+
+def test_an_unknown_kind_names_the_known_ones():
+    with pytest.raises(KeyError, match=r"no cell kind 'moth'; known kinds: \['companion'"):
+        cell_kind("moth")
