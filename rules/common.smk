@@ -67,14 +67,17 @@ from hierbench.paths import RunPaths, bundle_cells, dataset_folder, tuning_runs
 from hierbench.protocol import (
     ANGLE_RANKING,
     ARMS_SUMMARY,
+    BASELINES,
     COMPANION_KIND,
     CURVATURE_CONTROL,
     CURVATURE_TABLES,
     EFFECTS_BY_SEED,
     EFFECTS_SUMMARY,
+    FACTORIAL_KIND,
     FIGURES as FIGURE_NAMES,
     FROZEN,
     GEOMETRIES,
+    HIER,
     LAYOUT_FOLDERS,
     OUTER_CONTROL,
     PACKAGE_WEIGHTS_PREFIX,
@@ -244,6 +247,11 @@ def companion_crops(wildcards):
     if not companion_enabled(config) or not pair_sources(config).needs_crops:
         return []
     return [run_path(CROP_FEATURES, dataset=wildcards.dataset)]
+
+
+def variant_param(wildcard):
+    """The ``variant`` param of an evaluation whose kind names one (none otherwise)."""
+    return {"variant": lambda wildcards: wildcards[wildcard]} if wildcard else {}
 
 
 def sealed_inputs(scored={}):

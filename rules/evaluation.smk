@@ -39,11 +39,6 @@ rule final_lock:
 # generated here: the sealed test's draws scored by the same engine under the lock. A rule's
 # name and what it scores come from the registry; a curvature point or semantic arm is also
 # named to the script as the evaluation's variant.
-def variant_param(wildcard):
-    """The ``variant`` param of an evaluation whose kind names one (none otherwise)."""
-    return {"variant": lambda wildcards: wildcards[wildcard]} if wildcard else {}
-
-
 for evaluated in sealed_evaluations():
 
     rule:

@@ -2,7 +2,7 @@
 # dataset's registered aggregation, the other aggregation's sensitivity tables, and the figures; `snakemake --report report.html` shows them.
 
 SUMMARY = run_path(f"{TABLES}/{SUMMARY_PAGE}")
-FACTORIAL_SUMMARIES = ["factorial", "companion", FROZEN]  # what the effect tables read
+FACTORIAL_SUMMARIES = [FACTORIAL_KIND, COMPANION_KIND, FROZEN]  # what the effect tables read
 
 
 rule effect_tables:
@@ -39,8 +39,8 @@ rule figures:
         arms=run_path(f"{TABLES}/{ARMS_SUMMARY}.parquet"),
         effects=run_path(f"{TABLES}/{EFFECTS_BY_SEED}.parquet"),
         intervals=run_path(f"{TABLES}/{EFFECTS_SUMMARY}.parquet"),
-        records=lambda wildcards: PATHS.cells(wildcards.dataset, ["factorial"], CELL_FILES["record"], geometry=POINCARE),
-        models=lambda wildcards: PATHS.cells(wildcards.dataset, ["factorial"], CELL_FILES["model"], geometry=POINCARE),
+        records=lambda wildcards: PATHS.cells(wildcards.dataset, [FACTORIAL_KIND], CELL_FILES["record"], geometry=POINCARE),
+        models=lambda wildcards: PATHS.cells(wildcards.dataset, [FACTORIAL_KIND], CELL_FILES["model"], geometry=POINCARE),
         features=run_path(DEV_FEATURES),
     output:
         **{
@@ -69,11 +69,11 @@ SEMANTIC_OUTPUTS = PATHS.control_outputs(SEMANTIC_CONTROL, SEMANTIC_TABLES)
 
 rule semantic_tables:
     input:
-        summaries=lambda wildcards: PATHS.summaries(wildcards.dataset, ["semantic"]),
-        per_query=lambda wildcards: PATHS.summaries(wildcards.dataset, ["semantic"], file="per_query"),
+        summaries=lambda wildcards: PATHS.summaries(wildcards.dataset, [SEMANTIC_CONTROL]),
+        per_query=lambda wildcards: PATHS.summaries(wildcards.dataset, [SEMANTIC_CONTROL], file="per_query"),
         durations=lambda wildcards: [run_path(SEMANTIC_DURATION, dataset=wildcards.dataset, arm=arm) for arm in semantic_arms(config, wildcards.dataset)],
     output:
-        **in_report(SEMANTIC_OUTPUTS, "semantic", "Controls"),
+        **in_report(SEMANTIC_OUTPUTS, SEMANTIC_CONTROL, "Controls"),
     log:
         log_for(SEMANTIC_OUTPUTS),
     benchmark:
@@ -94,10 +94,10 @@ CURVATURE_OUTPUTS = PATHS.control_outputs(CURVATURE_CONTROL, CURVATURE_TABLES)
 
 use rule semantic_tables as curvature_tables with:
     input:
-        summaries=lambda wildcards: PATHS.summaries(wildcards.dataset, ["curvature"]),
-        per_query=lambda wildcards: PATHS.summaries(wildcards.dataset, ["curvature"], file="per_query"),
+        summaries=lambda wildcards: PATHS.summaries(wildcards.dataset, [CURVATURE_CONTROL]),
+        per_query=lambda wildcards: PATHS.summaries(wildcards.dataset, [CURVATURE_CONTROL], file="per_query"),
     output:
-        **in_report(CURVATURE_OUTPUTS, "curvature", "Controls"),
+        **in_report(CURVATURE_OUTPUTS, CURVATURE_CONTROL, "Controls"),
     log:
         log_for(CURVATURE_OUTPUTS),
     benchmark:
@@ -111,7 +111,7 @@ use rule semantic_tables as curvature_tables with:
 
 
 BASELINES_OUTPUTS = PATHS.baselines_outputs()
-BASELINE_KINDS = [FROZEN, PCA, "hier", "factorial"]
+BASELINE_KINDS = [FROZEN, PCA, HIER, FACTORIAL_KIND]
 
 
 use rule semantic_tables as baselines_tables with:
@@ -119,7 +119,7 @@ use rule semantic_tables as baselines_tables with:
         summaries=lambda wildcards: PATHS.summaries(wildcards.dataset, BASELINE_KINDS),
         per_query=lambda wildcards: PATHS.summaries(wildcards.dataset, BASELINE_KINDS, file="per_query"),
     output:
-        **in_report(BASELINES_OUTPUTS, "baselines", "Baselines"),
+        **in_report(BASELINES_OUTPUTS, BASELINES, "Baselines"),
     log:
         log_for(BASELINES_OUTPUTS),
     benchmark:
@@ -139,7 +139,7 @@ use rule semantic_tables as outer_tables with:
     input:
         scores=lambda wildcards: [run_path(OUTER_SCORES, dataset=wildcards.dataset, outer=split) for split in outer_splits(config, wildcards.dataset)],
     output:
-        **in_report(OUTER_OUTPUTS, "outer", "Controls"),
+        **in_report(OUTER_OUTPUTS, OUTER_CONTROL, "Controls"),
     log:
         log_for(OUTER_OUTPUTS),
     benchmark:
@@ -156,10 +156,10 @@ COMPANION_ANGLE_OUTPUTS = PATHS.companion_angle_outputs()
 
 use rule semantic_tables as companion_angle_tables with:
     input:
-        distance=lambda wildcards: PATHS.summaries(wildcards.dataset, ["companion"]),
-        angle=lambda wildcards: PATHS.summaries(wildcards.dataset, ["companion"], ANGLE_RANKING),
-        distance_queries=lambda wildcards: PATHS.summaries(wildcards.dataset, ["companion"], file="per_query"),
-        angle_queries=lambda wildcards: PATHS.summaries(wildcards.dataset, ["companion"], ANGLE_RANKING, "per_query"),
+        distance=lambda wildcards: PATHS.summaries(wildcards.dataset, [COMPANION_KIND]),
+        angle=lambda wildcards: PATHS.summaries(wildcards.dataset, [COMPANION_KIND], ANGLE_RANKING),
+        distance_queries=lambda wildcards: PATHS.summaries(wildcards.dataset, [COMPANION_KIND], file="per_query"),
+        angle_queries=lambda wildcards: PATHS.summaries(wildcards.dataset, [COMPANION_KIND], ANGLE_RANKING, "per_query"),
     output:
         **COMPANION_ANGLE_OUTPUTS,
     log:

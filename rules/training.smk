@@ -68,15 +68,15 @@ use rule tune as select_semantic_duration with:
         benchmark_for(DURATION)
     params:
         **code("stages.tuning", script="select_semantic_duration"),
-        config=lambda wildcards: training_config(config, wildcards.dataset, controls=("semantic",)),
+        config=lambda wildcards: training_config(config, wildcards.dataset, controls=(SEMANTIC_CONTROL,)),
         aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
 
 
 # The factorial: every cell of a dataset (E/H x R/S x seeds) trained as one bundle, one job;
 # its manifest lists the cells, and each cell's three files are those a cell alone writes.
-FACTORIAL_BUNDLE = PATHS.bundle_outputs("factorial")
-CURVATURE_BUNDLE = PATHS.bundle_outputs("curvature")
-SEMANTIC_BUNDLE = PATHS.bundle_outputs("semantic")
+FACTORIAL_BUNDLE = PATHS.bundle_outputs(FACTORIAL_KIND)
+CURVATURE_BUNDLE = PATHS.bundle_outputs(CURVATURE_CONTROL)
+SEMANTIC_BUNDLE = PATHS.bundle_outputs(SEMANTIC_CONTROL)
 
 
 rule train_factorial:
@@ -94,8 +94,8 @@ rule train_factorial:
     params:
         **code("stages.training", script="train_bundle"),
         config=lambda wildcards: cell_config(wildcards.dataset),
-        kind="factorial",
-        cells=bundle_cells(config, "factorial"),
+        kind=FACTORIAL_KIND,
+        cells=bundle_cells(config, FACTORIAL_KIND),
     conda:
         ENVIRONMENT
     script:
@@ -116,7 +116,7 @@ use rule tune as select_outer_durations with:
         benchmark_for(OUTER_DURATION)
     params:
         **code("stages.tuning", script="select_outer_durations"),
-        config=lambda wildcards: training_config(config, wildcards.dataset, controls=("outer",)),
+        config=lambda wildcards: training_config(config, wildcards.dataset, controls=(OUTER_CONTROL,)),
         aggregation=OUTER_AGGREGATION,
 
 
@@ -157,8 +157,8 @@ use rule train_factorial as train_curvature with:
     params:
         **code("stages.training", script="train_bundle"),
         config=lambda wildcards: cell_config(wildcards.dataset),
-        kind="curvature",
-        cells=bundle_cells(config, "curvature"),
+        kind=CURVATURE_CONTROL,
+        cells=bundle_cells(config, CURVATURE_CONTROL),
         epochs=lambda wildcards: control_epochs(config, wildcards.dataset),
 
 
@@ -177,8 +177,8 @@ use rule train_factorial as train_semantic with:
         benchmark_for(SEMANTIC_BUNDLE)
     params:
         **code("stages.semantic", script="train_semantic_bundle"),
-        config=lambda wildcards: cell_config(wildcards.dataset, controls=("semantic",)),
-        cells=bundle_cells(config, "semantic"),
+        config=lambda wildcards: cell_config(wildcards.dataset, controls=(SEMANTIC_CONTROL,)),
+        cells=bundle_cells(config, SEMANTIC_CONTROL),
 
 
 # The HIER-style baseline: the factorial's Poincaré head, seeds, batch order, optimiser and
@@ -188,16 +188,16 @@ rule train_hier_cell:
     input:
         **DEV_DATA,
     output:
-        **CELL["hier"],
+        **CELL[HIER],
     log:
-        log_for(CELL["hier"]),
+        log_for(CELL[HIER]),
     benchmark:
-        benchmark_for(CELL["hier"])
+        benchmark_for(CELL[HIER])
     resources:
         gpu=GPUS_PER_JOB,
     params:
         **code("stages.hier", script="train_hier_cell"),
-        config=lambda wildcards: cell_config(wildcards.dataset, controls=("baselines",)),
+        config=lambda wildcards: cell_config(wildcards.dataset, controls=(BASELINES,)),
     conda:
         ENVIRONMENT
     script:
@@ -210,14 +210,14 @@ use rule train_hier_cell as train_outer with:
         selection=selection_input,
         durations=OUTER_DURATION,
     output:
-        **CELL["outer"],
+        **CELL[OUTER_CONTROL],
     log:
-        log_for(CELL["outer"]),
+        log_for(CELL[OUTER_CONTROL]),
     benchmark:
-        benchmark_for(CELL["outer"])
+        benchmark_for(CELL[OUTER_CONTROL])
     params:
         **code("stages.outer_training", script="train_outer_cell"),
-        config=lambda wildcards: cell_config(wildcards.dataset, controls=("outer",)),
+        config=lambda wildcards: cell_config(wildcards.dataset, controls=(OUTER_CONTROL,)),
 
 
 # The companion method's cells, E_A and L_A: the factorial's head (E: unnormalised; L: a Lorentz
@@ -229,11 +229,11 @@ use rule train_hier_cell as train_companion_cell with:
         crops=companion_crops,
         splits=run_path(DEV_SPLITS),
     output:
-        **CELL["companion"],
+        **CELL[COMPANION_KIND],
     log:
-        log_for(CELL["companion"]),
+        log_for(CELL[COMPANION_KIND]),
     benchmark:
-        benchmark_for(CELL["companion"])
+        benchmark_for(CELL[COMPANION_KIND])
     params:
         **code("stages.companion", script="train_companion_cell"),
         config=lambda wildcards: companion_config(wildcards.dataset),

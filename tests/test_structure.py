@@ -277,6 +277,20 @@ def test_no_use_rule_block_only_renames_paths():
     assert renaming == []
 
 
+def test_no_rule_file_spells_a_cell_kind():
+    """The rules name kinds of cell by the protocol's constants, as hierbench.cellkinds does
+    (a config block of the same name, ``"companion": config["companion"]``, is a key)."""
+    from hierbench.cellkinds import CELL_KINDS, sealed_evaluations
+
+    kinds = "|".join([*CELL_KINDS, *(e.name for e in sealed_evaluations())])
+    spelled = [
+        f"{path.name}: {match[0]}"
+        for path in [*(REPO / "rules").glob("*.smk"), REPO / "Snakefile"]
+        for match in re.finditer(rf'(?<!config\[)"(?:{kinds})"(?!: config\[)', path.read_text("utf-8"))
+    ]
+    assert spelled == []
+
+
 def test_the_sealed_evaluations_are_generated_from_the_registry():
     """One rule per kind of cell and seedless arm, named by hierbench.cellkinds; the rule file
     names no kind."""

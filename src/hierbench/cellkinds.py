@@ -25,6 +25,7 @@ from hierbench.protocol import (
     COMPANION_CELLS,
     COMPANION_KIND,
     CURVATURE_CONTROL,
+    FACTORIAL_KIND,
     FROZEN,
     HIER,
     OUTER_CONTROL,
@@ -112,7 +113,7 @@ CELL_KINDS: dict[str, CellKind] = {
     kind.name: kind
     for kind in (
         CellKind(
-            "factorial",
+            FACTORIAL_KIND,
             _factorial_instances,
             training_rule="train_factorial",
             evaluation_rule="evaluate_cell",

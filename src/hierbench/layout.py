@@ -19,6 +19,7 @@ from hierbench.protocol import (
     COMPANION_LOSS,
     CURVATURE_CONTROL,
     EUCLIDEAN,
+    FACTORIAL_KIND,
     FROZEN,
     HIER,
     OUTER_CONTROL,
@@ -71,7 +72,7 @@ EFFECTS_VERDICTS = f"{FIGURES}/effects_intervals.rst"  # the effects figure's ca
 # Every kind of trained cell: its folder below <dataset>/cells/ (and its evaluation's below
 # <dataset>/eval/). Seedless arms (the frozen features, PCA) are evaluated under their names.
 CELLS = {
-    "factorial": "{geometry}{loss}-{seed}",
+    FACTORIAL_KIND: "{geometry}{loss}-{seed}",
     "curvature": f"{CURVATURE_CONTROL}/{{point}}/{{geometry}}{REGRESSION}-{{seed}}",
     "semantic": f"{SEMANTIC_CONTROL}/{{arm}}/{EUCLIDEAN}{SUPCON}-{{seed}}",
     "hier": f"{HIER}/{HIER}-{{seed}}",
@@ -87,7 +88,7 @@ CELL_FILES = {"model": "model.safetensors", "log": "train_log.parquet", "record"
 # alone: each for its own validation-chosen epochs.)
 ADDED_LOSS = "added_loss"  # the bundle kind of a loss added to the factorial
 BUNDLE_MANIFESTS = {
-    "factorial": "{dataset}/cells/bundles/factorial.json",
+    FACTORIAL_KIND: f"{{dataset}}/cells/bundles/{FACTORIAL_KIND}.json",
     # a loss added to the factorial (hierbench.factorial): its cells on every geometry and seed
     ADDED_LOSS: "{dataset}/cells/bundles/factorial-{loss}.json",
     "curvature": f"{{dataset}}/cells/bundles/{CURVATURE_CONTROL}/{{point}}-{{geometry}}.json",
@@ -96,7 +97,7 @@ BUNDLE_MANIFESTS = {
 BUNDLED_KINDS = tuple(BUNDLE_MANIFESTS)
 # The kind whose cells a bundle kind writes, where the two differ (an added loss's cells are
 # factorial cells).
-BUNDLE_CELLS_OF = {ADDED_LOSS: "factorial"}
+BUNDLE_CELLS_OF = {ADDED_LOSS: FACTORIAL_KIND}
 
 WILDCARD = re.compile(r"\{(\w+)\}")
 

@@ -66,6 +66,7 @@ RANKINGS: tuple[str, ...] = (DISTANCE_RANKING, ANGLE_RANKING)
 COMPANION_ANGLE_TABLE = "companion_angle"
 
 FROZEN = "frozen"  # the frozen-feature baseline's arm, geometry and loss label
+FACTORIAL_KIND = "factorial"  # the kind of its cells (hierbench.cellkinds)
 FACTORIAL_ARMS: tuple[str, ...] = tuple(f"{g}_{loss}" for g in GEOMETRIES for loss in LOSSES)
 ARM_ORDER: tuple[str, ...] = (FROZEN, "E_R", "H_R", "E_S", "H_S", *COMPANION_ARMS)
 # The factorial's five simple effects, then the companion method's contrasts (present when its
