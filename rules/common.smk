@@ -27,6 +27,7 @@ from hierbench.data.kinds import (
 from hierbench.data.fingerprint import fingerprint, identity, weights_identity
 from hierbench.devices import gpus_per_job
 from hierbench.factorial import added_losses, plugin_sources, waits_for_tau
+from hierbench.metricnames import metric_sources
 from hierbench.layout import (
     BACKBONE_PASS,
     CELL_FILES,

@@ -2,6 +2,8 @@
 # fairness audit succeeded; evaluation checks every artifact against it before reading test data.
 
 LOCK = run_path(FINAL_LOCK)
+# The metric plugins' files (found, not run): part of every sealed evaluation's code hash.
+METRIC_FILES = [str(path) for path in metric_sources(config).values()]
 
 
 # Both outputs are update(): Snakemake keeps the previous lock until the job ends and restores it
@@ -53,7 +55,7 @@ for evaluated in sealed_evaluations():
         benchmark:
             benchmark_for(EVALUATION[evaluated.name])
         params:
-            **code("stages.evaluation", script="evaluate"),
+            **code("stages.evaluation", script="evaluate", files=METRIC_FILES),
             config=lambda wildcards: evaluation_config(config, wildcards.dataset),
             access_log=lambda wildcards: access_log(wildcards.dataset),
             **variant_param(evaluated.variant),
@@ -76,7 +78,7 @@ use rule evaluate_companion_cell as evaluate_companion_angle with:
     benchmark:
         benchmark_for(ANGLE_EVALUATION)
     params:
-        **code("stages.angle_evaluation", script="evaluate_angles"),
+        **code("stages.angle_evaluation", script="evaluate_angles", files=METRIC_FILES),
         config=lambda wildcards: evaluation_config(config, wildcards.dataset, distance_clip=False),
         access_log=lambda wildcards: access_log(wildcards.dataset),
 

@@ -17,7 +17,6 @@ from hierbench.factorial import (
     factorial_geometries,
     factorial_losses,
     is_paper_effect,
-    plugin_source,
     plugin_sources,
     waits_for_tau,
 )
@@ -68,30 +67,13 @@ def test_an_added_loss_may_not_take_another_cells_code(taken: str):
         check_factorial({"factorial": {"losses": ["R", "S", taken]}})
 
 
-def test_a_plugins_source_is_found_without_running_it(tmp_path, monkeypatch):
-    plugin = tmp_path / "loud.py"
-    plugin.write_text("raise SystemExit('ran')\nOBJ = 1\n")
-    assert plugin_source(f"{plugin}:OBJ", "k") == plugin.resolve()
-    protocol = plugin_source("hierbench.protocol:LOSSES", "k")
-    assert protocol.name == "protocol.py" and protocol.parent.name == "hierbench"
+def test_an_added_losss_source_is_its_plugins_file(monkeypatch):
     config = {"factorial": {"losses": ["R", "S", "T"]}, **PLUGIN}
     monkeypatch.chdir(REPO)
     assert plugin_sources(config) == {"T": (REPO / "examples/triplet_margin.py").resolve()}
-
-
-@pytest.mark.parametrize(
-    ("reference", "message"),
-    [
-        ("nowhere/plugin.py:OBJ", r"no file nowhere/plugin.py"),
-        ("hierbench_no_such_module:OBJ", r"cannot find module 'hierbench_no_such_module'"),
-        ("hierbench.protocol:NOPE", r"hierbench.protocol defines no 'NOPE'"),
-        ("plain", r"is not 'package.module:NAME'"),
-        ("entry-point:nothing-installed", r"no entry point 'nothing-installed'"),
-    ],
-)
-def test_a_plugin_that_cannot_be_found_is_one_error_naming_the_key(reference, message):
-    with pytest.raises(ObjectiveError, match=rf"^plugins.objectives.T: .*{message}"):
-        plugin_source(reference, "plugins.objectives.T")
+    missing = {**config, "plugins": {"objectives": {"T": "nowhere/plugin.py:OBJ"}}}
+    with pytest.raises(ObjectiveError, match=r"^plugins.objectives.T: no file nowhere/plugin.py"):
+        plugin_sources(missing)
 
 
 @pytest.mark.parametrize(

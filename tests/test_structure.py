@@ -23,9 +23,9 @@ COMMON_SMK_MAX_LINES = 300
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer.split())
     for layer in (
-        "protocol relations runs devices idnames shipped",
+        "protocol relations runs devices idnames shipped plugins",
         "layout",
-        "provenance geometry taxonomy splits levelnames runlogs factorial",
+        "provenance geometry taxonomy splits levelnames runlogs factorial metricnames",
         "data cells jobs runtools features effects",
         "losses baselines controls config demo",
         "training metrics cellkinds",
@@ -237,13 +237,24 @@ def test_every_rule_logs_and_every_rule_doing_real_work_is_timed():
     assert untimed == UNTIMED_RULES
 
 
-def test_the_objective_example_joins_as_one_file_and_one_config_entry():
-    """examples/: the triplet-margin objective is its own module and a config overlay naming it
-    (docs/extend.md); nothing in the library, the rules or the scripts knows of it."""
-    overlay = yaml.safe_load((REPO / "examples/triplet.yaml").read_text(encoding="utf-8"))
-    assert set(overlay) - {"run"} == {"factorial", "plugins"}
-    assert overlay["plugins"] == {"objectives": {"T": "examples/triplet_margin.py:OBJECTIVE"}}
-    assert overlay["factorial"] == {"losses": ["R", "S", "T"]}
+EXAMPLES = {  # each example's config overlay: what it sets besides its run folder
+    "triplet.yaml": {
+        "factorial": {"losses": ["R", "S", "T"]},
+        "plugins": {"objectives": {"T": "examples/triplet_margin.py:OBJECTIVE"}},
+    },
+    "ndcg.yaml": {"plugins": {"metrics": {"ndcg@10": "examples/ndcg.py:METRIC"}}},
+}
+
+
+def test_each_example_joins_as_one_file_and_one_config_entry():
+    """examples/: the triplet-margin objective and the NDCG@10 metric are each a module and a
+    config overlay naming it (docs/extend.md); nothing in the library, the rules or the scripts
+    knows of them."""
+    for name, settings in EXAMPLES.items():
+        overlay = yaml.safe_load((REPO / "examples" / name).read_text(encoding="utf-8"))
+        assert {key: value for key, value in overlay.items() if key != "run"} == settings
+    modules = sorted(path.name for path in (REPO / "examples").glob("*.py"))
+    assert modules == ["ndcg.py", "triplet_margin.py"]
     ours = [
         *(REPO / "src").rglob("*.py"),
         *(REPO / "rules").glob("*.smk"),
@@ -251,7 +262,8 @@ def test_the_objective_example_joins_as_one_file_and_one_config_entry():
         REPO / "Snakefile",
         *(REPO / "schemas").glob("*.yaml"),
     ]
-    knowing = [p for p in ours if re.search(r"triplet_margin|examples/", p.read_text("utf-8"))]
+    pattern = r"triplet_margin|ndcg\.py|examples/"
+    knowing = [p for p in ours if re.search(pattern, p.read_text("utf-8"))]
     assert knowing == []
 
 

@@ -17,6 +17,7 @@ from jsonschema.exceptions import ValidationError
 
 from hierbench.data.kinds import dataset_kind
 from hierbench.factorial import check_factorial, plugin_sources
+from hierbench.metricnames import metric_references, metric_sources
 from hierbench.protocol import DATASETS as BIRD_DATASETS
 from hierbench.protocol import PACKAGE_WEIGHTS_PREFIX
 from hierbench.shipped import shipped_file
@@ -175,7 +176,7 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any]) -> dict[str,
     if not problems:
         filled = apply_defaults(config, schema)
         problems = [describe_error(error) for error in _errors(filled, schema)]
-        problems = problems or factorial_problems(filled)
+        problems = problems or plugin_problems(filled)
         if not problems:
             return filled
     if len(problems) == 1:
@@ -183,12 +184,13 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any]) -> dict[str,
     raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
 
 
-def factorial_problems(config: dict[str, Any]) -> list[str]:
-    """What keeps the configured factorial from running: a missing paper loss, an added loss no
-    plugin names, a plugin that cannot be found (each naming its key)."""
+def plugin_problems(config: dict[str, Any]) -> list[str]:
+    """What keeps the configured factorial or metrics from running: a missing paper loss, an
+    added loss no plugin names, a plugin that cannot be found (each naming its key)."""
     try:
         check_factorial(config)
         plugin_sources(config)
+        metric_sources(config)
     except ValueError as error:
         return [str(error)]
     return []
@@ -382,4 +384,6 @@ def evaluation_config(
     }
     if not distance_clip:
         del keys["training"]
+    if metric_references(config):  # a researcher's metrics (hierbench.metricnames)
+        keys["plugins"] = {"metrics": config["plugins"]["metrics"]}
     return keys

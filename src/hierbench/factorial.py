@@ -20,13 +20,11 @@ the rules stay torch-free, and a plugin that cannot be found stops the run befor
 
 from __future__ import annotations
 
-import ast
-import importlib.util
 from collections.abc import Callable, Mapping, Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from hierbench.plugins import PluginError, plugin_source
 from hierbench.protocol import (
     COMPANION_LOSS,
     FACTORIAL_EFFECTS,
@@ -39,12 +37,11 @@ from hierbench.protocol import (
 FACTORIAL_KEY = "factorial"
 PLUGINS_KEY = "plugins.objectives"
 ENTRY_POINT_GROUP = "hierbench.objectives"
-ENTRY_POINT_PREFIX = "entry-point:"
 # The losses whose cells read a temperature chosen on validation (the tuning stage's).
 TUNED_TAU_LOSSES = (SUPCON,)
 
 
-class ObjectiveError(ValueError):
+class ObjectiveError(PluginError):
     """An objective plugin cannot be found, loaded or used; the message names the config key."""
 
 
@@ -156,73 +153,12 @@ def plugin_references(config: Mapping[str, Any]) -> dict[str, str]:
     return plugins
 
 
-def split_reference(reference: str, key: str) -> tuple[str, str]:
-    """``(module or file, NAME)`` of a ``module:NAME`` or ``file.py:NAME`` reference, or the
-    entry point's."""
-    if reference.startswith(ENTRY_POINT_PREFIX):
-        point = entry_point(reference.removeprefix(ENTRY_POINT_PREFIX), key)
-        return point.module, point.attr
-    where, separator, name = reference.rpartition(":")
-    if not separator or not where or not name:
-        raise ObjectiveError(
-            f"{key}: {reference!r} is not 'package.module:NAME', 'file.py:NAME' or "
-            f"'{ENTRY_POINT_PREFIX}NAME'"
-        )
-    return where, name
-
-
-def entry_point(name: str, key: str) -> metadata.EntryPoint:
-    """The installed entry point ``name`` of the objectives' group."""
-    points = {point.name: point for point in metadata.entry_points(group=ENTRY_POINT_GROUP)}
-    if name not in points:
-        raise ObjectiveError(
-            f"{key}: no entry point {name!r} in group {ENTRY_POINT_GROUP!r}; installed: "
-            f"{sorted(points)}"
-        )
-    return points[name]
-
-
-def plugin_source(reference: str, key: str) -> Path:
-    """The file that defines the plugin ``reference`` names, found without running it; an
-    error naming ``key`` when the file or module is missing or does not define NAME."""
-    where, name = split_reference(reference, key)
-    if where.endswith(".py"):
-        path = Path(where)
-        if not path.is_file():
-            raise ObjectiveError(f"{key}: no file {where} (relative to {Path.cwd()})")
-    else:
-        try:
-            spec = importlib.util.find_spec(where)
-        except (ImportError, ValueError) as error:
-            raise ObjectiveError(f"{key}: cannot find module {where!r}: {error}") from None
-        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-            raise ObjectiveError(f"{key}: cannot find module {where!r} (a Python source file)")
-        path = Path(spec.origin)
-    defined = top_level_names(path)
-    if name not in defined:
-        raise ObjectiveError(f"{key}: {where} defines no {name!r}; it defines {sorted(defined)}")
-    return path.resolve()
-
-
-def top_level_names(path: Path) -> set[str]:
-    """The names a Python file binds at its top level (assignments, definitions, imports)."""
-    names: set[str] = set()
-    for node in ast.parse(path.read_text(encoding="utf-8"), filename=str(path)).body:
-        if isinstance(node, ast.Assign):
-            names |= {target.id for target in node.targets if isinstance(target, ast.Name)}
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-    return names
-
-
 def plugin_sources(config: Mapping[str, Any]) -> dict[str, Path]:
     """Each added loss's plugin source file (what its training jobs' code hash covers)."""
     references = plugin_references(config)
     return {
-        loss: plugin_source(references[loss], f"{PLUGINS_KEY}.{loss}")
+        loss: plugin_source(
+            references[loss], f"{PLUGINS_KEY}.{loss}", ENTRY_POINT_GROUP, ObjectiveError
+        )
         for loss in added_losses(config)
     }

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from hierbench import factorial
+from hierbench import factorial, plugins
 from hierbench.losses.registry import (
     BUILT_IN,
     ObjectiveError,
@@ -57,7 +57,7 @@ def test_a_module_plugin_loads_by_import_path(tmp_path: Path, monkeypatch: pytes
 def test_an_entry_point_plugin_loads_by_name(monkeypatch: pytest.MonkeyPatch):
     point = metadata.EntryPoint("triplet", f"{__name__}:ENTRY", factorial.ENTRY_POINT_GROUP)
     monkeypatch.setattr(
-        factorial.metadata,
+        plugins.metadata,
         "entry_points",
         lambda group: [point] if group == factorial.ENTRY_POINT_GROUP else [],
     )

@@ -1,6 +1,8 @@
-"""Extend the study (docs/extend.md): the example triplet-margin objective, named in a config
-laid over the tiny run, joins the factorial with every guarantee of the paper's cells, and
-editing it reruns its own training and what reads its cells, nothing upstream or beside it."""
+"""Extend the study (docs/extend.md): the example triplet-margin objective and NDCG@10 metric,
+named in configs laid over the tiny run. The objective joins the factorial with every guarantee
+of the paper's cells, and editing it reruns its own training and what reads its cells, nothing
+upstream or beside it; the metric is scored in every sealed evaluation and reaches the tables
+with intervals, and editing it reruns the evaluations and tables alone."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import pytest
 import yaml
 from conftest import TINY, TINY_RUN, TINY_SEEDS, scheduled_rules, snakemake
 
-EXAMPLE = ("examples/triplet.yaml", "extend-overlay.yaml")
+EXAMPLE = ("examples/triplet.yaml", "examples/ndcg.yaml", "extend-overlay.yaml")
 # The built tiny run stays the run folder (only the added loss's jobs, the new lock and what
 # reads it run again); cub alone keeps the test short.
 OVERLAY = {"run": TINY_RUN, "datasets": {"nabirds": {"enabled": False}}}
@@ -28,10 +30,10 @@ def _args() -> tuple[str, ...]:
 
 @pytest.fixture(scope="module")
 def extended_repo(_built_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The built tiny run, then the triplet example laid over it and run to completion."""
+    """The built tiny run, then the two examples laid over it and run to completion."""
     target = tmp_path_factory.mktemp("extend") / "repo"
     shutil.copytree(_built_repo, target, symlinks=True)
-    (target / EXAMPLE[1]).write_text(yaml.safe_dump(OVERLAY))
+    (target / EXAMPLE[-1]).write_text(yaml.safe_dump(OVERLAY))
     snakemake(target, *_args())
     return target
 
@@ -100,3 +102,34 @@ def test_editing_the_plugin_reruns_its_training_and_what_reads_its_cells(
     assert not [rule for rule in rules if rule.startswith(upstream)]
     assert "tuning_selection" not in rules and "fit_pca" not in rules
     assert rules["final_lock"] == 1 and rules["effect_tables"] == 1
+
+
+@pytest.mark.slow
+def test_the_added_metric_is_scored_and_reaches_the_tables_with_intervals(extended_repo: Path):
+    base = extended_repo / f"{TINY_RUN}/cub"
+    per_query = pd.read_parquet(base / f"eval/ER-{TINY_SEEDS[0]}.parquet")
+    assert per_query["ndcg@10"].isna().equals(per_query["ap"].isna())  # every level but all
+    assert per_query["ndcg@10"].dropna().between(0, 1).all()
+    arms = pd.read_parquet(base / "tables/arms_summary.parquet")
+    assert (arms["metric"] == "ndcg@10").any()
+    effects = pd.read_parquet(base / "tables/effects_summary.parquet")
+    paper = effects[(effects["metric"] == "ndcg@10") & effects["effect"].isin(["geom_R", "int"])]
+    assert len(paper) and paper[["ci_low", "ci_high"]].notna().all().all()
+
+
+@pytest.mark.slow
+def test_editing_the_metric_reruns_the_evaluations_and_tables_alone(
+    extended_repo: Path, tmp_path: Path
+):
+    repo = tmp_path / "repo"
+    shutil.copytree(extended_repo, repo, symlinks=True)
+    plugin = repo / "examples/ndcg.py"
+    source = plugin.read_text()
+    plugin.write_text(source.replace('"""NDCG@10 as', '"""NDCG@10 (reworded) as'))
+    assert scheduled_rules(repo, *_args()) == {}  # a docstring is not behaviour
+    plugin.write_text(source.replace("CUTOFF = 10\n", "CUTOFF = 10\nEXTRA = 1\n"))
+    rules = scheduled_rules(repo, *_args())
+    assert rules["evaluate_cell"] == len(TINY_SEEDS) * 6  # E, H x R, S, T
+    assert rules["effect_tables"] == 1
+    made = ("train", "tune", "select", "final_lock", "fairness", "features", "splits", "score")
+    assert not [rule for rule in rules if rule.startswith(made)]

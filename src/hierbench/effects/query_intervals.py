@@ -34,6 +34,7 @@ from hierbench.effects.resampling import (
     query_noise,
 )
 from hierbench.effects.schema import ANY_OT_METRIC, EffectsError
+from hierbench.metricnames import is_plugin_metric
 from hierbench.protocol import ALL_LEVELS, MEAN_HIERARCHY
 from hierbench.relations import LEVELS
 
@@ -86,9 +87,11 @@ def query_images(per_query: pd.DataFrame, where: str) -> QueryImages:
 
 
 def _metrics(per_query: pd.DataFrame, level: str) -> list[str]:
-    """The per-query metric columns scored at ``level``: AP and Recall@K at leaf, middle and
-    high; the OT scores at level all."""
-    columns = [c for c in per_query.columns if c == "ap" or str(c).startswith("r@")]
+    """The per-query metric columns scored at ``level``: AP, Recall@K and any plugin's metric
+    at leaf, middle and high; the OT scores at level all."""
+    columns = [
+        c for c in per_query.columns if c == "ap" or str(c).startswith("r@") or is_plugin_metric(c)
+    ]
     ot = [c for c in per_query.columns if ANY_OT_METRIC.fullmatch(str(c))]
     return ot if level == ALL_LEVELS else columns
 

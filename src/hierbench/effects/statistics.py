@@ -37,6 +37,7 @@ from hierbench.effects.schema import (
     value_column,
 )
 from hierbench.factorial import added_arms
+from hierbench.metricnames import is_plugin_metric
 from hierbench.protocol import (
     COMPANION_ARMS,
     FACTORIAL_ARMS,
@@ -46,11 +47,13 @@ from hierbench.protocol import (
 
 
 def _metric_columns(summaries: pd.DataFrame) -> list[str]:
-    """The metric columns of evaluation summaries: map, every r@K, ot@K and ot_tree@…, in
-    canonical order."""
+    """The metric columns of evaluation summaries: map, every r@K, ot@K and ot_tree@…, and any
+    plugin's metric, in canonical order."""
     patterns = (RECALL_METRIC, OT_METRIC, OT_TREE_METRIC)
     found = [
-        str(c) for c in summaries.columns if c == "map" or any(p.match(str(c)) for p in patterns)
+        str(c)
+        for c in summaries.columns
+        if c == "map" or any(p.match(str(c)) for p in patterns) or is_plugin_metric(c)
     ]
     return sorted(found, key=metric_key)
 

@@ -10,26 +10,22 @@ joins ``factorial.losses``. Loading runs the plugin's module, so only the jobs t
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hierbench.factorial import (
-    ENTRY_POINT_PREFIX,
+    ENTRY_POINT_GROUP,
     PLUGINS_KEY,
     ObjectiveError,
-    entry_point,
     plugin_references,
     reads_tuned_tau,
-    split_reference,
 )
 from hierbench.losses.regression import regression_objective
 from hierbench.losses.supcon import supcon_objective
+from hierbench.plugins import load_plugin
 from hierbench.protocol import LOSS_NAMES, REGRESSION, SUPCON
 
 __all__ = ["BUILT_IN", "ObjectiveError", "PlainObjective", "load_reference", "objective"]
@@ -57,46 +53,10 @@ if any(entry.needs_tau != reads_tuned_tau(code) for code, entry in BUILT_IN.item
     raise RuntimeError("hierbench.factorial.TUNED_TAU_LOSSES disagrees with BUILT_IN")
 
 
-def _module_from_file(path: Path, key: str) -> Any:
-    """The Python file at ``path``, imported under a name of its own."""
-    if not path.is_file():
-        raise ObjectiveError(f"{key}: no file {path} (relative to {Path.cwd()})")
-    name = f"hierbench_plugin_{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ObjectiveError(f"{key}: cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def _attribute(module: Any, attribute: str, key: str) -> Any:
-    """``module.attribute``, or an error naming the key and what the module has."""
-    if not hasattr(module, attribute):
-        found = sorted(n for n in vars(module) if not n.startswith("_"))
-        raise ObjectiveError(f"{key}: {module.__name__} has no {attribute!r}; it has {found}")
-    return getattr(module, attribute)
-
-
-def _load(reference: str, key: str) -> Any:
-    """The object a reference names, its module run."""
-    if reference.startswith(ENTRY_POINT_PREFIX):
-        return entry_point(reference.removeprefix(ENTRY_POINT_PREFIX), key).load()
-    where, attribute = split_reference(reference, key)
-    if where.endswith(".py"):
-        return _attribute(_module_from_file(Path(where), key), attribute, key)
-    try:
-        module = importlib.import_module(where)
-    except ImportError as error:
-        raise ObjectiveError(f"{key}: cannot import {where!r}: {error}") from None
-    return _attribute(module, attribute, key)
-
-
 def load_reference(reference: str, key: str) -> PlainObjective:
     """The objective a config entry names: ``package.module:NAME``, ``file.py:NAME`` or
     ``entry-point:NAME``; an error naming ``key`` when it is not a usable plain objective."""
-    found = _load(reference, key)
+    found = load_plugin(reference, key, ENTRY_POINT_GROUP, ObjectiveError)
     if not isinstance(found, PlainObjective):
         raise ObjectiveError(
             f"{key}: {reference!r} is a {type(found).__name__}, not a "

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hierbench.metricnames import is_plugin_metric
 from hierbench.metrics.labels import check_labels
 from hierbench.metrics.ot import OT_TREE_PREFIX, TREE_CUTOFF, is_ot_column
 from hierbench.protocol import ALL_LEVELS
@@ -91,7 +92,8 @@ def summarise(frame: pd.DataFrame, query_labels: Any, aggregation: str) -> pd.Da
 
 
 def _metric_columns(frame: pd.DataFrame) -> list[str]:
-    """Metric columns of a per-query frame, checked: ``ap`` first, then the ``r@K`` columns."""
+    """Metric columns of a per-query frame, checked: ``ap`` first, then the ``r@K`` columns,
+    any plugin's metric, and the OT scores."""
     required = {"query", "level", "valid", "ap"}
     missing = required - set(frame.columns)
     if missing:
@@ -99,7 +101,8 @@ def _metric_columns(frame: pd.DataFrame) -> list[str]:
             f"per-query frame lacks columns {sorted(missing)}; pass the output of evaluate()"
         )
     recalls = [name for name in frame.columns if str(name).startswith("r@")]
-    return ["ap", *recalls, *[name for name in frame.columns if is_ot_column(name)]]
+    own = [name for name in frame.columns if is_plugin_metric(name)]
+    return ["ap", *recalls, *own, *[name for name in frame.columns if is_ot_column(name)]]
 
 
 def _tree_count(rows: pd.DataFrame) -> dict[str, int]:

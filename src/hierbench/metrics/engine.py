@@ -33,6 +33,7 @@ from hierbench.metrics.rank_distances import (
     squared_distances,
     unique_rows,
 )
+from hierbench.metrics.rank_metric import RankedPositives, RankMetric, scored
 from hierbench.protocol import ALL_LEVELS
 from hierbench.relations import LEVELS
 
@@ -71,12 +72,15 @@ def evaluate(
     distance_clip: float = DEFAULT_DISTANCE_CLIP,
     ot_ks: Sequence[int] = (),
     pair_scores: PairScores | None = None,
+    rank_metrics: Sequence[RankMetric] = (),
 ) -> pd.DataFrame:
     """AP and Recall@K per query and level, and OT@K per query (the per-query frame).
 
     ``ot_ks`` are the cut-offs of OT@K (none by default; each at most the gallery size); with
     any, every query gets a row of level ``all`` holding its ``ot@K`` scores and the
-    tree-referenced ``ot_tree@K`` (same cut-offs) and ``ot_tree@tree``.
+    tree-referenced ``ot_tree@K`` (same cut-offs) and ``ot_tree@tree``. Each of
+    ``rank_metrics`` (a researcher's, :mod:`hierbench.metrics.rank_metric`) adds its column
+    after Recall@K, scored at each level from the same ranks of the strict positives.
 
     ``pair_scores`` ranks the gallery by another score than a distance (ascending, ties by
     gallery index, as distances): it is called once per chunk of queries with the bitwise
@@ -121,12 +125,15 @@ def evaluate(
                 block_scores,
                 ks,
                 ot_ks,
+                tuple(rank_metrics),
             )
             block = min(_BLOCK_ROWS, -(-len(matrix) // workers))
             blocks = [slice(first, first + block) for first in range(0, len(matrix), block)]
             results.extend(pool.map(run, blocks))
-    ap, hits, ot, ot_tree = (np.concatenate(parts) for parts in zip(*results, strict=True))
-    return _per_query_frame(ap, hits, np.concatenate([ot, ot_tree], axis=1), ks, ot_ks)
+    ap, hits, own, ot, ot_tree = (np.concatenate(p) for p in zip(*results, strict=True))
+    names = [metric.name for metric in rank_metrics]
+    frame = _per_query_frame(ap, hits, np.concatenate([ot, ot_tree], axis=1), ks, ot_ks)
+    return _with_rank_metrics(frame, own, names, len(ks))
 
 
 def worker_count() -> int:
@@ -197,26 +204,33 @@ def _evaluate_block(
     block_scores: _BlockScores,
     ks: tuple[int, ...],
     ot_ks: tuple[int, ...],
+    rank_metrics: tuple[RankMetric, ...],
     rows: slice,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """AP (rows, levels), Recall@K (rows, levels, ks), OT@K (rows, ot_ks) and the tree scores
-    (rows, ot_ks + 1) of ``rows``."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """AP (rows, levels), Recall@K (rows, levels, ks), the rank metrics (rows, levels,
+    metrics), OT@K (rows, ot_ks) and the tree scores (rows, ot_ks + 1) of ``rows``."""
     dist = block_scores(matrix, queries, rows)
     query_codes = query_codes[rows]
     positives = _positive_ranks(dist, query_codes, gallery_codes)
     ap = np.empty((len(dist), len(LEVELS)))
     hits = np.empty((len(dist), len(LEVELS), len(ks)))
+    own = np.empty((len(dist), len(LEVELS), len(rank_metrics)))
     for level in range(len(LEVELS)):
         chosen = positives.levels == level  # keeps the (row, rank) order
         ap[:, level], hits[:, level] = _level_scores(
             positives.rows[chosen], positives.ranks[chosen], len(dist), ks
         )
+        at_level = RankedPositives(
+            positives.rows[chosen], positives.ranks[chosen], len(dist), dist.shape[1]
+        )
+        for index, metric in enumerate(rank_metrics):
+            own[:, level, index] = scored(metric, at_level)
     ot, ot_tree = np.empty((len(dist), 0)), np.empty((len(dist), 0))
     if ot_ks:
         ot, ot_tree = ot_scores(
             positives.rows, positives.ranks, positives.levels, len(dist), dist.shape[1], ot_ks
         )
-    return ap, hits, ot, ot_tree
+    return ap, hits, own, ot, ot_tree
 
 
 def _positive_ranks(
@@ -364,3 +378,17 @@ def _per_query_frame(
         scores[:, len(LEVELS) :] = ot[:, index : index + 1]
         columns[name] = scores.ravel()
     return pd.DataFrame(columns)
+
+
+def _with_rank_metrics(
+    frame: pd.DataFrame, own: np.ndarray, names: list[str], n_recalls: int
+) -> pd.DataFrame:
+    """The per-query frame with a column per rank metric after Recall@K (NaN at level all)."""
+    if not names:
+        return frame
+    extra = len(frame) // len(own) - len(LEVELS)  # the rows of level all, with OT@K
+    position = frame.columns.get_loc("ap") + 1 + n_recalls
+    for index, name in enumerate(names):
+        values = np.pad(own[:, :, index], ((0, 0), (0, extra)), constant_values=np.nan)
+        frame.insert(position + index, name, values.ravel())
+    return frame

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from hierbench.metrics import check_ot_ks, evaluate, summarise
+from hierbench.metrics.rank_metric import rank_metrics
 from hierbench.protocol import AGGREGATIONS
 from hierbench.relations import LEVELS
 from hierbench.splits.construction import role_ids, rows_for_ids
@@ -78,12 +79,14 @@ def metric_settings(
 
 
 def ranking_settings(config: dict[str, Any]) -> dict[str, Any]:
-    """The metric engine's settings that do not concern the distance: the cut-offs and chunk
-    size (all that a ranking by ``pair_scores`` takes besides its scores)."""
+    """The metric engine's settings that do not concern the distance: the cut-offs, chunk
+    size and the config's metric plugins (all that a ranking by ``pair_scores`` takes besides
+    its scores)."""
     return {
         "ks": tuple(config["evaluation"]["recall_ks"]),
         "ot_ks": tuple(config["evaluation"]["ot_ks"]),
         "chunk_size": config["evaluation"]["query_chunk"],
+        "rank_metrics": rank_metrics(config),
     }
 
 
