@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hierbench.plugins import PluginError, plugin_source
+from hierbench.plugins import PluginError, configured, plugin_source
 from hierbench.protocol import (
     COMPANION_LOSS,
     FACTORIAL_EFFECTS,
@@ -142,7 +142,7 @@ def waits_for_tau(
 def plugin_references(config: Mapping[str, Any]) -> dict[str, str]:
     """The config's objective plugins by loss code, checked: one capital letter each, none a
     built-in or reserved code."""
-    plugins = dict((config.get("plugins", {}) or {}).get("objectives", {}) or {})
+    plugins = configured(config, "objectives")
     for code in plugins:
         if not is_added_loss(code):
             raise ObjectiveError(

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hierbench.plugins import PluginError, plugin_source
+from hierbench.plugins import PluginError, configured, plugin_source
 
 METRIC_PLUGINS_KEY = "plugins.metrics"
 METRIC_ENTRY_POINT_GROUP = "hierbench.metrics"
@@ -45,7 +45,7 @@ def is_plugin_metric(name: object) -> bool:
 def metric_references(config: Mapping[str, Any]) -> dict[str, str]:
     """The config's metric plugins by column name, checked: ``<name>@<cutoff>``, not a built-in
     metric's name."""
-    plugins = dict((config.get("plugins", {}) or {}).get("metrics", {}) or {})
+    plugins = configured(config, "metrics")
     for name in plugins:
         if not is_plugin_metric(name):
             raise MetricPluginError(

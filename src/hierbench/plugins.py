@@ -16,6 +16,7 @@ import ast
 import importlib
 import importlib.util
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,11 @@ ENTRY_POINT_PREFIX = "entry-point:"
 
 class PluginError(ValueError):
     """A plugin cannot be found or loaded; the message names the config key."""
+
+
+def configured(config: Mapping[str, Any], kind: str) -> dict[str, str]:
+    """The plugins of ``kind`` a config names (``plugins.<kind>``), by the name each goes by."""
+    return dict((config.get("plugins", {}) or {}).get(kind, {}) or {})
 
 
 def split_reference(

@@ -38,6 +38,18 @@ def extended_repo(_built_repo: Path, tmp_path_factory: pytest.TempPathFactory) -
     return target
 
 
+def _reworded_copy(extended_repo: Path, tmp_path: Path, example: str) -> tuple[Path, Path, str]:
+    """A copy of the extended run with the example's module docstring reworded, which reruns
+    nothing (a docstring is not behaviour): the copy, the example's path and its source."""
+    repo = tmp_path / "repo"
+    shutil.copytree(extended_repo, repo, symlinks=True)
+    plugin = repo / "examples" / example
+    source = plugin.read_text()
+    plugin.write_text(source.replace('"""', '""" (reworded)', 1))
+    assert scheduled_rules(repo, *_args()) == {}
+    return repo, plugin, source
+
+
 @pytest.mark.slow
 def test_the_added_loss_trains_with_the_papers_initialisation_and_batch_order(
     extended_repo: Path,
@@ -85,12 +97,7 @@ def test_the_added_arms_reach_the_tables_intervals_figures_and_report(extended_r
 def test_editing_the_plugin_reruns_its_training_and_what_reads_its_cells(
     extended_repo: Path, tmp_path: Path
 ):
-    repo = tmp_path / "repo"
-    shutil.copytree(extended_repo, repo, symlinks=True)
-    plugin = repo / "examples/triplet_margin.py"
-    source = plugin.read_text()
-    plugin.write_text(source.replace('"""A triplet-margin', '"""A triplet-margin (reworded)'))
-    assert scheduled_rules(repo, *_args()) == {}  # a docstring is not behaviour
+    repo, plugin, source = _reworded_copy(extended_repo, tmp_path, "triplet_margin.py")
     plugin.write_text(re.sub(r"MARGIN = 0\.2", "MARGIN = 0.3", source))
     rules = scheduled_rules(repo, *_args())
     assert rules["train_added_loss"] == 1
@@ -121,12 +128,7 @@ def test_the_added_metric_is_scored_and_reaches_the_tables_with_intervals(extend
 def test_editing_the_metric_reruns_the_evaluations_and_tables_alone(
     extended_repo: Path, tmp_path: Path
 ):
-    repo = tmp_path / "repo"
-    shutil.copytree(extended_repo, repo, symlinks=True)
-    plugin = repo / "examples/ndcg.py"
-    source = plugin.read_text()
-    plugin.write_text(source.replace('"""NDCG@10 as', '"""NDCG@10 (reworded) as'))
-    assert scheduled_rules(repo, *_args()) == {}  # a docstring is not behaviour
+    repo, plugin, source = _reworded_copy(extended_repo, tmp_path, "ndcg.py")
     plugin.write_text(source.replace("CUTOFF = 10\n", "CUTOFF = 10\nEXTRA = 1\n"))
     rules = scheduled_rules(repo, *_args())
     assert rules["evaluate_cell"] == len(TINY_SEEDS) * 6  # E, H x R, S, T
