@@ -72,9 +72,10 @@ def test_every_rule_with_a_script_names_the_conda_environment():
     stages = [path for path in sorted((REPO / "rules").glob("*.smk")) if path.name != "common.smk"]
     for path in stages:  # a rule made with ``use rule ... with:`` inherits its parent's
         text = path.read_text()
-        scripts = text.count("    script:\n")
+        scripts = len(re.findall(r"^ +script:\n", text, re.M))  # a generated rule is indented
         assert scripts, path.name
-        assert text.count("    conda:\n        ENVIRONMENT\n    script:\n") == scripts
+        named = re.findall(r"^( +)conda:\n +ENVIRONMENT\n\1script:\n", text, re.M)
+        assert len(named) == scripts, path.name
 
 
 def test_the_post_deploy_script_installs_this_checkout_without_dependencies(tmp_path):
