@@ -18,11 +18,11 @@ common = {
 }
 sealed = (snakemake.input.lock, snakemake.input.sealed_features, snakemake.input.sealed_splits)
 # What is scored is what the rule's inputs name: a trained cell, a PCA projection, or neither.
-if "projection" in snakemake.input.keys():
+if hasattr(snakemake.input, "projection"):
     evaluate_pca_on_sealed_test(
         snakemake.wildcards.dataset, snakemake.input.projection, *sealed, **common
     )
-elif "record" not in snakemake.input.keys():
+elif not hasattr(snakemake.input, "record"):
     evaluate_frozen_on_sealed_test(snakemake.wildcards.dataset, *sealed, **common)
 else:
     cell = SealedCell(snakemake.input.record, snakemake.input.model, *sealed)
