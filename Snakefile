@@ -20,8 +20,8 @@ from hierbench.data.kinds import name_constraint
 from hierbench.data.quality import check_table_splits, plan_warnings
 from hierbench.devices import check_device_before_scheduling
 from hierbench.layout import BACKBONE_PASSES
-from hierbench.factorial import factorial_losses
-from hierbench.protocol import COMPANION_CELLS, GEOMETRIES, alternatives
+from hierbench.factorial import factorial_geometries, factorial_losses
+from hierbench.protocol import COMPANION_CELLS, alternatives
 from hierbench.runlogs import note_repository
 from hierbench.runs import check_working_folder
 
@@ -61,7 +61,7 @@ wildcard_constraints:
     dataset=name_constraint(enabled_datasets(config)),
     name="classes|hierarchy",
     backbone_pass=alternatives(BACKBONE_PASSES),
-    geometry=alternatives(GEOMETRIES),
+    geometry=alternatives(factorial_geometries(config)),
     loss=alternatives(factorial_losses(config)),
     seed=r"\d+",
     tau=r"[0-9.]+",

@@ -1,7 +1,7 @@
 # Path wiring only: where each rule's files live (the patterns are hierbench.layout's), which
 # config keys each rule reads as params, and code(). Every decision is a tested library function.
 
-from hierbench.baselines import baselines_enabled, pca_dimensions
+from hierbench.baselines import pca_dimensions
 from hierbench.cells.companion import companion_enabled, pair_sources
 from hierbench.cells.spec import own_epoch_budgets
 from hierbench.config import (
@@ -26,11 +26,13 @@ from hierbench.data.kinds import (
 )
 from hierbench.data.fingerprint import fingerprint, identity, weights_identity
 from hierbench.devices import gpus_per_job
-from hierbench.factorial import added_losses, plugin_sources, waits_for_tau
+from hierbench.factorial import added_geometries, added_losses, geometry_sources, plugin_sources, waits_for_tau
 from hierbench.metricnames import metric_sources
 from hierbench.layout import (
     BACKBONE_PASS,
     CELL_FILES,
+    ADDED_GEOMETRY,
+    ADDED_GEOMETRY_SELECTION,
     ADDED_LOSS,
     CROP_FEATURES,
     DEV_FEATURES,
@@ -63,7 +65,7 @@ from hierbench.layout import (
     TUNING_SCORE,
     TUNING_SELECTION,
 )
-from hierbench.cellkinds import CELL_KINDS, audited_kinds, locked_kinds, sealed_evaluations
+from hierbench.cellkinds import CELL_KINDS, audited_kinds, sealed_evaluations
 from hierbench.paths import RunPaths, bundle_cells, dataset_folder, tuning_runs
 from hierbench.protocol import (
     ANGLE_RANKING,
@@ -212,9 +214,9 @@ def weights_source(wildcards):
     return weights_identity(weights, hash_cache("weights"))
 
 
-def cell_config(dataset, controls=()):
+def cell_config(dataset, controls=(), plugins=False):
     """The config keys a final cell reads (no tuning or validation-scoring keys; a params value)."""
-    return training_config(config, dataset, controls=controls, scoring=False)
+    return training_config(config, dataset, controls=controls, scoring=False, plugins=plugins)
 
 
 def companion_config(dataset):
@@ -231,16 +233,26 @@ def access_log(dataset):
 
 
 def tuning_scores(wildcards):
-    """Every tuning run's score file of a dataset."""
-    return [run_path(TUNING_SCORE, dataset=wildcards.dataset, **run) for run in tuning_runs(config)]
+    """Every tuning run's score file of a dataset: the paper geometries' (or an added one's own)."""
+    geometries = [wildcards.geometry] if "geometry" in wildcards.keys() else GEOMETRIES
+    runs = tuning_runs(config, geometries)
+    return [run_path(TUNING_SCORE, dataset=wildcards.dataset, **run) for run in runs]
 
 
 def selection_input(wildcards):
-    """The tuning selection, when the job waits for it (hierbench.factorial.waits_for_tau)."""
+    """The tuning selection (an added geometry's own) when the job waits for it (factorial.waits_for_tau)."""
     geometries = [wildcards.geometry] if "geometry" in wildcards.keys() else GEOMETRIES
     if not waits_for_tau(config, wildcards.dataset, wildcards.get("loss"), geometries):
         return []
-    return [run_path(TUNING_SELECTION, dataset=wildcards.dataset)]
+    pattern = ADDED_GEOMETRY_SELECTION if geometries[0] in added_geometries(config) else TUNING_SELECTION
+    return [run_path(pattern, dataset=wildcards.dataset, geometry=geometries[0])]
+
+
+def geometry_code():
+    """A param: an added geometry's plugin's code hash for the jobs of its cells ("" for other
+    jobs); no param without added geometries, so the paper's jobs keep their params."""
+    hashes = {code: code_hash((), [path]) for code, path in geometry_sources(config).items()}
+    return {"geometry_code": lambda wildcards: hashes.get(wildcards.get("geometry"), "")} if hashes else {}
 
 
 def companion_crops(wildcards):
@@ -268,19 +280,7 @@ def sealed_inputs(scored={}):
 
 def lock_inputs(wildcards):
     """Everything the Final lock of a dataset records (and waits for)."""
-    dataset = wildcards.dataset
-    pca = {key: [run_path(path, dataset=dataset)] for key, path in PCA_FILES.items()}
-    if not baselines_enabled(config, dataset):
-        pca = {"model": [], "record": []}
-    return {
-        "checkpoints": PATHS.cells(dataset, locked_kinds(), CELL_FILES["model"]) + pca["model"],
-        "records": PATHS.cells(dataset, locked_kinds(), CELL_FILES["record"]) + pca["record"],
-        "audits": [run_path(FAIRNESS_AUDIT, dataset=dataset)],
-        "taxonomy": [run_path(TAXONOMY, dataset=dataset)],
-        "features": [run_path(DEV_FEATURES, dataset=dataset)],
-        "splits": [run_path(p, dataset=dataset) for p in (DEV_SPLITS, DEV_MANIFEST, SEALED_MANIFEST)],
-        "sealed": [run_path(p, dataset=dataset) for p in (SEALED_FEATURES, SEALED_SPLITS)],
-    }
+    return PATHS.lock_inputs(wildcards.dataset)
 
 
 def in_report(outputs, caption, category):

@@ -56,6 +56,7 @@ for evaluated in sealed_evaluations():
             benchmark_for(EVALUATION[evaluated.name])
         params:
             **code("stages.evaluation", script="evaluate", files=METRIC_FILES),
+            **geometry_code(),
             config=lambda wildcards: evaluation_config(config, wildcards.dataset),
             access_log=lambda wildcards: access_log(wildcards.dataset),
             **variant_param(evaluated.variant),

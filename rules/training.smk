@@ -138,9 +138,61 @@ use rule train_factorial as train_added_loss with:
         loss=alternatives(added_losses(config)),
     params:
         **code("stages.training", script="train_bundle", files=ADDED_OBJECTIVE_FILES),
-        config=lambda wildcards: {**cell_config(wildcards.dataset), "plugins": config["plugins"]},
+        config=lambda wildcards: cell_config(wildcards.dataset, plugins=True),
+        **geometry_code(),
         kind=ADDED_LOSS,
         cells=bundle_cells(config, ADDED_LOSS),
+
+
+# A geometry added to the factorial (factorial.geometries, plugins.geometries): its own
+# temperature search and selection (the paper geometries' stay as they are), then its cells
+# under the paper's losses, every seed, one bundle of their own; its plugin's file is part of
+# the code hash of each job that trains or scores its cells.
+ADDED_GEOMETRY_TUNING = [run_path(TUNING_SCORE, tau=run["tau"]) for run in tuning_runs(config, ["{geometry}"])]
+ADDED_GEOMETRY_FILES = [str(path) for path in geometry_sources(config).values()]
+ADDED_GEOMETRY_BUNDLE = PATHS.bundle_outputs(ADDED_GEOMETRY)
+ADDED_GEOMETRY_CHOICE = run_path(ADDED_GEOMETRY_SELECTION)
+
+
+use rule tune as tune_added_geometry with:
+    output:
+        ADDED_GEOMETRY_TUNING,
+    log:
+        log_for(ADDED_GEOMETRY_TUNING),
+    benchmark:
+        benchmark_for(ADDED_GEOMETRY_TUNING)
+    wildcard_constraints:
+        geometry=alternatives(added_geometries(config)),
+    params:
+        **code("stages.tuning", script="tune", files=ADDED_GEOMETRY_FILES),
+        config=lambda wildcards: training_config(config, wildcards.dataset, plugins=True),
+        aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
+        runs=lambda wildcards: tuning_runs(config, [wildcards.geometry]),
+
+
+use rule tuning_selection as added_geometry_tuning_selection with:
+    output:
+        ADDED_GEOMETRY_CHOICE,
+    log:
+        log_for(ADDED_GEOMETRY_CHOICE),
+    wildcard_constraints:
+        geometry=alternatives(added_geometries(config)),
+
+
+use rule train_factorial as train_added_geometry with:
+    output:
+        **ADDED_GEOMETRY_BUNDLE,
+    log:
+        log_for(ADDED_GEOMETRY_BUNDLE),
+    benchmark:
+        benchmark_for(ADDED_GEOMETRY_BUNDLE)
+    wildcard_constraints:
+        geometry=alternatives(added_geometries(config)),
+    params:
+        **code("stages.training", script="train_bundle", files=ADDED_GEOMETRY_FILES),
+        config=lambda wildcards: cell_config(wildcards.dataset, plugins=True),
+        kind=ADDED_GEOMETRY,
+        cells=bundle_cells(config, ADDED_GEOMETRY),
 
 
 # The curvature control: H_R at another operating point (or the matched E_R), own epochs; one

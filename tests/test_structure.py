@@ -222,6 +222,7 @@ UNTIMED_RULES = {
     "taxonomy_table",
     "taxonomy_shuffled",
     "tuning_selection",
+    "added_geometry_tuning_selection",
 }
 
 
@@ -242,19 +243,23 @@ EXAMPLES = {  # each example's config overlay: what it sets besides its run fold
         "factorial": {"losses": ["R", "S", "T"]},
         "plugins": {"objectives": {"T": "examples/triplet_margin.py:OBJECTIVE"}},
     },
+    "sphere.yaml": {
+        "factorial": {"geometries": ["E", "H", "C"]},
+        "plugins": {"geometries": {"C": "examples/sphere.py:GEOMETRY"}},
+    },
     "ndcg.yaml": {"plugins": {"metrics": {"ndcg@10": "examples/ndcg.py:METRIC"}}},
 }
 
 
 def test_each_example_joins_as_one_file_and_one_config_entry():
-    """examples/: the triplet-margin objective and the NDCG@10 metric are each a module and a
-    config overlay naming it (docs/extend.md); nothing in the library, the rules or the scripts
-    knows of them."""
+    """examples/: the triplet-margin objective, the sphere geometry and the NDCG@10 metric are
+    each a module and a config overlay naming it (docs/extend.md); nothing in the library, the
+    rules or the scripts knows of them."""
     for name, settings in EXAMPLES.items():
         overlay = yaml.safe_load((REPO / "examples" / name).read_text(encoding="utf-8"))
         assert {key: value for key, value in overlay.items() if key != "run"} == settings
     modules = sorted(path.name for path in (REPO / "examples").glob("*.py"))
-    assert modules == ["ndcg.py", "triplet_margin.py"]
+    assert modules == ["ndcg.py", "sphere.py", "triplet_margin.py"]
     ours = [
         *(REPO / "src").rglob("*.py"),
         *(REPO / "rules").glob("*.smk"),
@@ -262,7 +267,7 @@ def test_each_example_joins_as_one_file_and_one_config_entry():
         REPO / "Snakefile",
         *(REPO / "schemas").glob("*.yaml"),
     ]
-    pattern = r"triplet_margin|ndcg\.py|examples/"
+    pattern = r"triplet_margin|sphere\.py|ndcg\.py|examples/"
     knowing = [p for p in ours if re.search(pattern, p.read_text("utf-8"))]
     assert knowing == []
 

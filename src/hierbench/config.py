@@ -16,7 +16,7 @@ import yaml
 from jsonschema.exceptions import ValidationError
 
 from hierbench.data.kinds import dataset_kind
-from hierbench.factorial import check_factorial, plugin_sources
+from hierbench.factorial import check_factorial, geometry_sources, plugin_sources
 from hierbench.metricnames import metric_references, metric_sources
 from hierbench.protocol import DATASETS as BIRD_DATASETS
 from hierbench.protocol import PACKAGE_WEIGHTS_PREFIX
@@ -185,11 +185,13 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any]) -> dict[str,
 
 
 def plugin_problems(config: dict[str, Any]) -> list[str]:
-    """What keeps the configured factorial or metrics from running: a missing paper loss, an
-    added loss no plugin names, a plugin that cannot be found (each naming its key)."""
+    """What keeps the configured factorial or metrics from running: a missing paper loss or
+    geometry, an added one no plugin names, a plugin that cannot be found (each naming its
+    key)."""
     try:
         check_factorial(config)
         plugin_sources(config)
+        geometry_sources(config)
         metric_sources(config)
     except ValueError as error:
         return [str(error)]
@@ -323,13 +325,15 @@ def training_config(
     *,
     controls: tuple[str, ...] = (),
     scoring: bool = True,
+    plugins: bool = False,
 ) -> dict[str, Any]:
     """The config keys that define training, tuning and validation scoring for a dataset (a
     training rule's params): sealed-only evaluation keys are left out, so changing them reruns
     no training; ``controls`` adds those controls' blocks of the dataset. ``scoring=False``
     leaves out the tuning and validation-scoring keys too: a final cell reads neither (an S
     cell takes its temperature from the tuning selection, an input), so changing them reruns
-    no Regression cell."""
+    no Regression cell. ``plugins`` adds the config's plugins, for the jobs that train an added
+    loss's or geometry's cells (the paper's jobs keep their params)."""
     block = config["datasets"][dataset]
     evaluation = {
         key: value
@@ -349,6 +353,8 @@ def training_config(
     }
     if not scoring:
         del keys["tuning"], keys["evaluation"]
+    if plugins:
+        keys["plugins"] = config["plugins"]
     return keys
 
 

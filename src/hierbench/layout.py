@@ -51,6 +51,8 @@ CROP_FEATURES = "{dataset}/features/dev_crops.parquet"
 SEALED_FEATURES = "{dataset}/features/sealed/test.parquet"
 TUNING_SCORE = "{dataset}/tuning/{geometry}/tau-{tau}/score.json"
 TUNING_SELECTION = "{dataset}/tuning/selection.parquet"
+# A geometry added to the factorial: its temperature chosen from its own tuning runs.
+ADDED_GEOMETRY_SELECTION = "{dataset}/tuning/selection-{geometry}.parquet"
 SEMANTIC_DURATION = f"{{dataset}}/controls/{SEMANTIC_CONTROL}/{{arm}}/duration.json"
 PCA_FOLDER = f"{{dataset}}/{BASELINES}/{PCA}"
 PCA_FILES = {"model": f"{PCA_FOLDER}/projection.safetensors", "record": f"{PCA_FOLDER}/record.json"}
@@ -87,17 +89,20 @@ CELL_FILES = {"model": "model.safetensors", "log": "train_log.parquet", "record"
 # curvature point's, and a semantic arm's, cells of every seed. (An outer split's arms train
 # alone: each for its own validation-chosen epochs.)
 ADDED_LOSS = "added_loss"  # the bundle kind of a loss added to the factorial
+ADDED_GEOMETRY = "added_geometry"  # the bundle kind of a geometry added to the factorial
 BUNDLE_MANIFESTS = {
     FACTORIAL_KIND: f"{{dataset}}/cells/bundles/{FACTORIAL_KIND}.json",
     # a loss added to the factorial (hierbench.factorial): its cells on every geometry and seed
     ADDED_LOSS: "{dataset}/cells/bundles/factorial-{loss}.json",
+    # a geometry added to the factorial: its cells under the paper's losses, every seed
+    ADDED_GEOMETRY: "{dataset}/cells/bundles/geometry-{geometry}.json",
     "curvature": f"{{dataset}}/cells/bundles/{CURVATURE_CONTROL}/{{point}}-{{geometry}}.json",
     "semantic": f"{{dataset}}/cells/bundles/{SEMANTIC_CONTROL}/{{arm}}.json",
 }
 BUNDLED_KINDS = tuple(BUNDLE_MANIFESTS)
-# The kind whose cells a bundle kind writes, where the two differ (an added loss's cells are
-# factorial cells).
-BUNDLE_CELLS_OF = {ADDED_LOSS: FACTORIAL_KIND}
+# The kind whose cells a bundle kind writes, where the two differ (an added loss's or
+# geometry's cells are factorial cells).
+BUNDLE_CELLS_OF = {ADDED_LOSS: FACTORIAL_KIND, ADDED_GEOMETRY: FACTORIAL_KIND}
 
 WILDCARD = re.compile(r"\{(\w+)\}")
 

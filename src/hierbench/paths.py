@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from hierbench.baselines import baselines_enabled
-from hierbench.cellkinds import cell_instances
+from hierbench.cellkinds import cell_instances, locked_kinds
 from hierbench.cells.companion import companion_enabled
 from hierbench.controls.curvature_points import control_variants
 from hierbench.controls.outer import outer_splits
@@ -18,6 +19,7 @@ from hierbench.controls.semantic import semantic_arms, shuffle_settings
 from hierbench.data.kinds import dataset_kind, layout_folder
 from hierbench.factorial import factorial_geometries
 from hierbench.layout import (
+    ADDED_GEOMETRY,
     ADDED_LOSS,
     BUNDLE_CELLS_OF,
     BUNDLE_MANIFESTS,
@@ -25,12 +27,21 @@ from hierbench.layout import (
     CELL_FILES,
     CONTROL_TABLES,
     DEMO_FOLDER,
+    DEV_FEATURES,
+    DEV_MANIFEST,
+    DEV_SPLITS,
     EFFECTS_VERDICTS,
+    FAIRNESS_AUDIT,
     FIGURES,
     OUTER_FOLDER,
+    PCA_FILES,
+    SEALED_FEATURES,
+    SEALED_MANIFEST,
+    SEALED_SPLITS,
     SEEDLESS_ARMS,
     SHUFFLED_TAXONOMY,
     TABLES,
+    TAXONOMY,
     cell_folder,
     evaluation_files,
     evaluation_stem,
@@ -42,6 +53,7 @@ from hierbench.protocol import (
     CURVATURE_CONTROL,
     CURVATURE_TABLES,
     EFFECT_TABLES,
+    FACTORIAL_KIND,
     FIGURE_FORMATS,
     GEOMETRIES,
     LOSSES,
@@ -72,29 +84,37 @@ def dataset_folder(config: Mapping[str, Any], dataset: str) -> str:
     return f"{run_folder(dict(config))}/{demo}"
 
 
-def tuning_runs(config: Mapping[str, Any]) -> list[dict[str, str]]:
-    """Every temperature-tuning run of a dataset (the same in every dataset), geometry then
-    τ, in the order the tuning bundle trains them and lists their score files."""
+def tuning_runs(
+    config: Mapping[str, Any], geometries: Sequence[str] = GEOMETRIES
+) -> list[dict[str, str]]:
+    """Every temperature-tuning run of a dataset (the same in every dataset) on ``geometries``
+    (the paper's; an added geometry tunes in a bundle of its own), geometry then τ, in the
+    order the tuning bundle trains them and lists their score files."""
     return [
         {"geometry": geometry, "tau": f"{tau:g}"}
-        for geometry in GEOMETRIES
+        for geometry in geometries
         for tau in config["tuning"]["taus"]
     ]
 
 
 def bundle_cells(config: Mapping[str, Any], kind: str) -> dict[str, dict]:
     """The cells of one bundle of a bundled kind, by label (their wildcard values joined by
-    underscores, ``E_R_42``): every factorial cell of a dataset; a curvature point's or
-    semantic arm's cell of each training seed (the bundle's own wildcards fill the rest)."""
+    underscores, ``E_R_42``): every paper cell of a dataset's factorial; an added loss's cell
+    on every geometry, an added geometry's under the paper's losses, of every seed; a curvature
+    point's or semantic arm's cell of each training seed (the bundle's own wildcards fill the
+    rest)."""
     if kind not in BUNDLED_KINDS:
         raise KeyError(f"cells of kind {kind!r} are not bundled; bundled kinds: {BUNDLED_KINDS}")
-    if kind == "factorial":  # the paper's losses; an added one is a bundle of its own
-        cells = [c for c in cell_instances(config, "", kind) if c["loss"] in LOSSES]
-    elif kind == ADDED_LOSS:
-        seeds = config["training"]["seeds"]
+    seeds = config["training"]["seeds"]
+    if kind == FACTORIAL_KIND:  # the paper's cells; an added level is a bundle of its own
+        paper = [c for c in cell_instances(config, "", kind) if c["loss"] in LOSSES]
+        cells = [c for c in paper if c["geometry"] in GEOMETRIES]
+    elif kind == ADDED_LOSS:  # on every geometry, the added ones too
         cells = [{"geometry": g, "seed": s} for g in factorial_geometries(config) for s in seeds]
+    elif kind == ADDED_GEOMETRY:  # under the paper's losses (an added loss's bundle has the rest)
+        cells = [{"loss": loss, "seed": s} for loss in LOSSES for s in seeds]
     else:
-        cells = [{"seed": seed} for seed in config["training"]["seeds"]]
+        cells = [{"seed": seed} for seed in seeds]
     return {"_".join(str(value) for value in values.values()): values for values in cells}
 
 
@@ -138,6 +158,22 @@ class RunPaths:
             for values in cell_instances(self.config, dataset, kind)
             if all(values.get(key) == value for key, value in only.items())
         ]
+
+    def lock_inputs(self, dataset: str) -> dict[str, list[str]]:
+        """Everything the Final lock of a dataset records (and waits for), by input name."""
+        pca = {key: [self.at(path, dataset=dataset)] for key, path in PCA_FILES.items()}
+        if not baselines_enabled(self.config, dataset):
+            pca = {"model": [], "record": []}
+        kinds, at = locked_kinds(), partial(self.at, dataset=dataset)
+        return {
+            "checkpoints": self.cells(dataset, kinds, CELL_FILES["model"]) + pca["model"],
+            "records": self.cells(dataset, kinds, CELL_FILES["record"]) + pca["record"],
+            "audits": [at(FAIRNESS_AUDIT)],
+            "taxonomy": [at(TAXONOMY)],
+            "features": [at(DEV_FEATURES)],
+            "splits": [at(path) for path in (DEV_SPLITS, DEV_MANIFEST, SEALED_MANIFEST)],
+            "sealed": [at(path) for path in (SEALED_FEATURES, SEALED_SPLITS)],
+        }
 
     def summaries(
         self,

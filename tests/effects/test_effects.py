@@ -322,10 +322,10 @@ def test_missing_column_error_names_the_file_and_column(tmp_path: Path):
 
 def test_bad_geometry_error_names_the_value(tmp_path: Path):
     table = per_seed_table()
-    table.loc[5, "geometry"] = "P"
+    table.loc[5, "geometry"] = "poincare"  # a name, not a code (one capital letter)
     path = tmp_path / "bad.parquet"
     table.to_parquet(path, index=False)
-    with pytest.raises(EffectsError, match=r"bad\.parquet.*'geometry'.*\['P'\]"):
+    with pytest.raises(EffectsError, match=r"bad\.parquet.*'geometry'.*\['poincare'\]"):
         read_per_seed(path)
 
 
@@ -405,7 +405,7 @@ def with_companion(table: pd.DataFrame, dataset: str = "toy") -> pd.DataFrame:
 
 def test_companion_contrasts_for_each_seed_only_where_its_cells_ran():
     effects = effects_by_seed(with_companion(per_seed_table()))
-    toy = effects[(effects["dataset"] == "toy") & (effects["level"] == "mean_hierarchy")]
+    toy = effects[(effects["dataset"] == "toy") & (effects["metric"] == "map")]
     assert toy["effect"].unique().tolist() == [
         "geom_R", "geom_S", "loss_E", "loss_H", "int", "loss_AS_E", "loss_AS_hyp", "geom_A"
     ]  # fmt: skip
@@ -563,3 +563,31 @@ def test_write_effects_twice_gives_byte_identical_files(tmp_path: Path):
     second = write_effects(shuffled, tmp_path / "out", JOB)
     assert {name: path.read_bytes() for name, path in second.items()} == before
     assert {name: provenance_path(p).read_bytes() for name, p in second.items()} == records
+
+
+def test_an_added_geometrys_arms_give_its_effects_against_each_paper_geometry():
+    added = {"C_R": (2.0, 2.5, 4.5), "C_S": (3.0, 3.0, 8.0)}
+    extra = [
+        ("toy", arm.split("_")[0], arm.split("_")[1], seed, level, metric, value)
+        for level, metric in (("mean_hierarchy", "map"), ("leaf", "r@1"))
+        for arm, values in added.items()
+        for seed, value in zip(SEEDS, values, strict=True)
+    ]
+    table = per_seed_table(frozen=False)
+    table = pd.concat([table, pd.DataFrame(extra, columns=table.columns)], ignore_index=True)
+    effects = effects_by_seed(table)
+    toy = effects[(effects["dataset"] == "toy") & (effects["metric"] == "map")]
+    values = toy.pivot(index="seed", columns="effect", values="value")
+    arms = {**ARMS, **added}
+    for effect, (first, second) in {
+        "geom_CE_R": ("C_R", "E_R"),
+        "geom_CH_S": ("C_S", "H_S"),
+        "loss_C": ("C_S", "C_R"),
+    }.items():
+        expected = [a - b for a, b in zip(arms[first], arms[second], strict=True)]
+        assert values[effect].tolist() == expected, effect
+    assert values[list(EXPECTED_EFFECTS)].to_dict("list") == {
+        name: list(seeds) for name, seeds in EXPECTED_EFFECTS.items()
+    }  # the paper's five unchanged beside them
+    zoo = effects[effects["dataset"] == "zoo"]
+    assert not zoo["effect"].str.contains("C").any()  # no C arms there, no C effects

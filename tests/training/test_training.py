@@ -331,6 +331,14 @@ def test_selected_tau_prefers_a_pinned_value(tmp_path):
     assert selected_tau("cub", "H", config, path) == 0.5
 
 
+def test_an_added_geometry_without_a_pinned_tau_reads_its_own_selection(tmp_path):
+    config = {"datasets": {"cub": {"tau": {"E": 0.25, "H": None}}}}  # no key for C at all
+    path = tmp_path / "selection-C.parquet"
+    frame = pd.DataFrame({"geometry": ["C", "C"], "tau": [0.1, 0.5], "selected": [True, False]})
+    frame.to_parquet(path)
+    assert selected_tau("cub", "C", config, path) == 0.1
+
+
 def test_an_explicit_cpu_device_changes_no_byte():
     import torch
 

@@ -7,25 +7,34 @@ nothing of the trainer, so it lives apart from ``hierbench.training.trainer``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
 from hierbench.cells.spec import CellSpec
-from hierbench.geometry import build_head
-from hierbench.protocol import LORENTZ
+from hierbench.factorial import GEOMETRY_ENTRY_POINT_GROUP, GeometryError
+from hierbench.geometry import PlainGeometry, PluginHead, Projector, build_head
+from hierbench.geometry.plain import plugin_pair_scores
+from hierbench.plugins import load_plugin
+from hierbench.protocol import HEAD_NAMES, LORENTZ
 
 # Rows of the development features whose embeddings prove that a checkpoint reloads exactly.
 VERIFICATION_ROWS = 256
 
 
 def head_for(spec: CellSpec, in_dim: int) -> torch.nn.Module:
-    """A head of the spec's architecture and geometry (weights from the current RNG state)."""
+    """A head of the spec's architecture and geometry (weights from the current RNG state): a
+    geometry added to the factorial is the plugin its spec names."""
+    if spec.geometry_plugin is not None:
+        projector = Projector(in_dim, spec.hidden_dim, spec.embedding_dim, spec.dropout)
+        return PluginHead(projector, load_geometry(spec.geometry_plugin), spec.geometry)
     return build_head(
         spec.geometry,
         in_dim,
@@ -36,6 +45,20 @@ def head_for(spec: CellSpec, in_dim: int) -> torch.nn.Module:
         radius=spec.radius,
         normalise=spec.normalise,
     )
+
+
+@functools.cache
+def load_geometry(reference: str) -> PlainGeometry:
+    """The plain geometry a config entry names (``file.py:NAME``, ``package.module:NAME`` or
+    ``entry-point:NAME``), loaded once per process."""
+    key = f"plugins.geometries ({reference})"
+    found = load_plugin(reference, key, GEOMETRY_ENTRY_POINT_GROUP, GeometryError)
+    if not isinstance(found, PlainGeometry):
+        raise GeometryError(
+            f"{key}: {reference!r} is a {type(found).__name__}, not a "
+            "hierbench.geometry.plain.PlainGeometry"
+        )
+    return found
 
 
 @torch.inference_mode()
@@ -87,3 +110,16 @@ def learned_curvature(model: torch.nn.Module, spec: CellSpec) -> float | None:
     if spec.geometry == LORENTZ:
         return float(model.curvature.detach())
     return spec.curvature
+
+
+def head_ranking(model: torch.nn.Module, spec: CellSpec, clip: float) -> dict[str, Any]:
+    """The metric engine's distance settings for a cell's head: its geometry's distance (a
+    Lorentz head's at its learned curvature) clipped at ``clip``, or, for a geometry added to
+    the factorial, the plugin's own distances as the ranking scores."""
+    if isinstance(model, PluginHead):
+        return {"pair_scores": plugin_pair_scores(model.plain, clip)}
+    return {
+        "geometry": HEAD_NAMES[spec.geometry],
+        "curvature": learned_curvature(model, spec),
+        "distance_clip": clip,
+    }

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hierbench.factorial import is_added_loss
+from hierbench.factorial import geometry_reference, is_added_geometry, is_added_loss
 from hierbench.protocol import (
     COMPANION_LOSS,
     CURVATURE_CONTROL,
@@ -61,6 +61,9 @@ class CellSpec:
     # E heads: L2-normalise onto the unit sphere (the factorial's E) or keep the projector's raw
     # output (False: the companion method's E_A). Serialised only when False (``as_dict``).
     normalise: bool = True
+    # A geometry added to the factorial: the plugin reference its head is built from
+    # (hierbench.geometry.plain). Serialised only when set (``as_dict``).
+    geometry_plugin: str | None = None
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> CellSpec:
@@ -70,11 +73,14 @@ class CellSpec:
         return cls(**spec)
 
     def as_dict(self) -> dict[str, Any]:
-        """The fields as records and checkpoints store them; ``normalise`` only when False, so
-        the specs of every normalising head keep the bytes they had before the field existed."""
+        """The fields as records and checkpoints store them; ``normalise`` only when False and
+        ``geometry_plugin`` only when set, so the specs of the paper's heads keep the bytes they
+        had before those fields existed."""
         fields = asdict(self)
         if self.normalise:
             del fields["normalise"]
+        if self.geometry_plugin is None:
+            del fields["geometry_plugin"]
         return fields
 
     @property
@@ -85,11 +91,21 @@ class CellSpec:
     def check(self) -> None:
         """Refuse specs that cannot be trained, naming the cell and the field."""
         geometries, losses = (*GEOMETRIES, LORENTZ), (*LOSSES, HIER, COMPANION_LOSS)
-        added = self.geometry in GEOMETRIES and is_added_loss(self.loss)
-        if self.geometry not in geometries or (self.loss not in losses and not added):
+        factorial = (*GEOMETRIES, *([self.geometry] if self.geometry_plugin else []))
+        added = self.geometry in factorial and is_added_loss(self.loss)
+        plugin = is_added_geometry(self.geometry) and self.geometry_plugin is not None
+        if (self.geometry not in geometries and not plugin) or (
+            self.loss not in losses and not added
+        ):
             raise ValueError(
-                f"{self.dataset} {self.cell}: geometry must be {'|'.join(geometries)} and loss "
-                f"{'|'.join(losses)} or a loss added to the factorial (one capital letter)"
+                f"{self.dataset} {self.cell}: geometry must be {'|'.join(geometries)} or one "
+                f"added to the factorial (with its plugin), and loss {'|'.join(losses)} or one "
+                "added to the factorial (one capital letter)"
+            )
+        if self.geometry_plugin is not None and not is_added_geometry(self.geometry):
+            raise ValueError(
+                f"{self.dataset} {self.cell}: geometry_plugin applies only to a geometry added "
+                "to the factorial"
             )
         if self.geometry == LORENTZ and self.curvature is None:
             raise ValueError(
@@ -144,6 +160,7 @@ def cell_spec(
         regression_targets=dict(training["regression_targets"]),
         supcon_weights=(weights["c"], weights["m"], weights["h"]),
         distance_clip=training["distance_clip_train"],
+        geometry_plugin=geometry_reference(config, geometry),
     )
 
 

@@ -1,7 +1,7 @@
 """The simple effects as formulas over the arms: each computed from a mapping with one entry
 per arm (a frame's columns, rows being seeds, or per-query arrays: the formulas are linear),
 the factorial's five, then the companion method's three contrasts (only where its cells ran),
-then each added loss's (:mod:`hierbench.factorial`: only where its arms are).
+then each added loss's and geometry's (:mod:`hierbench.factorial`: only where its arms are).
 """
 
 from __future__ import annotations
@@ -9,7 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from hierbench.factorial import added_arms, added_effects
+from hierbench.factorial import (
+    added_arms,
+    added_effects,
+    added_levels_named,
+    is_added_geometry,
+)
 from hierbench.protocol import COMPANION_ARMS, COMPANION_LOSS, FACTORIAL_ARMS, GEOMETRIES, LOSSES
 
 EFFECT_FORMULAS: dict[str, Callable[[Any], Any]] = {
@@ -34,17 +39,24 @@ EFFECT_DEFINITIONS: dict[str, str] = {
 }
 
 
-def added_losses_of(arms: Iterable[str]) -> tuple[str, ...]:
-    """The losses beyond the paper's (and the companion's) among ``arms`` (``E_T``: ``T``), in
-    sorted order, each with an arm on every geometry of the factorial."""
-    found = {arm.split("_")[1] for arm in arms if arm.count("_") == 1}
-    added = sorted(found - {*LOSSES, COMPANION_LOSS})
-    return tuple(loss for loss in added if all(f"{g}_{loss}" in set(arms) for g in GEOMETRIES))
+def added_levels_of(arms: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The added losses and geometries among ``arms`` (``E_T``: loss T; ``C_R``: geometry C),
+    each in sorted order: a loss beyond the paper's (and the companion's) with an arm on each
+    of the paper's geometries, a geometry beyond the paper's with an arm under each of the
+    paper's losses."""
+    arms = {arm for arm in arms if arm.count("_") == 1}
+    pairs = [arm.split("_") for arm in arms]
+    losses = sorted({loss for _, loss in pairs} - {*LOSSES, COMPANION_LOSS})
+    geometries = sorted({g for g, _ in pairs if is_added_geometry(g)})
+    return (
+        tuple(loss for loss in losses if all(f"{g}_{loss}" in arms for g in GEOMETRIES)),
+        tuple(g for g in geometries if all(f"{g}_{loss}" in arms for loss in LOSSES)),
+    )
 
 
 def effect_formulas(arms: Iterable[str]) -> dict[str, Callable[[Any], Any]]:
     """Every effect the arms support: the built-in ones whose arms are all present (the
-    factorial's five need its four cells), then each added loss's."""
+    factorial's five need its four cells), then each added loss's and geometry's."""
     arms = set(arms)
     formulas = {}
     for name, formula in EFFECT_FORMULAS.items():
@@ -54,21 +66,20 @@ def effect_formulas(arms: Iterable[str]) -> dict[str, Callable[[Any], Any]]:
             continue
         formulas[name] = formula
     return formulas | {
-        name: formula for name, (formula, _) in added_effects(added_losses_of(arms)).items()
+        name: formula for name, (formula, _) in added_effects(*added_levels_of(arms)).items()
     }
 
 
 def effect_definition(effect: str) -> str:
-    """An effect's definition in arms (``H_R - E_R``); an added loss's from its name."""
+    """An effect's definition in arms (``H_R - E_R``); an added level's from its name."""
     if effect in EFFECT_DEFINITIONS:
         return EFFECT_DEFINITIONS[effect]
-    loss = effect.removeprefix("geom_") if effect.startswith("geom_") else effect[5]
-    return added_effects((loss,))[effect][1]
+    return added_effects(*added_levels_named(effect))[effect][1]
 
 
 def effect_arms(arms: Iterable[str]) -> tuple[str, ...]:
     """The arms among ``arms`` that the effect formulas read: the factorial's, the companion
-    method's and any added loss's."""
+    method's and any added loss's or geometry's."""
     arms = list(dict.fromkeys(str(arm) for arm in arms))
-    read = {*FACTORIAL_ARMS, *COMPANION_ARMS, *added_arms(added_losses_of(arms))}
+    read = {*FACTORIAL_ARMS, *COMPANION_ARMS, *added_arms(*added_levels_of(arms))}
     return tuple(arm for arm in arms if arm in read)

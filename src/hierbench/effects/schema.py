@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hierbench.factorial import is_added_loss
+from hierbench.factorial import is_added_effect, is_added_geometry, is_added_loss
 from hierbench.protocol import (
     ALL_LEVELS,
     ARM_ORDER,
@@ -114,8 +114,6 @@ EVALUATION_COLUMNS: tuple[str, ...] = (
 )
 
 RECALL_METRIC = re.compile(r"^r@(\d+)$")
-# An added loss's effect (hierbench.factorial): loss_<X><R|S>_<E|H> or geom_<X>.
-ADDED_EFFECT = re.compile(r"loss_[A-Z][RS]_[EH]|geom_[A-Z]")
 OT_METRIC = re.compile(r"^ot@(\d+)$")  # ideal-referenced OT@K
 OT_TREE_METRIC = re.compile(r"^ot_tree@(\d+|tree)$")  # tree-referenced: ot_tree@K, ot_tree@tree
 # Every OT score: lower is better, scored only at level "all".
@@ -265,16 +263,23 @@ def check_choices(values: pd.Series, column: str, allowed: Sequence[str], source
 
 
 def is_added_arm(arm: str) -> bool:
-    """Whether an arm is an added loss's (:mod:`hierbench.factorial`): a factorial geometry
-    with a loss code beyond the paper's and the companion's (one capital letter)."""
+    """Whether an arm is an added loss's or geometry's (:mod:`hierbench.factorial`): a
+    geometry of the factorial (the paper's or an added one, one capital letter) with a loss of
+    it, at least one of the two beyond the paper's and the companion's."""
     geometry, _, loss = str(arm).partition("_")
-    return geometry in GEOMETRIES and is_added_loss(loss)
+    added_geometry, added_loss = is_added_geometry(geometry), is_added_loss(loss)
+    return (geometry in GEOMETRIES or added_geometry) and (
+        added_loss or (added_geometry and loss in LOSSES)
+    )
 
 
 def check_arms(frame: pd.DataFrame, source: str) -> None:
     """Each row's geometry and loss form a known arm: a factorial cell (E/H with R/S, or an
-    added loss), a companion cell (E_A, L_A), or both "frozen" for the baseline."""
-    check_choices(frame["geometry"], "geometry", (*HEAD_NAMES, FROZEN), source)
+    added loss or geometry), a companion cell (E_A, L_A), or both "frozen" for the baseline."""
+    geometries = frame["geometry"].astype(str)
+    check_choices(
+        geometries[~geometries.map(is_added_geometry)], "geometry", (*HEAD_NAMES, FROZEN), source
+    )
     added = frame["loss"].astype(str).map(lambda loss: is_added_arm(f"{GEOMETRIES[0]}_{loss}"))
     check_choices(frame["loss"][~added], "loss", (*LOSSES, COMPANION_LOSS, FROZEN), source)
     mixed = (frame["geometry"] == FROZEN) != (frame["loss"] == FROZEN)
@@ -367,7 +372,7 @@ def validate_effects(effects: pd.DataFrame, source: str = "effects table") -> pd
     result = pd.DataFrame(
         {c: text_column(effects, c, source).to_numpy() for c in keys if c != "seed"}
     )
-    added = result["effect"].map(lambda effect: bool(ADDED_EFFECT.fullmatch(effect)))
+    added = result["effect"].map(is_added_effect)
     check_choices(result["effect"][~added], "effect", EFFECT_ORDER, source)
     result["seed"] = integer_column(effects, "seed", source).to_numpy()
     result["value"] = value_column(effects, "value", source, keys).to_numpy()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 from pandas.api.typing import SeriesGroupBy
 
-from hierbench.effects.formulas import added_losses_of, effect_formulas
+from hierbench.effects.formulas import added_levels_of, effect_formulas
 from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings, uncertainty
 from hierbench.effects.query_intervals import shared_variances
 from hierbench.effects.schema import (
@@ -215,11 +215,11 @@ def _check_complete_arms(arms: pd.DataFrame, required: tuple[str, ...]) -> None:
 
 def _dataset_effects(arms: pd.DataFrame) -> pd.DataFrame:
     """One dataset's effects by seed (wide: an effect per column): the factorial's five, the
-    companion contrasts only when its cells are in the table, an added loss's only when its
-    arms are (:mod:`hierbench.factorial`), and then for every seed."""
+    companion contrasts only when its cells are in the table, an added loss's or geometry's
+    only when its arms are (:mod:`hierbench.factorial`), and then for every seed."""
     present = set(arms["arm"])
     companion = COMPANION_ARMS if present & set(COMPANION_ARMS) else ()
-    required = (*FACTORIAL_ARMS, *companion, *added_arms(added_losses_of(present)))
+    required = (*FACTORIAL_ARMS, *companion, *added_arms(*added_levels_of(present)))
     _check_complete_arms(arms, required)
     keys = ["dataset", "level", "metric", "seed"]
     wide = arms.set_index([*keys, "arm"])["value"].unstack("arm")

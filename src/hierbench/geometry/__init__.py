@@ -7,6 +7,9 @@ identical weights whatever their geometry. A new geometry is a module beside the
 class has ``build`` and ``distance``, and one entry in ``HEADS`` (its code in
 ``hierbench.protocol``).
 
+A researcher's geometry joins as a plain geometry in a file of their own, named in the config
+(:mod:`hierbench.geometry.plain`), with no entry here.
+
 ``EXTRA_HEADS`` holds heads beside the factorial's two: the Lorentz head (L), which adds one
 parameter, its learnable curvature, but likewise draws no random numbers of its own. The
 Euclidean head also comes unnormalised (``normalise=False``), for the companion method's E_A.
@@ -31,6 +34,7 @@ from hierbench.geometry.lorentz import (
     lorentz_time,
     pairwise_inner,
 )
+from hierbench.geometry.plain import PlainGeometry, PluginHead
 from hierbench.geometry.poincare import PoincareHead, poincare_map
 from hierbench.geometry.projector import Projector, count_trainable_parameters
 from hierbench.protocol import EUCLIDEAN, HEAD_NAMES, LORENTZ, POINCARE
@@ -50,6 +54,8 @@ __all__ = [
     "EuclideanHead",
     "Head",
     "LorentzHead",
+    "PlainGeometry",
+    "PluginHead",
     "PoincareHead",
     "Projector",
     "build_head",

@@ -14,10 +14,16 @@ import numpy as np
 import pandas as pd
 
 from hierbench.baselines.pca import load_pca, project
-from hierbench.cells.checkpoints import learned_curvature
+from hierbench.cells.checkpoints import head_ranking
 from hierbench.cells.spec import CellSpec
 from hierbench.features.store import read_labelled_features
-from hierbench.metrics.scoring import l2_normalised, metric_settings, qg_seeds, score_draws
+from hierbench.metrics.scoring import (
+    l2_normalised,
+    metric_settings,
+    qg_seeds,
+    ranking_settings,
+    score_draws,
+)
 from hierbench.metrics.sealed_scoring import (
     PER_QUERY_ORDER,
     SUMMARY_ORDER,
@@ -26,7 +32,7 @@ from hierbench.metrics.sealed_scoring import (
     note_test_access,
     score_cell_on_sealed_test,
 )
-from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES, HEAD_NAMES, PCA
+from hierbench.protocol import EUCLIDEAN, FROZEN, GEOMETRY_NAMES, PCA
 from hierbench.provenance.artifacts import write_parquet
 from hierbench.provenance.lock import verify_against_lock
 from hierbench.provenance.records import JobContext
@@ -61,9 +67,9 @@ def evaluate_cell_on_sealed_test(
     """
 
     def distance_metric(model: Any, spec: CellSpec) -> dict[str, Any]:
-        """The engine's distance settings for the cell's head."""
-        curvature = learned_curvature(model, spec)
-        return metric_settings(config, HEAD_NAMES[spec.geometry], curvature)
+        """The engine's settings for the cell's head: its distance, clipped at the test clip."""
+        clip = config["training"]["distance_clip_test"]
+        return ranking_settings(config) | head_ranking(model, spec, clip)
 
     scores = score_cell_on_sealed_test(
         dataset,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hierbench.cells.checkpoints import embed
+from hierbench.cells.checkpoints import embed, head_ranking
 from hierbench.cells.spec import CellSpec, cell_spec
 from hierbench.controls.outer import outer_arms, outer_block
 from hierbench.controls.semantic import (
@@ -28,6 +28,7 @@ from hierbench.controls.semantic import (
 from hierbench.devices import config_device
 from hierbench.features.store import role_arrays
 from hierbench.metrics import evaluate, summarise
+from hierbench.metrics.pair_scores import DEFAULT_DISTANCE_CLIP
 from hierbench.protocol import (
     EUCLIDEAN,
     GEOMETRY_NAMES,
@@ -70,9 +71,8 @@ def validation_score(
         embed(model, gallery_x),
         query_y,
         gallery_y,
-        geometry=GEOMETRY_NAMES[spec.geometry],
-        curvature=spec.curvature,
         ks=tuple(ks),
+        **head_ranking(model, spec, DEFAULT_DISTANCE_CLIP),
     )
     return hierarchy_scores(summarise(frame, query_y, aggregation))
 

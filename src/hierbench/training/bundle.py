@@ -1,6 +1,6 @@
-"""A bundle of cells trained together: K heads of the factorial's kind (E or H geometry, R or S
-loss) on the same features, one batched projector forward, one backward and one optimiser step
-per update for all K, each cell still itself.
+"""A bundle of cells trained together: K heads of the factorial's kind (E, H or an added
+geometry; R, S or an added loss) on the same features, one batched projector forward, one
+backward and one optimiser step per update for all K, each cell still itself.
 
 Each cell keeps what it has alone: its initial weights (its head is built from its seed, as
 :func:`hierbench.training.trainer.build_cell_model` builds it), its seed's batch order (gathered
@@ -75,10 +75,12 @@ def check_bundle(specs: Sequence[CellSpec], losses: Losses = BUILT_IN_LOSSES) ->
         raise BundleError("a bundle needs at least one cell")
     for spec in specs:
         spec.check()
-        if spec.geometry not in (EUCLIDEAN, POINCARE) or spec.loss not in losses:
+        factorial_head = spec.geometry in (EUCLIDEAN, POINCARE) or spec.geometry_plugin
+        if not factorial_head or spec.loss not in losses:
             raise BundleError(
-                f"{spec.dataset} {spec.cell}: a bundle trains E or H heads with a plain loss "
-                f"({sorted(losses)}), not geometry {spec.geometry!r}, loss {spec.loss!r}"
+                f"{spec.dataset} {spec.cell}: a bundle trains E, H or added-geometry heads with "
+                f"a plain loss ({sorted(losses)}), not geometry {spec.geometry!r}, loss "
+                f"{spec.loss!r}"
             )
     for field in SHARED_FIELDS:
         values = {getattr(spec, field) for spec in specs}

@@ -58,7 +58,7 @@ def selected_tau(
     dataset: str, geometry: str, config: dict[str, Any], selection: str | Path | None
 ) -> float:
     """The temperature a final S cell uses: pinned in the config, else the tuning winner."""
-    pinned = config["datasets"][dataset]["tau"][geometry]
+    pinned = config["datasets"][dataset]["tau"].get(geometry)
     if pinned is not None:
         return float(pinned)
     if selection is None:
