@@ -123,8 +123,10 @@ use rule tune as select_outer_durations with:
 # A loss added to the factorial (factorial.losses, plugins.objectives): its cells on every
 # geometry and seed, one bundle of their own, so that editing the plugin retrains them alone.
 ADDED_LOSS_BUNDLE = PATHS.bundle_outputs(ADDED_LOSS)
-# Their objectives' files (found, not run): part of the code hash of the jobs that train them.
+# Their objectives' files (found, not run): part of the code hash of the jobs that train them,
+# with the added geometries' (the bundle holds the loss's cells on every geometry).
 ADDED_OBJECTIVE_FILES = [str(path) for path in plugin_sources(config).values()]
+ADDED_GEOMETRY_FILES = [str(path) for path in geometry_sources(config).values()]
 
 
 use rule train_factorial as train_added_loss with:
@@ -137,9 +139,8 @@ use rule train_factorial as train_added_loss with:
     wildcard_constraints:
         loss=alternatives(added_losses(config)),
     params:
-        **code("stages.training", script="train_bundle", files=ADDED_OBJECTIVE_FILES),
+        **code("stages.training", script="train_bundle", files=ADDED_OBJECTIVE_FILES + ADDED_GEOMETRY_FILES),
         config=lambda wildcards: cell_config(wildcards.dataset, plugins=True),
-        **geometry_code(),
         kind=ADDED_LOSS,
         cells=bundle_cells(config, ADDED_LOSS),
 
@@ -149,7 +150,6 @@ use rule train_factorial as train_added_loss with:
 # under the paper's losses, every seed, one bundle of their own; its plugin's file is part of
 # the code hash of each job that trains or scores its cells.
 ADDED_GEOMETRY_TUNING = [run_path(TUNING_SCORE, tau=run["tau"]) for run in tuning_runs(config, ["{geometry}"])]
-ADDED_GEOMETRY_FILES = [str(path) for path in geometry_sources(config).values()]
 ADDED_GEOMETRY_BUNDLE = PATHS.bundle_outputs(ADDED_GEOMETRY)
 ADDED_GEOMETRY_CHOICE = run_path(ADDED_GEOMETRY_SELECTION)
 
