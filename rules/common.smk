@@ -5,24 +5,14 @@ from hierbench.baselines import pca_dimensions
 from hierbench.cells.companion import companion_enabled, pair_sources
 from hierbench.cells.spec import own_epoch_budgets
 from hierbench.config import (
-    enabled_datasets,
-    evaluation_config,
-    locked_config,
-    pool_config,
-    split_config,
-    training_config,
+    enabled_datasets, evaluation_config, locked_config, pool_config, split_config, training_config,
 )
 from hierbench.controls.curvature_points import control_epochs
 from hierbench.controls.outer import OUTER_AGGREGATION, outer_splits
 from hierbench.controls.semantic import fixed_points_value, semantic_arms, shuffle_setting
 from hierbench.data.kinds import (
-    TABLE_LAYOUT_FOLDER,
-    dataset_kind,
-    datasets_of_kind,
-    images_subfolder,
-    level_names,
-    name_constraint,
-    registered_aggregation,
+    TABLE_LAYOUT_FOLDER, dataset_kind, datasets_of_kind, images_subfolder, kind_of, kind_sources,
+    level_names, name_constraint, own_collections, registered_aggregation,
 )
 from hierbench.data.fingerprint import fingerprint, identity, weights_identity
 from hierbench.devices import gpus_per_job
@@ -68,28 +58,10 @@ from hierbench.layout import (
 from hierbench.cellkinds import CELL_KINDS, audited_kinds, sealed_evaluations
 from hierbench.paths import RunPaths, bundle_cells, dataset_folder, tuning_runs
 from hierbench.protocol import (
-    ANGLE_RANKING,
-    ARMS_SUMMARY,
-    BASELINES,
-    COMPANION_KIND,
-    CURVATURE_CONTROL,
-    CURVATURE_TABLES,
-    EFFECTS_BY_SEED,
-    EFFECTS_SUMMARY,
-    FACTORIAL_KIND,
-    FIGURES as FIGURE_NAMES,
-    FROZEN,
-    GEOMETRIES,
-    HIER,
-    LAYOUT_FOLDERS,
-    OUTER_CONTROL,
-    PACKAGE_WEIGHTS_PREFIX,
-    PCA,
-    POINCARE,
-    SEMANTIC_CONTROL,
-    SEMANTIC_TABLES,
-    SENSITIVITY_FOLDER,
-    SUMMARY_PAGE,
+    ANGLE_RANKING, ARMS_SUMMARY, BASELINES, COMPANION_KIND, CURVATURE_CONTROL, CURVATURE_TABLES,
+    EFFECTS_BY_SEED, EFFECTS_SUMMARY, FACTORIAL_KIND, FIGURES as FIGURE_NAMES, FROZEN, GEOMETRIES,
+    HIER, LAYOUT_FOLDERS, OUTER_CONTROL, PACKAGE_WEIGHTS_PREFIX, PCA, POINCARE, SEMANTIC_CONTROL,
+    SEMANTIC_TABLES, SENSITIVITY_FOLDER, SUMMARY_PAGE,
 )
 from hierbench.provenance.codehash import code_hash
 from hierbench.provenance.hashing import source_fingerprint
@@ -158,6 +130,18 @@ def kind_constraint(kind):
     return name_constraint(datasets_of_kind(config, kind, DATASETS))
 
 
+def collection_constraint():
+    """The constraint of the rules that read a collection of one's own (table or plugin kind)."""
+    return name_constraint(own_collections(config, DATASETS))
+
+
+def dataset_code():
+    """A param: a dataset kind plugin's code hash for the jobs that read its datasets' folders
+    ("" for others); no param without such plugins, so the other jobs keep their params."""
+    hashes = {kind: code_hash((), [path]) for kind, path in kind_sources(config).items()}
+    return {"dataset_code": lambda wildcards: hashes.get(dataset_kind(config, wildcards.dataset), "")} if hashes else {}
+
+
 def cub_taxonomy_config(wildcards):
     """The taxonomy block of a CUB-kind dataset."""
     return config["datasets"][wildcards.dataset]["taxonomy"]
@@ -189,7 +173,7 @@ def folder_content(part):
         dataset = wildcards.dataset
         if config["datasets"][dataset]["source"] == "demo":
             return "demo"
-        root, kind = dataset_folder(config, dataset), dataset_kind(config, dataset)
+        root, kind = dataset_folder(config, dataset), kind_of(config, dataset)
         return identity(fingerprint(root, kind, part, hash_cache(dataset)))
 
     return content

@@ -95,6 +95,7 @@ rule layout_fingerprint:
         benchmark_for(LAYOUT_FILES)
     params:
         **code("stages.images", script="fingerprint"),
+        **dataset_code(),
         kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
         part="layout",
         content=folder_content("layout"),
@@ -114,13 +115,15 @@ use rule layout_fingerprint as image_fingerprint with:
         benchmark_for(IMAGE_FILES)
     params:
         **code("stages.images", script="fingerprint"),
+        **dataset_code(),
         kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
         part="images",
         content=folder_content("images"),
         cache=lambda wildcards: hash_cache(wildcards.dataset),
 
 
-# A table dataset's taxonomy.csv: an identity of its own, read by its taxonomy rule only.
+# A collection's taxonomy tables (table: taxonomy.csv): an identity of their own, read by its
+# taxonomy rule only.
 TAXONOMY_FILES = run_path(TAXONOMY_FINGERPRINT)
 
 
@@ -132,9 +135,10 @@ use rule layout_fingerprint as taxonomy_fingerprint with:
     benchmark:
         benchmark_for(TAXONOMY_FILES)
     wildcard_constraints:
-        dataset=kind_constraint("table"),
+        dataset=collection_constraint(),
     params:
         **code("stages.images", script="fingerprint"),
+        **dataset_code(),
         kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
         part="taxonomy",
         content=folder_content("taxonomy"),
@@ -152,6 +156,7 @@ rule image_table:
         benchmark_for(IMAGES)
     params:
         **code("stages.images", script="image_table"),
+        **dataset_code(),
         kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
     conda:
         ENVIRONMENT

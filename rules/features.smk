@@ -27,7 +27,7 @@ rule backbone_features:
         backbone=config["backbone"],
         kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
         pool=lambda wildcards: pool_config(config, wildcards.dataset),
-        images_dir=lambda wildcards: images_subfolder(dataset_kind(config, wildcards.dataset)),
+        images_dir=lambda wildcards: images_subfolder(config, wildcards.dataset),
         device=config["device"],
     conda:
         ENVIRONMENT

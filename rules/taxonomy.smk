@@ -58,7 +58,8 @@ rule taxonomy_nabirds:
         SCRIPT
 
 
-# Your own collection: taxonomy.csv, read together with images.csv (the reader checks both).
+# Your own collection: taxonomy.csv read together with images.csv (the reader checks both), or
+# a kind of your own's tables (plugins.datasets).
 rule taxonomy_table:
     input:
         taxonomy=run_path(TAXONOMY_FINGERPRINT),
@@ -68,9 +69,10 @@ rule taxonomy_table:
     log:
         log_for(TAXONOMY_TABLE),
     wildcard_constraints:
-        dataset=kind_constraint("table"),
+        dataset=collection_constraint(),
     params:
         **code("stages.taxonomy", script="taxonomy_table"),
+        **dataset_code(),
         levels=lambda wildcards: level_names(config, wildcards.dataset),
     conda:
         ENVIRONMENT

@@ -80,3 +80,23 @@ def example_collection_tree(root: Path, classes: int = 12, images_per_class: int
         (rendered / path).rename(target / Path(path).name)
     shutil.rmtree(rendered)
     return root
+
+
+def example_lineage_folder(root: Path, classes: int = 12, images_per_class: int = 6) -> Path:
+    """The embedded example collection in the layout of the example dataset kind
+    (examples/lineage.py): one ``labels.csv`` (file, species, genus, family, split) beside the
+    images (with the split and the boxes), rendered by the demo's own code."""
+    taxonomy = read_taxonomy_csv(shipped_file("example_collection_taxonomy.csv"))
+    write_table_demo(
+        root, taxonomy, images_per_class=images_per_class, image_size=64, classes=classes
+    )
+    groups = pd.read_csv(root / TAXONOMY_FILE)
+    images = pd.read_csv(root / IMAGES_FILE)
+    labels = images.merge(groups, on="class").rename(
+        columns={"path": "file", "class": "species", "middle": "genus", "high": "family"}
+    )
+    columns = ["file", "species", "genus", "family", "split", "x", "y", "w", "h"]
+    labels[columns].sort_values("file").to_csv(root / "labels.csv", index=False)
+    (root / IMAGES_FILE).unlink()
+    (root / TAXONOMY_FILE).unlink()
+    return root

@@ -248,18 +248,23 @@ EXAMPLES = {  # each example's config overlay: what it sets besides its run fold
         "plugins": {"geometries": {"C": "examples/sphere.py:GEOMETRY"}},
     },
     "ndcg.yaml": {"plugins": {"metrics": {"ndcg@10": "examples/ndcg.py:METRIC"}}},
+    "lineage.yaml": {"plugins": {"datasets": {"lineage": "examples/lineage.py:KIND"}}},
 }
 
 
 def test_each_example_joins_as_one_file_and_one_config_entry():
-    """examples/: the triplet-margin objective, the sphere geometry and the NDCG@10 metric are
-    each a module and a config overlay naming it (docs/extend.md); nothing in the library, the
-    rules or the scripts knows of them."""
+    """examples/: the triplet-margin objective, the sphere geometry, the NDCG@10 metric and the
+    lineage dataset kind are each a module and a config overlay naming it (docs/extend.md; the
+    kind's, a dataset of that kind too); nothing in the library, the rules or the scripts knows
+    of them."""
     for name, settings in EXAMPLES.items():
         overlay = yaml.safe_load((REPO / "examples" / name).read_text(encoding="utf-8"))
+        datasets = overlay.pop("datasets", {})
         assert {key: value for key, value in overlay.items() if key != "run"} == settings
+        named = set(settings["plugins"].get("datasets", {}))
+        assert {entry["kind"] for entry in datasets.values()} == named
     modules = sorted(path.name for path in (REPO / "examples").glob("*.py"))
-    assert modules == ["ndcg.py", "sphere.py", "triplet_margin.py"]
+    assert modules == ["lineage.py", "ndcg.py", "sphere.py", "triplet_margin.py"]
     ours = [
         *(REPO / "src").rglob("*.py"),
         *(REPO / "rules").glob("*.smk"),
@@ -267,9 +272,35 @@ def test_each_example_joins_as_one_file_and_one_config_entry():
         REPO / "Snakefile",
         *(REPO / "schemas").glob("*.yaml"),
     ]
-    pattern = r"triplet_margin|sphere\.py|ndcg\.py|examples/"
+    pattern = r"triplet_margin|sphere\.py|ndcg\.py|lineage\.py|examples/"
     knowing = [p for p in ours if re.search(pattern, p.read_text("utf-8"))]
     assert knowing == []
+
+
+def test_no_module_or_rule_compares_a_dataset_kind_to_its_name():
+    """What a dataset kind decides is a field of its DatasetKind (hierbench.data.kinds), so a
+    new kind is one entry there or one plugin, not a branch in each module that reads data."""
+    from hierbench.data.kinds import BUILTIN_KINDS
+
+    names = "|".join(BUILTIN_KINDS)
+    literal = rf"[\"']({names})[\"']"
+    pattern = re.compile(rf"(==|!=)\s*{literal}|{literal}\s*(==|!=)|\bin\s*[(\[{{]\s*{literal}")
+    ours = [
+        *(REPO / "src").rglob("*.py"),
+        *(REPO / "rules").glob("*.smk"),
+        *(REPO / "workflow_scripts").glob("*.py"),
+        REPO / "Snakefile",
+    ]
+    registry = REPO / "src/hierbench/data/kinds.py"
+    comparing = [
+        f"{path.relative_to(REPO)}:{number}"
+        for path in ours
+        if path != registry
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1)
+        if pattern.search(line)
+    ]
+    assert comparing == []
+    assert pattern.search('if kind == "nabirds":') and pattern.search("kind in ('cub', 'x')")
 
 
 def test_no_workflow_script_dispatches_on_the_rules_name():

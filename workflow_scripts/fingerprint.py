@@ -1,5 +1,6 @@
 """Take one part of a dataset's content identity: its layout's tables or the images they list."""
 
+from hierbench.data.kinds import kind_of
 from hierbench.jobs import start_job
 from hierbench.paths import dataset_folder
 from hierbench.stages.images import build_fingerprint
@@ -10,7 +11,7 @@ build_fingerprint(
     dataset_folder(snakemake.config, snakemake.wildcards.dataset),
     snakemake.output[0],
     job,
-    kind=snakemake.params.kind,
+    kind=kind_of(snakemake.config, snakemake.wildcards.dataset),
     part=snakemake.params.part,
     cache_file=snakemake.params.cache,
 )

@@ -1,5 +1,6 @@
 """Read a dataset folder (demo or real) into its checked image table."""
 
+from hierbench.data.kinds import kind_of
 from hierbench.jobs import start_job
 from hierbench.paths import dataset_folder
 from hierbench.stages.images import build_image_table
@@ -10,5 +11,5 @@ build_image_table(
     dataset_folder(snakemake.config, snakemake.wildcards.dataset),
     snakemake.output[0],
     job,
-    kind=snakemake.params.kind,
+    kind=kind_of(snakemake.config, snakemake.wildcards.dataset),
 )

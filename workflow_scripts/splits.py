@@ -1,5 +1,6 @@
 """Build a dataset's splits: dev-side table and manifest, sealed test-side table and manifest."""
 
+from hierbench.data.kinds import kind_of
 from hierbench.jobs import start_job
 from hierbench.stages.splits import build_splits_and_sealed_test
 
@@ -11,5 +12,5 @@ build_splits_and_sealed_test(
     snakemake.params.config,
     dict(snakemake.output.items()),
     job,
-    kind=snakemake.params.kind,
+    kind=kind_of(snakemake.config, snakemake.wildcards.dataset),
 )

@@ -1,5 +1,7 @@
-"""Read a table dataset's taxonomy.csv into the generic taxonomy table."""
+"""Read a collection's taxonomy (taxonomy.csv, or a kind of one's own's tables) into the generic
+taxonomy table."""
 
+from hierbench.data.kinds import kind_of
 from hierbench.jobs import start_job
 from hierbench.paths import dataset_folder
 from hierbench.stages.taxonomy import build_table_taxonomy
@@ -11,4 +13,5 @@ build_table_taxonomy(
     tuple(snakemake.params.levels),
     snakemake.output[0],
     job,
+    kind=kind_of(snakemake.config, snakemake.wildcards.dataset),
 )

@@ -15,19 +15,15 @@ import jsonschema
 import yaml
 from jsonschema.exceptions import ValidationError
 
-from hierbench.data.kinds import dataset_kind
+from hierbench.data.kinds import kind_of, kind_problems
 from hierbench.factorial import check_factorial, geometry_sources, plugin_sources
 from hierbench.metricnames import metric_references, metric_sources
+from hierbench.plugins import dataset_plugins
 from hierbench.protocol import DATASETS as BIRD_DATASETS
 from hierbench.protocol import PACKAGE_WEIGHTS_PREFIX
 from hierbench.shipped import shipped_file
 
 SCHEMA_PATH = shipped_file("config.schema.yaml")  # found from any working folder
-DATASET_FOLDER_HINT = {
-    "cub": "the CUB_200_2011 folder (images.txt, classes.txt, images/ ...)",
-    "nabirds": "the NABirds folder (images.txt, classes.txt, hierarchy.txt, images/ ...)",
-    "table": "your collection's folder (images.csv, taxonomy.csv and the images they list)",
-}
 # The shipped input files a dataset reads, by their key paths under datasets.<name>.
 SHIPPED_INPUT_KEYS = {"cub": ("classes", "taxonomy.aliases"), "nabirds": ("classes", "hierarchy")}
 
@@ -195,7 +191,7 @@ def plugin_problems(config: dict[str, Any]) -> list[str]:
         metric_sources(config)
     except ValueError as error:
         return [str(error)]
-    return []
+    return kind_problems(config, enabled_datasets(config))
 
 
 def enabled_datasets(config: dict[str, Any]) -> list[str]:
@@ -208,8 +204,8 @@ def missing_inputs(config: dict[str, Any], base: Path = Path()) -> list[str]:
     problems = []
     for name in enabled_datasets(config):
         block = config["datasets"][name]
-        kind = dataset_kind(config, name)
-        for key in SHIPPED_INPUT_KEYS.get(kind, ()):
+        kind = kind_of(config, name)
+        for key in SHIPPED_INPUT_KEYS.get(kind.name, ()):
             path = functools.reduce(lambda node, part: node[part], key.split("."), block)
             if not (base / path).is_file():
                 problems.append(
@@ -222,12 +218,12 @@ def missing_inputs(config: dict[str, Any], base: Path = Path()) -> list[str]:
         if root is None:
             problems.append(
                 f"datasets.{name}.root is not set; with source 'folder' it must name "
-                f"{DATASET_FOLDER_HINT[kind]}"
+                f"{kind.folder_hint}"
             )
         elif not (base / root).is_dir():
             problems.append(
                 f"datasets.{name}.root: folder '{root}' does not exist; put "
-                f"{DATASET_FOLDER_HINT[kind]} there or change the key"
+                f"{kind.folder_hint} there or change the key"
             )
     weights = config["backbone"]["weights"]
     if not weights.startswith(PACKAGE_WEIGHTS_PREFIX) and not (base / weights).exists():
@@ -312,6 +308,9 @@ def locked_config(config: dict[str, Any], dataset: str) -> dict[str, Any]:
     the seal policy, which says how a changed lock is handled rather than what it covers.
     """
     shared = {k: v for k, v in config.items() if k != "datasets" and k not in UNLOCKED_KEYS}
+    if "plugins" in shared:
+        kind = config["datasets"][dataset].get("kind")
+        shared["plugins"] = dataset_plugins(shared["plugins"], kind)
     return {**shared, "datasets": {dataset: config["datasets"][dataset]}}
 
 
@@ -354,7 +353,7 @@ def training_config(
     if not scoring:
         del keys["tuning"], keys["evaluation"]
     if plugins:
-        keys["plugins"] = config["plugins"]
+        keys["plugins"] = dataset_plugins(config["plugins"])
     return keys
 
 

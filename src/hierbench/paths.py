@@ -16,7 +16,7 @@ from hierbench.cells.companion import companion_enabled
 from hierbench.controls.curvature_points import control_variants
 from hierbench.controls.outer import outer_splits
 from hierbench.controls.semantic import semantic_arms, shuffle_settings
-from hierbench.data.kinds import dataset_kind, layout_folder
+from hierbench.data.kinds import kind_of, layout_folder
 from hierbench.factorial import factorial_geometries
 from hierbench.layout import (
     ADDED_GEOMETRY,
@@ -268,9 +268,7 @@ class RunPaths:
             targets.append(self.at(f"{TABLES}/{SUMMARY_PAGE}", dataset=dataset))
             targets += [path for name in FIGURE_NAMES for path in self.figure_files(name, dataset)]
             targets.append(self.at(EFFECTS_VERDICTS, dataset=dataset))
-            if dataset_kind(self.config, dataset) == "nabirds" or semantic_arms(
-                self.config, dataset
-            ):
+            if kind_of(self.config, dataset).always_shuffled or semantic_arms(self.config, dataset):
                 targets += [
                     self.at(SHUFFLED_TAXONOMY, dataset=dataset, fixed=fixed)
                     for fixed in shuffle_settings(self.config, dataset)

@@ -1,13 +1,14 @@
-"""Plugins from outside the package, of every kind (objectives, metrics): how a config names one
-and how it is found and loaded.
+"""Plugins from outside the package, of every kind (objectives, geometries, metrics, datasets):
+how a config names one and how it is found and loaded.
 
 A config entry names an implementation by import path (``package.module:NAME``), by file
 (``path/to/file.py:NAME``, relative to the working folder) or by a Python entry point of the
-kind's group (``entry-point:NAME``; ``hierbench.objectives``, ``hierbench.metrics``), as pytest
-and Snakemake load their plugins. Planning the workflow needs only the plugin's source file (its
-code hash is that of the jobs that use it), found here without running the plugin, so the rules
-stay torch-free and a plugin that cannot be found stops the run before it starts; the jobs that
-use a plugin load it (:func:`load_plugin`).
+kind's group (``entry-point:NAME``; ``hierbench.objectives``, ``hierbench.geometries``,
+``hierbench.metrics``, ``hierbench.datasets``), as pytest and Snakemake load their plugins.
+Planning the workflow needs only the plugin's source file (its code hash is that of the jobs
+that use it), found here without running the plugin, so the rules stay torch-free and a plugin
+that cannot be found stops the run before it starts; the jobs that use a plugin load it
+(:func:`load_plugin`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,16 @@ class PluginError(ValueError):
 def configured(config: Mapping[str, Any], kind: str) -> dict[str, str]:
     """The plugins of ``kind`` a config names (``plugins.<kind>``), by the name each goes by."""
     return dict((config.get("plugins", {}) or {}).get(kind, {}) or {})
+
+
+def dataset_plugins(plugins: Mapping[str, Any], kind: str | None = None) -> dict[str, Any]:
+    """The configured plugins as they concern one dataset: of the dataset kinds, its own
+    ``kind`` alone (none without one), so that a kind of one's own never re-seals another."""
+    concern = {group: named for group, named in plugins.items() if group != "datasets"}
+    kinds = plugins.get("datasets", {}) or {}
+    if kind in kinds:
+        concern["datasets"] = {kind: kinds[kind]}
+    return concern
 
 
 def split_reference(

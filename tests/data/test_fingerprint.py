@@ -10,13 +10,14 @@ import pytest
 from table_collections import table_dataset_folder
 
 from hierbench.data import fingerprint as fp
+from hierbench.data.kinds import BUILTIN_KINDS
 
 
 def _cub(root: Path) -> Path:
     """A two-image CUB-layout folder (its tables only need to list the images)."""
     (root / "images/001.A").mkdir(parents=True)
     (root / "images.txt").write_text("1 001.A/a.jpg\n2 001.A/b b.jpg\n")
-    for name in fp.LAYOUT_TABLES["cub"][1:]:
+    for name in BUILTIN_KINDS["cub"].layout_files[1:]:
         (root / name).write_text(f"{name}\n")
     (root / "images/001.A/a.jpg").write_bytes(b"a")
     (root / "images/001.A/b b.jpg").write_bytes(b"bb")
@@ -27,7 +28,7 @@ def test_the_images_part_lists_exactly_the_images_the_layout_names(tmp_path: Pat
     root = _cub(tmp_path / "cub")
     (root / "images/stray.txt").write_text("not listed")
     assert fp.part_files(root, "cub", "images") == ["images/001.A/a.jpg", "images/001.A/b b.jpg"]
-    assert fp.part_files(root, "cub", "layout") == sorted(fp.LAYOUT_TABLES["cub"])
+    assert fp.part_files(root, "cub", "layout") == sorted(BUILTIN_KINDS["cub"].layout_files)
     table = table_dataset_folder(tmp_path / "mine")
     assert fp.part_files(table, "table", "images") == ["a/10.jpg", "a/9.jpg", "gull/1.jpg", "z.jpg"]
 
@@ -65,7 +66,7 @@ def test_a_listed_file_that_is_missing_is_marked_absent_for_its_reader_to_name(t
 
 
 def test_unknown_kinds_and_parts_are_errors_naming_the_known_ones(tmp_path: Path):
-    with pytest.raises(fp.FingerprintError, match="no layout for dataset kind 'moths'"):
+    with pytest.raises(fp.FingerprintError, match=r"unknown dataset kind .moths.; built-in kinds"):
         fp.part_files(tmp_path, "moths", "images")
     with pytest.raises(fp.FingerprintError, match=r"no dataset part 'all'; parts: \['layout'"):
         fp.part_files(tmp_path, "cub", "all")
@@ -75,5 +76,7 @@ def test_a_damaged_cache_is_rebuilt(tmp_path: Path):
     root = _cub(tmp_path / "cub")
     cache = tmp_path / "cache.json"
     cache.write_text("{not json")
-    assert len(fp.fingerprint(root, "cub", "layout", cache)) == len(fp.LAYOUT_TABLES["cub"])
+    assert len(fp.fingerprint(root, "cub", "layout", cache)) == len(
+        BUILTIN_KINDS["cub"].layout_files
+    )
     assert cache.read_text().startswith("{")

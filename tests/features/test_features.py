@@ -22,6 +22,7 @@ import torch
 from matplotlib import cbook
 from PIL import Image
 
+from hierbench.data.kinds import BUILTIN_KINDS
 from hierbench.features.backbones import (
     DEMO_BACKBONE,
     DINOV2_BACKBONE,
@@ -542,7 +543,7 @@ def test_a_backbone_pass_holds_its_images_unlabelled(
         backbone,
         out,
         JOB,
-        kind=kind,
+        kind=BUILTIN_KINDS[kind],
         pool=pool,
         images_dir="",
         device="cpu",
@@ -627,6 +628,8 @@ def test_an_unknown_pass_or_partition_is_an_error_naming_the_known_ones():
 
     assert tuple(PASSES) == BACKBONE_PASSES
     with pytest.raises(ValueError, match=r"no backbone pass 'tiles'; passes: \['crops'"):
-        build_backbone_pass("tiles", "cub", "i", "r", {}, "o", None, kind="cub", pool={})
+        build_backbone_pass(
+            "tiles", "cub", "i", "r", {}, "o", None, kind=BUILTIN_KINDS["cub"], pool={}
+        )
     with pytest.raises(ValueError, match=r"no feature partition 'train'; partitions: \['dev'"):
         build_feature_slice("train", "cub", "p", "s", "i", "t", "o", None)

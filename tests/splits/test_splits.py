@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from hierbench.data.kinds import BUILTIN_KINDS as KINDS
 from hierbench.relations import valid_query_counts
 from hierbench.splits.construction import (
     QueryGallerySpec,
@@ -255,16 +256,19 @@ def test_the_pool_and_the_development_candidates_need_no_taxonomy():
     frame = _images({leaf: 8 for leaf in range(6)}).assign(class_id=lambda f: f["leaf_code"] + 1)
     unlabelled = frame.drop(columns=["leaf_code", "middle_code", "high_code"])
     pooled = {"image_pool": {"size": 24, "seed": 1}, "splits": {}}
-    for kind, config in (("nabirds", pooled), ("cub", {"splits": {}})):
+    for kind, config in ((KINDS["nabirds"], pooled), (KINDS["cub"], {"splits": {}})):
         for choose in (study_pool, development_candidates):
             assert choose(kind, frame, config)["image_id"].tolist() == (
                 choose(kind, unlabelled, config)["image_id"].tolist()
             )
-    assert len(study_pool("nabirds", frame, pooled)) == 24
-    assert development_candidates("cub", frame, {"splits": {}})["is_train"].all()
+    assert len(study_pool(KINDS["nabirds"], frame, pooled)) == 24
+    assert development_candidates(KINDS["cub"], frame, {"splits": {}})["is_train"].all()
     middle_disjoint = {"splits": {"protocol": "middle-disjoint"}}
-    assert len(development_candidates("table", frame, middle_disjoint)) == len(frame)
-    assert len(development_candidates("table", frame, {"splits": {"protocol": "official"}})) == 24
+    assert len(development_candidates(KINDS["table"], frame, middle_disjoint)) == len(frame)
+    assert (
+        len(development_candidates(KINDS["table"], frame, {"splits": {"protocol": "official"}}))
+        == 24
+    )
 
 
 def assert_outer_splits_disjoint(table: pd.DataFrame, labels: pd.DataFrame, count: int) -> None:
@@ -346,7 +350,7 @@ def test_a_table_dataset_splits_by_its_protocol():
     from hierbench.stages.splits import make_split_table
 
     frame = _nabirds_like()
-    disjoint, partition = make_split_table("table", frame, _table_block("middle-disjoint"))
+    disjoint, partition = make_split_table(KINDS["table"], frame, _table_block("middle-disjoint"))
     assert partition["tries"] == 1 and partition["test"]["middles"] == round(0.2 * 404)
     tuning, final = _roles(disjoint, "tuning"), _roles(disjoint, "final")
     labels = frame.set_index("image_id")
@@ -355,7 +359,7 @@ def test_a_table_dataset_splits_by_its_protocol():
         for name, ids in (("train", tuning["train"]), ("test", final["test"]))
     }
     assert len(middles["test"]) == round(0.2 * 404) and not middles["train"] & middles["test"]
-    official, none = make_split_table("table", frame, _table_block("official"))
+    official, none = make_split_table(KINDS["table"], frame, _table_block("official"))
     assert none is None
     test_ids = _roles(official, "final")["test"]
     assert test_ids == set(frame.loc[~frame["is_train"], "image_id"])
@@ -367,4 +371,4 @@ def test_the_official_protocol_needs_the_split_column():
 
     frame = _nabirds_like().assign(is_train=False)  # images.csv without a split column
     with pytest.raises(SplitError, match=r"needs images\.csv's split column"):
-        make_split_table("table", frame, _table_block("official"))
+        make_split_table(KINDS["table"], frame, _table_block("official"))

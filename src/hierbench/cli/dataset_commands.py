@@ -19,7 +19,7 @@ from hierbench.data.fetch import (
     fetch_release,
 )
 from hierbench.data.init_dataset import init_dataset
-from hierbench.data.kinds import TABLE_KIND, dataset_entry, dataset_kind, table_folder
+from hierbench.data.kinds import dataset_entry, kind_of, table_folder
 from hierbench.data.quality import DatasetCheckError, check_report, check_table_splits
 from hierbench.data.table_reader import read_taxonomy_csv
 from hierbench.demo import write_table_demo
@@ -92,12 +92,12 @@ def check_dataset(args: argparse.Namespace) -> int:
     """Validate a dataset of a config without running anything: a table dataset's counts and
     warnings, or a real CUB/NABirds copy against its release."""
     config = _config(args.config, args.schema)
-    kind = dataset_kind(config, args.name)
+    kind = kind_of(config, args.name)
     warnings: list[str] = []
-    if kind == TABLE_KIND:
+    if kind.own_collection:
         lines, warnings = _check_table(config, args.name, args.deep)
     else:
-        lines = _check_release(config, args.name, kind)
+        lines = _check_release(config, args.name, kind.name)
     print("\n".join(lines))
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)

@@ -12,8 +12,6 @@ modification time: an unchanged collection is not read again.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import tempfile
@@ -22,19 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from hierbench.data.kinds import TABLE_KIND, images_subfolder
-from hierbench.data.layouts import CUB_FILES, NABIRDS_FILES
-from hierbench.data.table_reader import IMAGES_FILE, TAXONOMY_FILE
+from hierbench.data.kinds import DatasetKind, builtin_kind
 from hierbench.provenance.hashing import canonical_json, sha256_bytes, sha256_file
 
-LAYOUT_TABLES = {
-    "cub": CUB_FILES,
-    "nabirds": NABIRDS_FILES,
-    TABLE_KIND: (IMAGES_FILE,),
-}
-# The tables a kind's taxonomy is read from inside its folder (the bird kinds' taxonomies come
-# from shipped files): apart from the layout, so that a taxonomy edit leaves the image table.
-TAXONOMY_TABLES = {"cub": (), "nabirds": (), TABLE_KIND: (TAXONOMY_FILE,)}
 PARTS = ("layout", "taxonomy", "images")  # the three identities of a dataset
 COLUMNS = ("path", "bytes", "sha256")
 ABSENT = "absent"  # the hash of a listed file that does not exist (its reader names it)
@@ -44,35 +32,16 @@ class FingerprintError(ValueError):
     """A dataset's content identity cannot be taken; the message names the file or part."""
 
 
-def listed_images(root: str | os.PathLike[str], kind: str) -> list[str]:
-    """The image files a dataset's layout lists, relative to its folder, sorted. A table the
-    layout needs but that is missing or unreadable lists none: its reader reports it."""
-    root = Path(root)
-    try:
-        if kind == TABLE_KIND:
-            text = (root / IMAGES_FILE).read_bytes().decode("utf-8-sig")
-            paths = [row.get("path", "").strip() for row in csv.DictReader(io.StringIO(text))]
-        else:
-            lines = (root / "images.txt").read_text(encoding="utf-8").splitlines()
-            folder = images_subfolder(kind)
-            paths = [f"{folder}/{line.split(maxsplit=1)[1]}" for line in lines if line.split()[1:]]
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return []
-    return sorted({path for path in paths if path})
-
-
-def part_files(root: str | os.PathLike[str], kind: str, part: str) -> list[str]:
-    """The files of one part of a dataset: its layout's tables, or the images they list."""
-    if kind not in LAYOUT_TABLES:
-        raise FingerprintError(
-            f"no layout for dataset kind {kind!r}; known: {sorted(LAYOUT_TABLES)}"
-        )
+def part_files(root: str | os.PathLike[str], kind: str | DatasetKind, part: str) -> list[str]:
+    """The files of one part of a dataset: its layout's tables, its taxonomy's, or the images
+    its layout lists (a layout that cannot be read lists none: its reader reports it)."""
+    entry = kind if isinstance(kind, DatasetKind) else builtin_kind(kind, FingerprintError)
     if part == "layout":
-        return sorted(LAYOUT_TABLES[kind])
+        return sorted(entry.layout_files)
     if part == "taxonomy":
-        return sorted(TAXONOMY_TABLES[kind])
+        return sorted(entry.taxonomy_files)
     if part == "images":
-        return listed_images(root, kind)
+        return entry.listed_images(Path(root))
     raise FingerprintError(f"no dataset part {part!r}; parts: {list(PARTS)}")
 
 
@@ -128,7 +97,10 @@ def file_table(
 
 
 def fingerprint(
-    root: str | os.PathLike[str], kind: str, part: str, cache_file: str | os.PathLike[str] | None
+    root: str | os.PathLike[str],
+    kind: str | DatasetKind,
+    part: str,
+    cache_file: str | os.PathLike[str] | None,
 ) -> pd.DataFrame:
     """The file table of one part of a dataset folder."""
     return file_table(root, part_files(root, kind, part), HashCache(cache_file))

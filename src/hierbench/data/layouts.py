@@ -83,6 +83,17 @@ def read_nabirds(root: str | os.PathLike[str]) -> pd.DataFrame:
     return _read_dataset(Path(root), NABIRDS_FILES, _nabirds_image_id, hierarchy=True)
 
 
+def listed_layout_images(root: Path) -> list[str]:
+    """The image files ``images.txt`` lists, relative to the folder, sorted (none when it is
+    missing or unreadable: the reader reports that)."""
+    try:
+        lines = (root / "images.txt").read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    paths = {f"{IMAGES_DIR}/{line.split(maxsplit=1)[1]}" for line in lines if line.split()[1:]}
+    return sorted(paths)
+
+
 def _cub_image_id(token: str) -> str:
     """Canonical CUB image id: the integer as a decimal string; ValueError if not an integer."""
     if not token.isdigit():

@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from hierbench.data.kinds import TABLE_KIND, dataset_kind, level_names, table_folder
+from hierbench.data.kinds import kind_of, level_names, table_folder
 from hierbench.data.layouts import DatasetFormatError
-from hierbench.data.table_reader import TableDataset, level_counts, read_table_dataset
+from hierbench.data.table_reader import TableDataset, level_counts
 from hierbench.relations import strict_positive_counts
 from hierbench.splits.construction import MIDDLE_DISJOINT, parent_counts
 from hierbench.splits.sampling import SplitError
@@ -122,13 +122,13 @@ def check_report(
     Returns the report's lines (its counts per level) and the warnings (``deep``: opening
     every image too). ``root`` reads the dataset from another folder (an example collection
     rendered before its run)."""
-    kind = dataset_kind(config, name)
-    if kind != TABLE_KIND:
+    kind = kind_of(config, name)
+    if kind.read_dataset is None:
         raise DatasetCheckError(
-            f"check-dataset validates table datasets; {name!r} is of kind {kind!r}"
+            f"check-dataset validates collections of your own; {name!r} is of kind {kind.name!r}"
         )
     root = root or table_folder(config, name)
-    dataset = read_table_dataset(root)
+    dataset = kind.read_dataset(Path(root))
     counts = level_counts(dataset)
     levels = level_names(config, name)
     rows = [("images", counts["images"]), (f"{levels[0]} (leaf)", counts["classes"])]
@@ -138,7 +138,7 @@ def check_report(
         for split in ("train", "test")
         if f"{split}_images" in counts
     ]
-    lines = [f"{name}: {root} is a valid table dataset"]
+    lines = [f"{name}: {root} is a valid {kind.name} dataset"]
     lines += [f"  {label:<24} {count:>8}" for label, count in rows]
     queries = config["datasets"][name]["splits"]["query_gallery"]["queries"]
     warnings = dataset_warnings(dataset, levels, queries)
@@ -153,11 +153,12 @@ def plan_warnings(config: dict[str, Any], datasets: list[str]) -> list[str]:
     refuses gets none here: the run's first job names that flaw."""
     warnings = []
     for name in datasets:
-        root = table_folder(config, name) if dataset_kind(config, name) == TABLE_KIND else None
-        if root is None or not Path(root).is_dir():
+        kind = kind_of(config, name)
+        root = table_folder(config, name) if kind.read_dataset is not None else None
+        if kind.read_dataset is None or root is None or not Path(root).is_dir():
             continue
         try:
-            dataset = read_table_dataset(root)
+            dataset = kind.read_dataset(Path(root))
         except DatasetFormatError:
             continue
         queries = config["datasets"][name]["splits"]["query_gallery"]["queries"]
@@ -170,14 +171,15 @@ def check_table_splits(config: dict[str, Any], datasets: list[str]) -> None:
     """Stop the plan when a middle-disjoint table dataset whose folder is there cannot split
     its middle groups as configured, naming the dataset's own key (not at the splits job)."""
     for name in datasets:
-        if dataset_kind(config, name) != TABLE_KIND:
+        kind = kind_of(config, name)
+        if kind.read_dataset is None:
             continue
         splits = config["datasets"][name]["splits"]
         root = table_folder(config, name)
         if splits.get("protocol") != MIDDLE_DISJOINT or not Path(root).is_dir():
             continue
         try:
-            dataset = read_table_dataset(root)
+            dataset = kind.read_dataset(Path(root))
         except DatasetFormatError:
             continue  # the run's first job names that flaw
         middles = dataset.taxonomy.loc[

@@ -12,6 +12,8 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from hierbench.data.layouts import DatasetFormatError
 
 
@@ -64,6 +66,20 @@ def read_csv(path: Path, required: tuple[str, ...], optional: tuple[str, ...]) -
     _check_header(path, header_line, columns, required, optional)
     rows = [_row(path, line, columns, cells) for line, cells in data]
     return Table(header_line, tuple(columns), rows)
+
+
+def frame_table(
+    path: Path, frame: pd.DataFrame, required: tuple[str, ...], optional: tuple[str, ...]
+) -> Table:
+    """A table handed over in memory (a dataset kind of one's own read it), checked as a CSV
+    file would be; ``path`` names its source in errors, row k at line k + 2 as under a header."""
+    columns = [str(column).strip() for column in frame.columns]
+    _check_header(path, 1, columns, required, optional)
+    cells = frame.fillna("").astype(str).map(str.strip).itertuples(index=False, name=None)
+    rows = [
+        _row(path, line, columns, list(row)) for line, row in enumerate(cells, start=2) if any(row)
+    ]
+    return Table(1, tuple(columns), rows)
 
 
 def _check_header(

@@ -25,6 +25,8 @@ the 1-based line (line 1 is the header), as ``ROOT/images.csv:7: ...``. The read
 
 from __future__ import annotations
 
+import csv
+import io
 import logging
 import math
 import os
@@ -99,10 +101,30 @@ def read_table_dataset(root: str | os.PathLike[str]) -> TableDataset:
     """Read and check a ``kind: table`` folder (see module docstring); raise on any flaw."""
     root = Path(root)
     _require_layout(root, (IMAGES_FILE, TAXONOMY_FILE))
-    classes = _read_taxonomy(root / TAXONOMY_FILE)
-    rows, has_split, has_boxes = _read_image_rows(root)
-    _check_classes(root / IMAGES_FILE, rows, classes, root / TAXONOMY_FILE)
-    _check_on_disk(root, rows)
+    taxonomy_path = root / TAXONOMY_FILE
+    classes = _taxonomy_classes(taxonomy_path, read_csv(taxonomy_path, TAXONOMY_COLUMNS, ()))
+    images = read_csv(root / IMAGES_FILE, IMAGE_COLUMNS, (SPLIT_COLUMN, *BOX_COLUMNS))
+    return _assembled(root, (root / IMAGES_FILE, images), taxonomy_path, classes)
+
+
+def checked_dataset(
+    root: Path, images: tuple[Path, Table], taxonomy: tuple[Path, Table]
+) -> TableDataset:
+    """A dataset from its two tables (each with the file its errors name), checked as a
+    ``kind: table`` folder is: the taxonomy's tree, every row, every image on disk."""
+    taxonomy_path, taxonomy_table = taxonomy
+    classes = _taxonomy_classes(taxonomy_path, taxonomy_table)
+    return _assembled(root, images, taxonomy_path, classes)
+
+
+def _assembled(
+    root: Path, images: tuple[Path, Table], taxonomy_path: Path, classes: dict[str, _Class]
+) -> TableDataset:
+    """The checked images joined to the checked classes."""
+    images_path, image_table = images
+    rows, has_split, has_boxes = _image_rows(images_path, image_table)
+    _check_classes(images_path, rows, classes, taxonomy_path)
+    _check_on_disk(root, images_path, rows)
     class_ids = _class_ids([image.class_name for image in rows], classes)
     dataset = TableDataset(
         images=_images_frame(rows, class_ids),
@@ -120,16 +142,32 @@ def read_table_images(root: str | os.PathLike[str]) -> pd.DataFrame:
     taxonomy edit leaves it, and the features computed from it, untouched."""
     root = Path(root)
     _require_layout(root, (IMAGES_FILE,))
-    rows, _, _ = _read_image_rows(root)
-    _check_on_disk(root, rows)
+    table = read_csv(root / IMAGES_FILE, IMAGE_COLUMNS, (SPLIT_COLUMN, *BOX_COLUMNS))
+    return checked_images(root, root / IMAGES_FILE, table)
+
+
+def checked_images(root: Path, path: Path, table: Table) -> pd.DataFrame:
+    """The per-image table of an image table (``path`` names it in errors), checked alone."""
+    rows, _, _ = _image_rows(path, table)
+    _check_on_disk(root, path, rows)
     return _images_frame(rows, _class_ids([image.class_name for image in rows], {}))
 
 
-def _read_image_rows(root: Path) -> tuple[list[_Image], bool, bool]:
-    """The checked rows of ``images.csv`` and whether it gives the split and the boxes."""
-    table = read_csv(root / IMAGES_FILE, IMAGE_COLUMNS, (SPLIT_COLUMN, *BOX_COLUMNS))
-    has_split, has_boxes = _image_options(root / IMAGES_FILE, table)
-    return _parse_images(root / IMAGES_FILE, table.rows), has_split, has_boxes
+def listed_table_images(root: Path) -> list[str]:
+    """The image files ``images.csv`` lists, sorted (none when it cannot be read: the reader
+    reports that)."""
+    try:
+        text = (root / IMAGES_FILE).read_bytes().decode("utf-8-sig")
+        paths = [row.get("path", "").strip() for row in csv.DictReader(io.StringIO(text))]
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []
+    return sorted({path for path in paths if path})
+
+
+def _image_rows(path: Path, table: Table) -> tuple[list[_Image], bool, bool]:
+    """The checked rows of an image table and whether it gives the split and the boxes."""
+    has_split, has_boxes = _image_options(path, table)
+    return _parse_images(path, table.rows), has_split, has_boxes
 
 
 def _check_classes(
@@ -147,7 +185,7 @@ def _check_classes(
 def read_taxonomy_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
     """The taxonomy table of a ``taxonomy.csv`` alone (checked as in a dataset folder), e.g. the
     example collection the demo renders; class ids follow the sorted class names."""
-    classes = _read_taxonomy(Path(path))
+    classes = _taxonomy_classes(Path(path), read_csv(Path(path), TAXONOMY_COLUMNS, ()))
     return _taxonomy_frame(classes, _class_ids(list(classes), classes))
 
 
@@ -187,9 +225,8 @@ def _require_layout(root: Path, names: tuple[str, ...]) -> None:
             raise TableDatasetError(f"missing file {root / name} in dataset folder {root}")
 
 
-def _read_taxonomy(path: Path) -> dict[str, _Class]:
+def _taxonomy_classes(path: Path, table: Table) -> dict[str, _Class]:
     """The taxonomy's classes by name, a proper three-level tree with enough groups."""
-    table = read_csv(path, TAXONOMY_COLUMNS, ())
     classes: dict[str, _Class] = {}
     for row in table.rows:
         entry = _Class(row.line, row.cells["class"], row.cells["middle"], row.cells["high"])
@@ -322,14 +359,14 @@ def _box_value(path: Path, line: int, column: str, cell: str) -> float:
     raise TableDatasetError(f"{path}:{line}: box value {column}={cell!r} {why}")
 
 
-def _check_on_disk(root: Path, images: list[_Image]) -> None:
+def _check_on_disk(root: Path, path: Path, images: list[_Image]) -> None:
     """Every listed image must be a file under ROOT (one walk, no stat per image)."""
     present = files_under(root)
     absent = [image for image in images if image.path not in present]
     if absent:
         first = absent[0]
         raise TableDatasetError(
-            f"{root / IMAGES_FILE}:{first.line}: image {first.path!r} is listed but absent "
+            f"{path}:{first.line}: image {first.path!r} is listed but absent "
             f"from {root} ({len(absent)} listed image(s) absent)"
         )
 

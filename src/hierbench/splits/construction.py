@@ -12,7 +12,7 @@ sealed draws' proportions and seeds.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -39,6 +39,13 @@ from hierbench.splits.sampling import (  # noqa: F401  (re-exported: the splits'
 
 SPLIT_COLUMNS = ("split", "role", "seed", "sealed", "image_id")
 OFFICIAL, MIDDLE_DISJOINT = "official", "middle-disjoint"  # the split protocols
+
+
+class SplitPolicy(Protocol):
+    """What a dataset kind decides about its splits (a hierbench.data.kinds.DatasetKind)."""
+
+    default_protocol: str  # the split protocol unless the config names one
+    sampled_pool: bool  # the study draws its images from a configured pool
 
 
 # --------------------------------------------------------------------------- split sets
@@ -126,22 +133,24 @@ def sample_pool(images: pd.DataFrame, size: int | None, seed: int) -> pd.DataFra
     return images.loc[stratified_pick(images, "class_id", size, np.random.default_rng(seed))]
 
 
-def split_protocol(kind: str, splits: dict[str, Any]) -> str:
+def split_protocol(kind: SplitPolicy, splits: dict[str, Any]) -> str:
     """The split protocol of a dataset: ``official`` (the images' own train/test flags, CUB's
     default) or ``middle-disjoint`` (whole middle groups, the default of the others)."""
-    return splits.get("protocol", OFFICIAL if kind == "cub" else MIDDLE_DISJOINT)
+    return splits.get("protocol", kind.default_protocol)
 
 
-def study_pool(kind: str, images: pd.DataFrame, config: dict[str, Any]) -> pd.DataFrame:
+def study_pool(kind: SplitPolicy, images: pd.DataFrame, config: dict[str, Any]) -> pd.DataFrame:
     """Every image a dataset's study may use (``config``: its ``image_pool`` and ``splits``
     blocks), known before any taxonomy: NABirds' sampled pool, otherwise every image."""
-    if kind == "nabirds":
+    if kind.sampled_pool:
         pool = config["image_pool"]
         return sample_pool(images, pool["size"], pool["seed"])
     return images
 
 
-def development_candidates(kind: str, images: pd.DataFrame, config: dict[str, Any]) -> pd.DataFrame:
+def development_candidates(
+    kind: SplitPolicy, images: pd.DataFrame, config: dict[str, Any]
+) -> pd.DataFrame:
     """The pool's images that may become development images whatever the taxonomy: the
     train-flagged ones under the official protocol, the whole pool when whole middle groups
     are held out (which groups, only the taxonomy says)."""

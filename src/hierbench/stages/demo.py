@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +15,12 @@ from hierbench.provenance.artifacts import record_folder
 from hierbench.provenance.records import JobContext
 
 log = logging.getLogger(__name__)
+
+# The demo renderer of each release layout, by dataset kind (a collection's is build_table_demo).
+LAYOUT_RENDERERS: dict[str, Callable[..., Path]] = {
+    "cub": write_cub_demo,
+    "nabirds": write_nabirds_demo,
+}
 
 
 def build_demo(
@@ -43,12 +50,13 @@ def build_demo(
         "classes_file": classes_file,
         "workers": workers,
     }
-    if kind == "cub":
-        write_cub_demo(out_folder, table, **options)
-    elif kind == "nabirds":
-        write_nabirds_demo(out_folder, table, hierarchy_file=hierarchy_file, **options)
-    else:
-        raise ValueError(f"no demo renderer for dataset kind {kind!r}; known: cub, nabirds")
+    if kind not in LAYOUT_RENDERERS:
+        raise ValueError(
+            f"no demo renderer for dataset kind {kind!r}; known: {sorted(LAYOUT_RENDERERS)}"
+        )
+    if hierarchy_file is not None:
+        options["hierarchy_file"] = hierarchy_file
+    LAYOUT_RENDERERS[kind](out_folder, table, **options)
     log.info("rendered the %s demo into %s", kind, out_folder)
     return record_folder(out_folder, job)
 

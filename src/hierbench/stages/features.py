@@ -25,6 +25,7 @@ from hierbench.features.store import feature_table, read_feature_matrix, write_f
 from hierbench.provenance.artifacts import read_parquet_metadata
 from hierbench.provenance.records import JobContext
 from hierbench.splits.construction import (
+    SplitPolicy,
     development_candidates,
     role_ids,
     rows_for_ids,
@@ -37,7 +38,8 @@ log = logging.getLogger(__name__)
 # Each backbone pass: which images it holds, chosen from the image table alone, and whether it
 # crops them to the bird's box. The whole images of the study's pool; the crops (the companion
 # method's entailment pairs, development only) of the images that may be development images.
-PASSES: dict[str, tuple[Callable[[str, pd.DataFrame, dict[str, Any]], pd.DataFrame], bool]] = {
+Selection = Callable[[SplitPolicy, pd.DataFrame, dict[str, Any]], pd.DataFrame]
+PASSES: dict[str, tuple[Selection, bool]] = {
     "images": (study_pool, False),
     "crops": (development_candidates, True),
 }
@@ -52,7 +54,7 @@ def build_backbone_pass(
     out_table: str | Path,
     job: JobContext,
     *,
-    kind: str,
+    kind: SplitPolicy,
     pool: dict[str, Any],
     images_dir: str = IMAGES_DIR,
     device: str = "cpu",

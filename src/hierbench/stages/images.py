@@ -8,28 +8,18 @@ from pathlib import Path
 import pandas as pd
 
 from hierbench.data.fingerprint import ABSENT, fingerprint
-from hierbench.data.layouts import read_cub, read_nabirds
-from hierbench.data.table_reader import read_table_images
+from hierbench.data.kinds import DatasetKind
 from hierbench.provenance.artifacts import write_parquet
 from hierbench.provenance.records import JobContext
 
 log = logging.getLogger(__name__)
 
-# The per-image table of each dataset kind.
-READERS = {
-    "cub": read_cub,
-    "nabirds": read_nabirds,
-    "table": read_table_images,
-}
-
 
 def build_image_table(
-    dataset: str, root: str | Path, out_table: str | Path, job: JobContext, *, kind: str
+    dataset: str, root: str | Path, out_table: str | Path, job: JobContext, *, kind: DatasetKind
 ) -> pd.DataFrame:
     """Read a dataset folder (demo or real) of a kind and write its checked per-image table."""
-    if kind not in READERS:
-        raise ValueError(f"no reader for dataset kind {kind!r}; known: {sorted(READERS)}")
-    images = READERS[kind](root)
+    images = kind.read_images(Path(root))
     facts = {
         "images": len(images),
         "classes": int(images["class_id"].nunique()),
@@ -47,7 +37,7 @@ def build_fingerprint(
     out_table: str | Path,
     job: JobContext,
     *,
-    kind: str,
+    kind: DatasetKind,
     part: str,
     cache_file: str | Path | None,
 ) -> pd.DataFrame:

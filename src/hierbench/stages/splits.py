@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from hierbench.data.kinds import DatasetKind
 from hierbench.provenance.artifacts import write_parquet
 from hierbench.provenance.records import JobContext
 from hierbench.splits.construction import (
@@ -29,12 +30,12 @@ SORT_TABLE = ["split", "role", "image_id"]
 SORT_MANIFEST = ["split", "role"]
 
 
-# The paper's NABirds development and test images, beside which a partition's own are logged.
-PAPER_NABIRDS_IMAGES = {"development": 19_021, "test": 5_017}
+# The papers' development and test images of a kind, beside which a partition's own are logged.
+PAPER_IMAGES = {"nabirds": {"development": 19_021, "test": 5_017}}
 
 
 def make_split_table(
-    kind: str, images: pd.DataFrame, config: dict[str, Any]
+    kind: DatasetKind, images: pd.DataFrame, config: dict[str, Any]
 ) -> tuple[pd.DataFrame, dict[str, Any] | None]:
     """The full split table of a dataset of ``kind`` from its labelled images and config block,
     and, for a middle-disjoint protocol, the partition's report (its seed, how many seeded
@@ -56,25 +57,24 @@ def make_split_table(
         "outer_validation_fraction": splits["outer"]["validation_fraction"],
     }
     protocol = split_protocol(kind, splits)
-    if kind == "table" and protocol == OFFICIAL and not images["is_train"].any():
+    if kind.own_collection and protocol == OFFICIAL and not images["is_train"].any():
         raise SplitError(
-            "split protocol 'official' needs images.csv's split column with train images; "
-            "add it, or set splits.protocol to 'middle-disjoint'"
+            "split protocol 'official' needs images.csv's split column (a kind of your own: its "
+            "images' split) with train images; add it, or set splits.protocol to "
+            "'middle-disjoint'"
         )
     if protocol == OFFICIAL:
         table = cub_split_table(images, validation_fraction=splits["validation_fraction"], **common)
         return table, None
-    if kind == "nabirds":
-        images, key, groups = study_pool(kind, images, config), "splits.parents", "parents"
-    else:
-        key, groups = "splits.middles", "middle groups"
+    images = study_pool(kind, images, config)
+    key, groups = kind.middle_split_key, kind.middle_groups
     counts = parent_counts(splits[key.split(".")[1]], images["middle_code"].nunique(), key, groups)
     partition = middle_partition(images, counts, splits["seed"], splits.get("leaves"))
     report = {"seed": partition.seed, "tries": partition.tries, **partition.counts(images)}
     return middle_disjoint_table(images, partition, **common), report
 
 
-def _partition_line(dataset: str, kind: str, report: dict[str, Any]) -> str:
+def _partition_line(dataset: str, kind: DatasetKind, report: dict[str, Any]) -> str:
     """The partition in one log line, beside the paper's image counts for NABirds."""
     roles = ("train", "validation", "test")
     middles, leaves = ([report[r][what] for r in roles] for what in ("middles", "leaves"))
@@ -84,8 +84,8 @@ def _partition_line(dataset: str, kind: str, report: dict[str, Any]) -> str:
         f"middle groups {' / '.join(map(str, middles))}, leaves {' / '.join(map(str, leaves))}, "
         f"{development} development and {report['test']['images']} test images"
     )
-    if kind == "nabirds":
-        paper = PAPER_NABIRDS_IMAGES
+    if kind.name in PAPER_IMAGES:
+        paper = PAPER_IMAGES[kind.name]
         line += f" (the paper: {paper['development']:,} and {paper['test']:,} on its real images)"
     return line
 
@@ -98,7 +98,7 @@ def build_splits_and_sealed_test(
     outputs: dict[str, str | Path],
     job: JobContext,
     *,
-    kind: str,
+    kind: DatasetKind,
 ) -> pd.DataFrame:
     """Write the dev split table and manifest, and the sealed test-side table and manifest.
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hierbench.data.table_reader import read_table_dataset
+from hierbench.data.kinds import BUILTIN_KINDS, TABLE_KIND, DatasetKind
 from hierbench.protocol import LEVEL_NAMES
 from hierbench.provenance.artifacts import write_json, write_parquet, write_text
 from hierbench.provenance.records import JobContext
@@ -115,9 +115,14 @@ def build_table_taxonomy(
     levels: tuple[str, str, str],
     out_table: str | Path,
     job: JobContext,
+    *,
+    kind: DatasetKind = BUILTIN_KINDS[TABLE_KIND],
 ) -> pd.DataFrame:
-    """Read a table dataset's taxonomy.csv (checked with its images.csv) and write it."""
-    table = read_table_dataset(root).taxonomy
+    """Read a collection's taxonomy (a table dataset's taxonomy.csv, checked with its
+    images.csv; a kind of one's own, its tables) and write it."""
+    if kind.read_dataset is None:
+        raise ValueError(f"dataset kind {kind.name!r} keeps no taxonomy in its folder")
+    table = kind.read_dataset(Path(root)).taxonomy
     check_taxonomy_consistency(table)
     write_parquet(
         table,
