@@ -172,8 +172,10 @@ def test_check_dataset_warns_about_weak_queries_and_deep_opens_every_image(tmp_p
     assert "warning: 3 genus group(s) hold a single species" in err
     assert "warning: datasets.beetles.splits.middles: 3 middle groups cannot be split" in err
     assert "cannot be read as an image" not in err  # only --deep opens the images
-    assert main(["check-dataset", str(config), "beetles", "--schema", SCHEMA, "--deep"]) == 0
-    assert capsys.readouterr().err.count("cannot be read as an image") == 4
+    assert main(["check-dataset", str(config), "beetles", "--schema", SCHEMA, "--deep"]) == 1
+    out, err = capsys.readouterr()
+    assert "is not a valid table dataset: 4 of its 4 images cannot be read" in out
+    assert err.count("error: ") == err.count("cannot be read as an image") == 4
 
 
 def test_check_dataset_names_the_file_and_line_of_a_flaw(tmp_path: Path, capsys):

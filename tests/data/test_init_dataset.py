@@ -112,3 +112,22 @@ def test_the_ot_cut_offs_fit_the_expected_gallery():
     assert fitting_ot_ks(1_000, 150) == [10, 50]  # gallery 120: room for K up to 60
     assert fitting_ot_ks(72, 36) == [10]  # gallery 28
     assert fitting_ot_ks(20, 10) == [1, 2, 4]  # gallery 8: no paper K fits, three that do
+
+
+def test_every_folder_that_gives_no_class_is_named_with_why(tmp_path: Path, capsys):
+    photos = _tree(tmp_path / "photos")
+    (photos / "raptors/accipiter/Empty One").mkdir()
+    (photos / "songbirds/corvus/crow").mkdir(parents=True)  # a genus with no image below it
+    (photos / "songbirds/turdus/robin/old").mkdir()
+    (photos / ".trash/x/y").mkdir(parents=True)  # hidden: neither read nor named
+    assert main(["init-dataset", str(photos), "--smoke"]) == 0
+    out = capsys.readouterr().out
+    skipped = [line for line in out.splitlines() if line.startswith("skipped folder")]
+    assert skipped == [
+        f"skipped folder {photos / 'raptors/accipiter/Empty One'}: a class folder with no image "
+        "in it (a class needs images)",
+        f"skipped folder {photos / 'songbirds/corvus'}: a middle folder with no image below it",
+        f"skipped folder {photos / 'songbirds/turdus/robin/old'}: deeper than "
+        "FOLDER/<high>/<middle>/<class>/ (its images are not read)",
+    ]
+    assert "Empty One" not in (photos / "taxonomy.csv").read_text()

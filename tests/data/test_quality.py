@@ -14,6 +14,7 @@ from hierbench.data.quality import (
     check_table_splits,
     dataset_warnings,
     query_count,
+    listed,
     unreadable_images,
 )
 from hierbench.data.table_reader import read_table_dataset
@@ -70,6 +71,12 @@ def test_deep_checking_names_every_image_that_cannot_be_decoded(tmp_path: Path):
     root = table_dataset_folder(tmp_path / "mine")  # its image files are one byte each
     problems = unreadable_images(root, ["gull/1.jpg", "z.jpg"])
     assert len(problems) == 2 and problems[0].startswith(f"{root / 'gull/1.jpg'}: cannot be read")
+
+
+def test_a_long_list_of_problems_shows_the_first_twenty_and_counts_the_rest():
+    problems = [f"image {n}" for n in range(23)]
+    assert listed(problems) == [*problems[:20], "... and 3 more"]
+    assert listed(problems[:20]) == problems[:20]
 
 
 def test_middle_groups_that_cannot_be_split_stop_the_plan_naming_the_datasets_key(tmp_path: Path):

@@ -34,7 +34,13 @@ from hierbench.features.backbones import (
     resolve_weights,
     weights_sha256,
 )
-from hierbench.features.extraction import extract_features, feature_metadata, make_transform
+from hierbench.features.extraction import (
+    LoadFailure,
+    extract_features,
+    failure_report,
+    feature_metadata,
+    make_transform,
+)
 from hierbench.features.store import (
     FeatureError,
     feature_table,
@@ -400,6 +406,26 @@ def test_corrupt_image_is_an_error_naming_it(backbone, image_root, num_workers) 
     message = str(caught.value)
     assert "'3'" in message and str(path) in message
     assert "Traceback" not in message  # a clean message, also from a worker process
+
+
+def test_every_unreadable_image_of_a_pass_is_named_in_one_error(backbone, image_root) -> None:
+    root, images = image_root
+    for index in (0, 3):  # in two batches: the pass reads on past the first failure
+        path = root / "images" / images.path.iloc[index]
+        path.write_bytes(path.read_bytes()[:200])
+    (root / "images" / images.path.iloc[4]).unlink()
+    with pytest.raises(FeatureError) as caught:
+        _extract(backbone, images, root)
+    message = str(caught.value)
+    assert message.startswith("3 of 5 images cannot be read")
+    assert all(f"'{image_id}'" in message for image_id in ("1", "4", "5"))
+    assert "'2'" not in message and "'3'" not in message
+
+
+def test_a_failed_pass_lists_the_first_twenty_images_and_counts_the_rest() -> None:
+    failures = [LoadFailure(f"cannot read image '{n}'") for n in range(25)]
+    report = failure_report(failures, 40)
+    assert report.count("cannot read image") == 20 and report.endswith("... and 5 more")
 
 
 def test_missing_image_is_an_error_naming_it(backbone, image_root) -> None:

@@ -20,7 +20,7 @@ from hierbench.data.fetch import (
 )
 from hierbench.data.init_dataset import init_dataset
 from hierbench.data.kinds import dataset_entry, kind_of, table_folder
-from hierbench.data.quality import DatasetCheckError, check_report, check_table_splits
+from hierbench.data.quality import DatasetCheckError, check_report, check_table_splits, listed
 from hierbench.data.table_reader import read_taxonomy_csv
 from hierbench.demo import write_table_demo
 from hierbench.shipped import SHIPPED_FILES, shipped_file
@@ -67,41 +67,49 @@ def _check_release(config: dict[str, Any], name: str, kind: str) -> list[str]:
     return lines + [f"  {key:<24} {count:>8,}" for key, count in counts.items()]
 
 
-def _check_table(config: dict[str, Any], name: str, deep: bool) -> tuple[list[str], list[str]]:
-    """A table dataset checked; an example collection not rendered yet is rendered into a
+Report = tuple[list[str], list[str], list[str]]  # lines, warnings, errors
+
+
+def _check_table(config: dict[str, Any], name: str, deep: bool) -> Report:
+    """A collection checked; an example collection not rendered yet is rendered into a
     temporary folder first (the same function and settings as the pipeline's rule)."""
     entry = dataset_entry(config, name)
     if entry.get("source") != "demo" or Path(table_folder(config, name)).is_dir():
-        lines, warnings = check_report(config, name, deep=deep)
+        lines, warnings, errors = check_report(config, name, deep=deep)
         try:
             check_table_splits(config, [name])
         except DatasetCheckError as error:  # the plan stops on it; here the counts come first
             warnings.append(f"{error}; a run stops there")
-        return lines, warnings
+        return lines, warnings, errors
     with tempfile.TemporaryDirectory(prefix="hierbench-example-") as staging:
         rendered = Path(staging) / "collection"
         taxonomy = read_taxonomy_csv(_shipped_or_given(entry["example_taxonomy"]))
         write_table_demo(rendered, taxonomy, **entry["demo"])
-        lines, warnings = check_report(config, name, deep=deep, root=rendered)
+        lines, warnings, errors = check_report(config, name, deep=deep, root=rendered)
     target = table_folder(config, name)
     note = f"  (rendered here as the pipeline will render it into {target})"
-    return [lines[0].replace(str(rendered), "the example collection"), note, *lines[1:]], warnings
+    first = lines[0].replace(str(rendered), "the example collection")
+    return [first, note, *lines[1:]], warnings, errors
 
 
 def check_dataset(args: argparse.Namespace) -> int:
-    """Validate a dataset of a config without running anything: a table dataset's counts and
-    warnings, or a real CUB/NABirds copy against its release."""
+    """Validate a dataset of a config without running anything: a collection's counts and
+    warnings (exit 1 when ``--deep`` finds images that cannot be read: the first 20 listed, and
+    a count), or a real CUB/NABirds copy against its release."""
     config = _config(args.config, args.schema)
     kind = kind_of(config, args.name)
     warnings: list[str] = []
+    errors: list[str] = []
     if kind.own_collection:
-        lines, warnings = _check_table(config, args.name, args.deep)
+        lines, warnings, errors = _check_table(config, args.name, args.deep)
     else:
         lines = _check_release(config, args.name, kind.name)
     print("\n".join(lines))
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    return 0
+    for error in listed(errors):
+        print(f"error: {error}", file=sys.stderr)
+    return 1 if errors else 0
 
 
 def init_dataset_command(args: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ from hierbench.provenance.artifacts import atomic_path
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 LINKED_IMAGES = "images"  # the link to FOLDER when the tables are written elsewhere
+FOLDER_LEVELS = ("high", "middle", "class")  # what a folder is at each depth below FOLDER
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]+")
 
 
@@ -63,6 +64,44 @@ def tree_images(folder: Path) -> tuple[list[TreeImage], int]:
     if not images:
         raise InitDatasetError(f"{folder} holds no image ({', '.join(IMAGE_SUFFIXES)})")
     return images, skipped
+
+
+def skipped_folders(folder: Path, images: list[TreeImage]) -> list[str]:
+    """Each folder of the tree that gives no class, with why (an empty class folder, a group
+    with no image below it, a folder deeper than a class): only the topmost of a branch."""
+    holding = {"/".join(image.path.split("/")[:depth]) for image in images for depth in (1, 2, 3)}
+    skipped: list[str] = []
+    lines: list[str] = []
+    for relative in sorted(_folders_under(folder)):
+        parts = relative.split("/")
+        if any(part.startswith(".") for part in parts) or relative in holding:
+            continue
+        if any(relative.startswith(f"{above}/") for above in skipped):
+            continue
+        if len(parts) > len(FOLDER_LEVELS):
+            why = "deeper than FOLDER/<high>/<middle>/<class>/ (its images are not read)"
+        elif len(parts) == len(FOLDER_LEVELS):
+            why = "a class folder with no image in it (a class needs images)"
+        else:
+            why = f"a {FOLDER_LEVELS[len(parts) - 1]} folder with no image below it"
+        skipped.append(relative)
+        lines.append(f"{folder / relative}: {why}")
+    return lines
+
+
+def _folders_under(folder: Path) -> list[str]:
+    """Relative POSIX paths of every folder under ``folder`` (links followed, each real
+    folder once, so a link back up is no cycle)."""
+    found, seen = [], set()
+    for directory, names, _ in os.walk(folder, followlinks=True):
+        real = os.path.realpath(directory)
+        if real in seen:
+            names.clear()
+            continue
+        seen.add(real)
+        base = Path(directory).relative_to(folder).as_posix()
+        found += [name if base == "." else f"{base}/{name}" for name in names]
+    return found
 
 
 def taxonomy_rows(images: list[TreeImage]) -> list[tuple[str, str, str]]:
@@ -259,7 +298,8 @@ def init_dataset(
     for path, data in files.items():
         with atomic_path(path) as tmp:
             tmp.write_bytes(data)
-    return _report(dataset, out, config, images, taxonomy, skipped, split)
+    folders = skipped_folders(folder, images)
+    return _report(dataset, out, config, images, taxonomy, (skipped, folders), split)
 
 
 def _report(
@@ -268,10 +308,11 @@ def _report(
     config: Path,
     images: list[TreeImage],
     taxonomy: list[tuple[str, str, str]],
-    skipped: int,
+    skipped: tuple[int, list[str]],
     split: dict[str, str] | None,
 ) -> list[str]:
-    """What init-dataset wrote, and the next steps."""
+    """What init-dataset wrote, what it skipped (files counted, folders named with why), and
+    the next steps."""
     middles = {row[1] for row in taxonomy}
     highs = {row[2] for row in taxonomy}
     lines = [
@@ -280,8 +321,10 @@ def _report(
         f"wrote {out / 'taxonomy.csv'}: {len(middles)} middle and {len(highs)} high groups",
         f"wrote {config}: dataset {name!r}, run folder runs/{name}",
     ]
-    if skipped:
-        lines.append(f"skipped {skipped} file(s) that are hidden or not images")
+    files, folders = skipped
+    if files:
+        lines.append(f"skipped {files} file(s) that are hidden or not images")
+    lines += [f"skipped folder {line}" for line in folders]
     lines += [
         "next: check the level names (levels:) and the split settings in the config, then",
         f"  hierbench check-dataset {config} {name}",

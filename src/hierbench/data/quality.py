@@ -29,6 +29,7 @@ from hierbench.splits.sampling import SplitError
 MIN_VALID_QUERIES = 10  # fewer valid queries per draw than this make a level's score weak
 MIN_CLASS_IMAGES = 2  # a query and one gallery positive at its leaf
 NAMED = 8  # groups named in a warning before "and N more"
+LISTED = 20  # unreadable images listed before "and N more"
 
 
 def _named(values: list[str]) -> str:
@@ -115,13 +116,19 @@ class DatasetCheckError(ValueError):
     """A dataset cannot be checked as asked; the message says what to do instead."""
 
 
+def listed(problems: list[str], limit: int = LISTED) -> list[str]:
+    """The first ``limit`` problems and, when there are more, a line counting the rest."""
+    more = [f"... and {len(problems) - limit} more"] if len(problems) > limit else []
+    return problems[:limit] + more
+
+
 def check_report(
     config: dict[str, Any], name: str, *, deep: bool = False, root: str | Path | None = None
-) -> tuple[list[str], list[str]]:
-    """``hierbench check-dataset``: a table dataset read and checked, without running anything.
-    Returns the report's lines (its counts per level) and the warnings (``deep``: opening
-    every image too). ``root`` reads the dataset from another folder (an example collection
-    rendered before its run)."""
+) -> tuple[list[str], list[str], list[str]]:
+    """``hierbench check-dataset``: a collection read and checked, without running anything.
+    Returns the report's lines (its counts per level), the warnings and the errors (``deep``:
+    every image that cannot be decoded, from opening them all). ``root`` reads the dataset from
+    another folder (an example collection rendered before its run)."""
     kind = kind_of(config, name)
     if kind.read_dataset is None:
         raise DatasetCheckError(
@@ -138,13 +145,18 @@ def check_report(
         for split in ("train", "test")
         if f"{split}_images" in counts
     ]
-    lines = [f"{name}: {root} is a valid {kind.name} dataset"]
-    lines += [f"  {label:<24} {count:>8}" for label, count in rows]
     queries = config["datasets"][name]["splits"]["query_gallery"]["queries"]
     warnings = dataset_warnings(dataset, levels, queries)
-    if deep:
-        warnings += unreadable_images(root, dataset.images["path"].tolist())
-    return lines, warnings
+    unreadable = unreadable_images(root, dataset.images["path"].tolist()) if deep else []
+    verdict = f"is a valid {kind.name} dataset"
+    if unreadable:
+        verdict = (
+            f"is not a valid {kind.name} dataset: {len(unreadable)} of its {len(dataset.images)} "
+            "images cannot be read"
+        )
+    lines = [f"{name}: {root} {verdict}"]
+    lines += [f"  {label:<24} {count:>8}" for label, count in rows]
+    return lines, warnings, unreadable
 
 
 def plan_warnings(config: dict[str, Any], datasets: list[str]) -> list[str]:

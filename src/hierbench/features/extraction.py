@@ -130,12 +130,26 @@ class ImageDataset(Dataset):
             ) from error
 
 
-def collate_images(items: list[torch.Tensor | LoadFailure]) -> torch.Tensor | LoadFailure:
-    """Stack a batch of images; a batch holding a failed image becomes its first failure."""
-    for item in items:
-        if isinstance(item, LoadFailure):
-            return item
-    return torch.stack(items)
+def collate_images(
+    items: list[torch.Tensor | LoadFailure],
+) -> torch.Tensor | list[LoadFailure]:
+    """Stack a batch of images; a batch holding failed images becomes the list of them."""
+    failures = [item for item in items if isinstance(item, LoadFailure)]
+    return failures if failures else torch.stack(items)
+
+
+LISTED_FAILURES = 20  # unreadable images a failed pass names before "and N more"
+
+
+def failure_report(failures: list[LoadFailure], total: int) -> str:
+    """One error for every image of a pass that cannot be read: the first 20, and a count."""
+    lines = [failure.message for failure in failures[:LISTED_FAILURES]]
+    if len(failures) > LISTED_FAILURES:
+        lines.append(f"... and {len(failures) - LISTED_FAILURES} more")
+    return (
+        f"{len(failures)} of {total} images cannot be read; replace or remove them (hierbench "
+        "check-dataset --deep lists them without running) and rerun:\n  " + "\n  ".join(lines)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,6 +237,7 @@ def extract_features(
     )
     model = model.to(target, memory_format=torch.channels_last).eval()  # faster convolutions
     parts: list[np.ndarray] = []
+    failures: list[LoadFailure] = []
     start = time.perf_counter()
     with (
         torch.inference_mode(),
@@ -230,11 +245,14 @@ def extract_features(
             total=len(dataset), file=sys.stderr, unit="img", desc="features", mininterval=5
         ) as bar,
     ):
-        for batch in loader:
-            if isinstance(batch, LoadFailure):
-                raise FeatureError(batch.message)
-            parts.append(_forward(model, batch, target))
+        for batch in loader:  # past a failure, only read on: every unreadable image is named
+            if isinstance(batch, list):
+                failures += batch
+            elif not failures:
+                parts.append(_forward(model, batch, target))
             bar.update(len(batch))
+    if failures:
+        raise FeatureError(failure_report(failures, len(dataset)))
     seconds = time.perf_counter() - start
     features = np.concatenate(parts)
     logger.info(
