@@ -82,6 +82,12 @@ CASES: tuple[UserError, ...] = (
         "fetch cub needs DEST, the folder to unpack CUB_200_2011 into",
     ),
     UserError(
+        "audit on a folder that is not a run",
+        "audit {tmp}/photos",
+        "photos is not a run: no provenance records under it",
+        {"photos/gulls/a.jpg": "x", "photos/gulls/b.jpg": "x"},
+    ),
+    UserError(
         "runs outside a repository",
         "runs --repo {tmp}",
         "is not inside a hierbench repository (no Snakefile above it)",

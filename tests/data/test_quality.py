@@ -13,8 +13,8 @@ from hierbench.data.quality import (
     DatasetCheckError,
     check_table_splits,
     dataset_warnings,
-    query_count,
     listed,
+    query_count,
     unreadable_images,
 )
 from hierbench.data.table_reader import read_table_dataset

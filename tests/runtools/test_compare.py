@@ -312,7 +312,7 @@ def test_a_folder_that_is_not_a_run_is_an_error_naming_it(tmp_path: Path):
         load_run(tmp_path / "nope")
     (tmp_path / "empty/cub").mkdir(parents=True)
     empty = tmp_path / "empty"
-    with pytest.raises(NotARunError, match=f"no provenance records under {empty}"):
+    with pytest.raises(NotARunError, match=f"{empty} is not a run: no provenance records under it"):
         load_run(empty)
 
 
@@ -335,8 +335,8 @@ def test_the_cli_refuses_a_folder_that_is_not_a_run(root: Path, capsys):
     assert main(["compare", str(a), str(root / "resources")]) == 2
     err = capsys.readouterr().err
     assert err == (
-        f"hierbench: error: {root / 'resources'} is not a run: no provenance records under "
-        f"{root / 'resources'}\n"
+        f"hierbench: error: {root / 'resources'} is not a run: no provenance records under it "
+        "(a run folder is a config's key run, e.g. results or runs/tiny)\n"
     )
 
 

@@ -104,6 +104,16 @@ def test_a_running_log_and_a_missing_log():
     assert log_state("9 of 9 steps (100%) done\n", running=False, locked=True)[0] == "complete"
 
 
+def test_a_run_stopped_by_ctrl_c_is_stopped_not_failed():
+    """Ctrl-C ends the jobs running then with errors in the log; the run was stopped."""
+    failed = "4 of 9 steps (44%) done\nError in rule train_factorial:\n"
+    stopped = "Terminating processes on user request, this might take some time.\n" + failed
+    assert log_state(failed, running=False, locked=False) == ("failed", 4, 9)
+    assert log_state(stopped, running=False, locked=False) == ("stopped", 4, 9)
+    cancelled = failed + "Cancelling snakemake on user request.\n"
+    assert log_state(cancelled, running=False, locked=False)[0] == "stopped"
+
+
 def test_outside_a_repository_is_one_line(tmp_path: Path, capsys):
     assert main(["runs", "--repo", str(tmp_path)]) == 2
     assert "is not inside a hierbench repository" in capsys.readouterr().err

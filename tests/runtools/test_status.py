@@ -24,10 +24,12 @@ from hierbench.runtools.status import (
     earlier_costs,
     failed_logs,
     last_line,
+    not_failed,
     running_logs,
     seconds_left,
     stage_table,
     status_lines,
+    status_record,
 )
 
 STAGES = {"fit": "training", "score": "evaluation", "tables": "report", "all": "report"}
@@ -121,6 +123,25 @@ def test_running_jobs_are_snakemakes_incomplete_outputs_and_failed_ones_its_log(
     assert failed_logs(tmp_path, None) == []
 
 
+def test_a_job_the_newest_run_reports_failed_is_not_running():
+    """Ctrl-C leaves a job's outputs marked incomplete and the run's log names it failed: it
+    is listed once, as failed."""
+    running = [("a.log", "epoch 2/3"), ("b.log", "epoch 1/3")]
+    failed = [("a.log", "KeyboardInterrupt")]
+    assert not_failed(running, failed) == [("b.log", "epoch 1/3")]
+    assert not_failed(running, []) == running
+
+
+def test_the_record_holds_what_the_lines_say():
+    stages = pd.DataFrame({"stage": ["splits", "training"], "done": [1, 2], "to_do": [0, 3]})
+    status = RunStatus("runs/x", "configs/x.yaml", stages, [("l.log", "e 2")], [], 150.0)
+    record = status_record(status)
+    assert (record["jobs_done"], record["jobs_to_do"], record["seconds_left"]) == (3, 3, 150.0)
+    assert record["stages"][1] == {"stage": "training", "done": 2, "to_do": 3}
+    assert record["running"] == [{"log": "l.log", "last_line": "e 2"}] and record["failed"] == []
+    assert json.loads(json.dumps(record)) == record
+
+
 def test_the_lines_say_what_is_left():
     stages = pd.DataFrame({"stage": ["training"], "done": [2], "to_do": [3]})
     lines = status_lines(
@@ -158,6 +179,8 @@ def test_a_log_line_is_shown_without_its_time_and_logger_and_cut(tmp_path: Path)
 def test_status_of_a_finished_a_running_and_a_failed_run(built_repo: Path):
     finished = status_in(built_repo)
     assert ", 0 to do" in finished.splitlines()[0] and "nothing left to do" in finished
+    record = json.loads(status_in(built_repo, "--json"))
+    assert record["jobs_to_do"] == 0 and record["jobs_done"] > 0 and record["running"] == []
     assert "running now" not in finished
     # running: a real run of the tiny config in the background, every table job to do again
     # (the intervals' replicates changed in the config)
@@ -212,11 +235,11 @@ def run_tiny(repo: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def status_in(repo: Path) -> str:
+def status_in(repo: Path, *options: str) -> str:
     """``hierbench status runs/tiny`` run in ``repo`` (its own library first on the path)."""
     env = {**os.environ, "PYTHONPATH": str(repo / "src"), "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(
-        [sys.executable, "-m", "hierbench.cli", "status", TINY_RUN],
+        [sys.executable, "-m", "hierbench.cli", "status", TINY_RUN, *options],
         cwd=repo,
         env=env,
         capture_output=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -226,8 +227,8 @@ def _as_real_folder(repo: Path) -> tuple[Path, tuple[str, str]]:
     return root, ("--configfile", "configs/tiny-folder.yaml")
 
 
-def _first_image(root: Path) -> tuple[str, Path]:
-    image_id, relative = (root / "images.txt").read_text().splitlines()[0].split(" ", 1)
+def _first_image(root: Path, line: int = 0) -> tuple[str, Path]:
+    image_id, relative = (root / "images.txt").read_text().splitlines()[line].split(" ", 1)
     return image_id, root / "images" / relative
 
 
@@ -248,13 +249,17 @@ def test_a_dataset_folder_enters_the_workflow_through_its_content(built_repo: Pa
     assert scheduled_rules(built_repo, target, *config) == expected
 
 
-def test_a_corrupt_jpeg_in_a_dataset_folder_is_named(built_repo: Path):
+def test_every_corrupt_jpeg_in_a_dataset_folder_is_named_in_one_run(built_repo: Path):
     root, config = _as_real_folder(built_repo)
-    image_id, image = _first_image(root)
-    image.write_bytes(image.read_bytes()[:200])
+    corrupt = [_first_image(root, line) for line in (0, -1)]  # the first and the last image
+    for _, image in corrupt:
+        image.write_bytes(image.read_bytes()[:200])
     result = snakemake(built_repo, *config, check=False)
     assert result.returncode != 0
-    assert f"'{image_id}'" in result.stdout and str(image.relative_to(built_repo)) in result.stdout
+    assert re.search(r"\b2 of \d+ images cannot be read", result.stdout), result.stdout[-3000:]
+    for image_id, image in corrupt:
+        assert f"'{image_id}'" in result.stdout
+        assert str(image.relative_to(built_repo)) in result.stdout
 
 
 def test_an_image_listed_but_missing_is_named(built_repo: Path):

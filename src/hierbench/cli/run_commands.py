@@ -25,10 +25,10 @@ from hierbench.provenance.verify import (
 from hierbench.runlogs import noted_repository
 from hierbench.runs import DEFAULT_RUN, logs_folder
 from hierbench.runtools import jobstats, resume
-from hierbench.runtools.compare import compare_runs_report, render_markdown
+from hierbench.runtools.compare import compare_runs_report, render_markdown, require_run
 from hierbench.runtools.configs import run_key
 from hierbench.runtools.runs_table import SORT_KEYS, list_runs, runs_json, runs_text
-from hierbench.runtools.status import run_status, status_lines
+from hierbench.runtools.status import run_status, status_lines, status_record
 
 
 def repository_of(start: Path) -> Path:
@@ -84,7 +84,11 @@ def status_command(args: argparse.Namespace) -> int:
     """Print a run's jobs per stage, the jobs running now and the time left."""
     repo = repository_of(args.run if args.run.exists() else Path())
     run = run_key(repo, args.run) if args.run.exists() else args.run.as_posix()
-    print("\n".join(status_lines(run_status(repo, run))))
+    status = run_status(repo, run)
+    if args.json:
+        print(json.dumps(status_record(status), indent=2))
+    else:
+        print("\n".join(status_lines(status)))
     return 0
 
 
@@ -100,6 +104,7 @@ def add_status_command(commands: argparse._SubParsersAction) -> None:
         epilog="example: hierbench status runs/tiny",
     )
     _add_run_argument(status)
+    status.add_argument("--json", action="store_true", help="machine-readable output")
     status.set_defaults(handler=status_command)
 
 
@@ -116,9 +121,9 @@ def _add_run_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    """Verify every artifact against its record, write the manifest, exit 1 on any failure."""
-    if not args.run.is_dir():
-        raise FileNotFoundError(f"run folder {args.run} does not exist")
+    """Verify every artifact against its record, write the manifest, exit 1 on any failure;
+    a folder that is not a run is one error."""
+    require_run(args.run)
     base = args.base if args.base is not None else repository_or_here(args.run)
     findings = verify(args.run, base)
     reseals = seal.list_reseals(args.run)

@@ -78,11 +78,21 @@ def _load_record(record_path: Path, relative: str) -> dict[str, Any]:
     return {**record, "path": RUN_MARKER + relative, "params": params, "inputs": inputs}
 
 
+def require_run(folder: Path) -> None:
+    """A run folder exists and holds provenance records; else one error saying which."""
+    if not folder.is_dir():
+        raise NotARunError(f"{folder} is not a run: the folder does not exist")
+    if next(folder.rglob(f"*{PROVENANCE_SUFFIX}"), None) is None:
+        raise NotARunError(
+            f"{folder} is not a run: no provenance records under it (a run folder is a "
+            "config's key run, e.g. results or runs/tiny)"
+        )
+
+
 def load_run(folder: str | os.PathLike[str]) -> Run:
     """Every provenance record under ``folder``, keyed and normalised as the module describes."""
     folder = Path(folder)
-    if not folder.is_dir():
-        raise NotARunError(f"{folder} is not a run: the folder does not exist")
+    require_run(folder)
     records = {}
     for record_path in sorted(folder.rglob(f"*{PROVENANCE_SUFFIX}")):
         relative = record_path.relative_to(folder).as_posix().removesuffix(PROVENANCE_SUFFIX)

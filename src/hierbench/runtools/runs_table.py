@@ -4,7 +4,8 @@ show`` lists experiments.
 A run folder is the ``run`` of a config (``runtools.configs``) that exists.
 Its state and job counts come from the newest Snakemake log of that config
 (``.snakemake/log/``): ``N of M steps`` gives the jobs done and planned, a failed job's message
-makes it failed, and a live Snakemake started on that config makes it running. A lock left by
+makes it failed (unless Ctrl-C or SIGTERM stopped it: then it is stopped), and a live Snakemake
+started on that config makes it running. A lock left by
 a Snakemake that no longer runs is a stale lock (``hierbench resume`` releases it). The
 headline is each dataset's mean hierarchy mAP per factorial arm, from its arms summary.
 """
@@ -26,6 +27,8 @@ from hierbench.runtools.resume import PROC, ResumeError, live_snakemake, lock_fi
 
 STEPS_LINE = re.compile(r"^(?P<done>\d+) of (?P<planned>\d+) steps \(\d+%\) done", re.MULTILINE)
 FAILED_LINES = ("Exiting because a job execution failed", "Error in rule ")
+# What Snakemake logs when Ctrl-C or SIGTERM stops it: the jobs it ends then are not failures.
+STOPPED_LINES = ("Terminating processes on user request", "Cancelling snakemake on user request")
 NOTHING_LINE = "Nothing to be done"
 DEFAULT_CONFIG = "config.yaml"
 SORT_KEYS = ("name", "config", "state", "jobs", "last_change")
@@ -81,7 +84,9 @@ def log_state(text: str | None, running: bool, locked: bool) -> tuple[str, int |
         state = "running"
     elif text is None:
         return ("stale lock" if locked else "no log"), None, None
-    elif any(line in text for line in FAILED_LINES):
+    elif any(line in text for line in FAILED_LINES) and not any(
+        line in text for line in STOPPED_LINES
+    ):
         state = "failed"
     else:
         state = "stopped"

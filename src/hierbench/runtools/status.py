@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -245,14 +246,40 @@ def run_status(repo: Path, run: str) -> RunStatus:
     )
     uncosted = {rule for rule, runs in jobs if runs and rule != "all"} - set(costs["rule"])
     earlier = earlier_costs(repo, run) if uncosted else None  # Snakemake's records, read if needed
+    failed = failed_logs(repo, newest_run_log(repo))
     return RunStatus(
         run,
         config,
         stage_table(jobs, stages),
-        running_logs(repo, logs, run),
-        failed_logs(repo, newest_run_log(repo)),
+        not_failed(running_logs(repo, logs, run), failed),
+        failed,
         *seconds_left(jobs, costs, earlier),
     )
+
+
+def not_failed(
+    running: list[tuple[str, str]], failed: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """The running jobs less those the newest run reports failed: a job stopped by Ctrl-C
+    leaves its outputs marked incomplete, and is a failed job, not a running one."""
+    ended = {log for log, _ in failed}
+    return [(log, line) for log, line in running if log not in ended]
+
+
+def status_record(status: RunStatus) -> dict[str, Any]:
+    """The status as plain data (``hierbench status --json``)."""
+    stages = status.stages.astype({"done": int, "to_do": int}).to_dict(orient="records")
+    return {
+        "run": status.run,
+        "config": status.config,
+        "jobs_done": sum(stage["done"] for stage in stages),
+        "jobs_to_do": sum(stage["to_do"] for stage in stages),
+        "stages": stages,
+        "running": [{"log": log, "last_line": line} for log, line in status.running],
+        "failed": [{"log": log, "last_line": line} for log, line in status.failed],
+        "seconds_left": status.seconds_left,
+        "seconds_left_from_earlier_run": status.from_earlier,
+    }
 
 
 def status_lines(status: RunStatus) -> list[str]:
