@@ -282,3 +282,10 @@ def test_one_grammar_examples_help_and_the_run_first():
     assert (unseal.run, unseal.dataset) == (Path("results"), "cub")
     help_text = parser._subparsers._group_actions[0].choices["effects"].format_help()
     assert "(default: 10000)" in help_text and "(default: 0)" in help_text
+
+
+def test_only_hierbench_run_passes_arguments_on(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["status", "runs/tiny", "--", "--dry-run"])
+    assert stopped.value.code == 2
+    assert "status passes nothing on: leave out -- and what follows it" in capsys.readouterr().err

@@ -45,6 +45,7 @@ PUBLISHERS = {
     "data.inputs",
     "cli",
     "cli.run_commands",  # the audit writes its manifest
+    "cli.study",  # the config a run resolved, beside its logs (not an artifact)
     "jobs",
     "runlogs",  # the note in a run's logs naming the repository that ran it (not an artifact)
 }

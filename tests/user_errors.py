@@ -34,6 +34,12 @@ CASES: tuple[UserError, ...] = (
         {"broken.yaml": "run: a\ntraining: epochs: 2\n"},
     ),
     UserError(
+        "a YAML syntax error in the config hierbench run is given",
+        "run broken.yaml",
+        "broken.yaml:2: not valid YAML: mapping values are not allowed here",
+        {"broken.yaml": "run: a\ntraining: epochs: 2\n"},
+    ),
+    UserError(
         "a misspelt key",
         "config typo.yaml",
         "unknown config key 'trainng' (did you mean 'training'?)",

@@ -17,6 +17,7 @@ from hierbench import __version__
 from hierbench.cli.dataset_commands import add_dataset_commands
 from hierbench.cli.effect_commands import add_effect_commands
 from hierbench.cli.run_commands import add_run_commands
+from hierbench.cli.study import add_study_command
 from hierbench.config import ConfigError, check_inputs_exist, load_config
 from hierbench.effects import EffectsError
 from hierbench.provenance import codehash
@@ -244,12 +245,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_effect_commands(commands)
     add_dataset_commands(commands)
     add_run_commands(commands)
+    add_study_command(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: run one subcommand; user errors print one line and exit with status 2."""
-    args = build_parser().parse_args(argv)
+    """Entry point: run one subcommand; user errors print one line and exit with status 2.
+    What follows a bare ``--`` is passed on (``hierbench run``: to Snakemake)."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    split = words.index("--") if "--" in words else len(words)
+    parser = build_parser()
+    args = parser.parse_args(words[:split])
+    args.passthrough = words[split + 1 :]
+    if args.passthrough and not getattr(args, "takes_passthrough", False):
+        parser.error(f"{args.command} passes nothing on: leave out -- and what follows it")
     try:
         status = args.handler(args)
         sys.stdout.flush()  # a reader that left early fails here, not at exit

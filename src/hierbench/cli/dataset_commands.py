@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hierbench.config import load_config
+from hierbench.cli.study import config_repository, resolved_config
 from hierbench.data.fetch import (
     CUB,
     NABIRDS,
@@ -39,10 +39,11 @@ def _schema(path: Path | None) -> Path:
 
 
 def _config(path: Path, schema: Path | None) -> dict[str, Any]:
-    """A validated config, a missing file named by its argument."""
+    """A validated config, its relative paths taken as ``hierbench run`` takes them (from the
+    config's folder, or the repository's for a config inside it); a missing file named."""
     if not path.is_file():
         raise FileNotFoundError(f"CONFIG: no such file {path}")
-    return load_config(path, _schema(schema))
+    return resolved_config(path, config_repository(path), _schema(schema))[1]
 
 
 def _shipped_or_given(path: str) -> Path:

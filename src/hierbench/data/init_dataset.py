@@ -10,8 +10,10 @@ exists is overwritten.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,8 +160,8 @@ def dataset_name(folder: Path, name: str | None) -> str:
 CONFIG_TEMPLATE = """\
 # hierbench: the table dataset {name!r}, written by `hierbench init-dataset`. Check it with
 #   hierbench check-dataset {config} {name}
-# then run it with
-#   snakemake --cores all --configfile {config}
+# then run it, from any folder, with
+#   hierbench run {config}
 # Every key not set here takes its default from schemas/config.schema.yaml (the paper's
 # protocol).{smoke_note}
 
@@ -233,8 +235,8 @@ def config_text(
         ot_ks=f"[{', '.join(map(str, ot_ks))}]",
         gallery=gallery,
         name=name,
-        config=config.as_posix(),
-        root=root.as_posix(),
+        config=shlex.quote(str(config.resolve())),
+        root=json.dumps(str(root.resolve())),  # absolute: the config works from any folder
         splits=(OFFICIAL_SPLITS if official else MIDDLE_DISJOINT_SPLITS).rstrip("\n"),
         smoke=SMOKE_SIZES if smoke else "",
         smoke_note=" Written with --smoke: small sizes." if smoke else "",
@@ -327,7 +329,7 @@ def _report(
     lines += [f"skipped folder {line}" for line in folders]
     lines += [
         "next: check the level names (levels:) and the split settings in the config, then",
-        f"  hierbench check-dataset {config} {name}",
-        f"  snakemake --cores all --configfile {config}",
+        f"  hierbench check-dataset {shlex.quote(str(config))} {name}",
+        f"  hierbench run {shlex.quote(str(config))}",
     ]
     return lines

@@ -1,0 +1,143 @@
+"""``hierbench run CONFIG``: the study on a config kept anywhere, with one progress line.
+
+A config's relative paths mean what they say from the config's own folder (its run folder, its
+datasets' folders, its plugin files and its weights file), but a config inside the repository,
+whose paths are the repository's as ``snakemake --configfile`` reads them, so that
+``hierbench run configs/tiny.yaml`` and ``make``'s runs share their run folders (:func:`base_of`).
+The command writes the config with
+those paths resolved beside the run's logs (``RUN/logs/config.yaml``, the run's record of what
+it ran) and runs Snakemake on it in the repository, its full output going to
+``RUN/logs/snakemake.log``; the terminal shows one line (jobs done of planned, the stage of the
+newest job, the time taken and left). Ctrl-C or SIGTERM ends the run with one line saying how
+far it got and the command that continues it.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hierbench.runs import check_run_folder
+
+RESOLVED_CONFIG = "config.yaml"  # the resolved config, in the run's logs folder
+SNAKEMAKE_LOG = "snakemake.log"  # Snakemake's full output, in the run's logs folder
+STEPS = re.compile(r"^(?P<done>\d+) of (?P<planned>\d+) steps \(\d+%\) done")
+RULE = re.compile(r"^(?:local)?rule (?P<rule>\w+):")
+FILE_REFERENCE = re.compile(r"^(?P<file>.+\.py):(?P<name>\w+)$")  # a plugin named by its file
+# Dataset keys that name a file or folder of the user's (the others are names or settings).
+DATASET_PATH_KEYS = ("root", "classes", "hierarchy", "example_taxonomy")
+
+
+class LaunchError(ValueError):
+    """The config cannot be run as given; the message names the key or file."""
+
+
+def base_of(config: Path, repository: Path) -> Path:
+    """The folder a config's relative paths start from: the repository for a config inside it,
+    else the config's own folder."""
+    config = config.resolve()
+    return repository if config.is_relative_to(repository.resolve()) else config.parent
+
+
+def _resolved(value: str, folder: Path) -> str:
+    """A path from the config's folder: absolute as given, else joined to the folder."""
+    return value if Path(value).is_absolute() else str((folder / value).resolve())
+
+
+def resolve_config_paths(config: dict[str, Any], folder: Path, repository: Path) -> dict[str, Any]:
+    """The config with every path it holds taken from ``folder`` (:func:`base_of`): absolute,
+    but the run folder, which is relative to the repository where it lies inside it (the form
+    the run folder key accepts)."""
+    resolved = copy.deepcopy(config)
+    run = Path(_resolved(str(config.get("run", "results")), folder))
+    resolved["run"] = (
+        run.relative_to(repository).as_posix() if run.is_relative_to(repository) else str(run)
+    )
+    for entry in (resolved.get("datasets") or {}).values():
+        for key in DATASET_PATH_KEYS:
+            if isinstance(entry, dict) and isinstance(entry.get(key), str):
+                entry[key] = _resolved(entry[key], folder)
+        taxonomy = entry.get("taxonomy") if isinstance(entry, dict) else None
+        if isinstance(taxonomy, dict):
+            for key in ("aliases", "checklist"):
+                if isinstance(taxonomy.get(key), str) and taxonomy[key] != "default":
+                    taxonomy[key] = _resolved(taxonomy[key], folder)
+    for group in (resolved.get("plugins") or {}).values():
+        for name, reference in (group or {}).items():
+            found = FILE_REFERENCE.match(str(reference))
+            if found:
+                group[name] = f"{_resolved(found['file'], folder)}:{found['name']}"
+    weights = (resolved.get("backbone") or {}).get("weights")
+    if isinstance(weights, str) and ":" not in weights:
+        resolved["backbone"]["weights"] = _resolved(weights, folder)
+    check_run_folder(resolved["run"])
+    return resolved
+
+
+def snakemake_command(
+    snakemake: str, config: Path, cores: str, profile: str | None, extra: Iterable[str]
+) -> list[str]:
+    """The Snakemake command line of a run (the repository is its working folder); the user's
+    arguments first, as ``--configfile`` takes every word that follows it."""
+    command = [snakemake, *extra, "--cores", cores]
+    if profile:
+        command += ["--profile", profile]
+    return [*command, "--configfile", str(config)]
+
+
+@dataclass
+class Progress:
+    """How far a run is, read from Snakemake's output one line at a time."""
+
+    done: int = 0
+    planned: int | None = None
+    stage: str = "planning"
+
+    def read(self, line: str, stages: dict[str, str]) -> bool:
+        """Take in one output line; whether it changed what the progress line shows."""
+        steps = STEPS.match(line.strip())
+        if steps:
+            self.done, self.planned = int(steps["done"]), int(steps["planned"])
+            return True
+        rule = RULE.match(line.strip())
+        if rule:
+            self.stage = stages.get(rule["rule"], rule["rule"])
+            return True
+        return False
+
+
+def continue_command(config: Path, cores: str) -> str:
+    """The command that continues (or reruns) a run, quoted to be pasted as it is."""
+    return f"hierbench run {shlex.quote(str(config))} --cores {shlex.quote(cores)}"
+
+
+def stopped_line(progress: Progress, config: Path, cores: str, log: Path) -> str:
+    """The one line a stopped run ends with."""
+    planned = "?" if progress.planned is None else progress.planned
+    return (
+        f"stopped: {progress.done} of {planned} jobs done (at {progress.stage}); "
+        f"{continue_command(config, cores)} continues it (log: {shlex.quote(str(log))})"
+    )
+
+
+def failed_lines(output: list[str], log: Path) -> list[str]:
+    """What a failed run ends with: Snakemake's error lines (the failed jobs and their logs, or
+    the planning error), then where the full log is."""
+    keep = [
+        line.rstrip()
+        for line in output
+        if line.startswith(("Error in rule", "    log:", "    message:"))
+        or "Error" in line.split(":", 1)[0]
+    ]
+    return [*dict.fromkeys(keep), f"failed: the full log is {shlex.quote(str(log))}"]
+
+
+def run_environment() -> dict[str, str]:
+    """The environment of the Snakemake process: this one, offline for model hubs."""
+    return {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")}

@@ -1,0 +1,110 @@
+"""``hierbench run``'s decisions (hierbench.runtools.launch): a config's paths from its own
+folder (or the repository's, for a config inside it), the progress read from Snakemake's
+output, and the lines a stopped or failed run ends with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hierbench.runs import RunFolderError
+from hierbench.runtools.launch import (
+    Progress,
+    base_of,
+    continue_command,
+    failed_lines,
+    resolve_config_paths,
+    snakemake_command,
+    stopped_line,
+)
+
+CONFIG = {
+    "run": "runs/mine",
+    "datasets": {
+        "moths": {"kind": "table", "root": "photos", "example_taxonomy": "/abs/tree.csv"},
+        "cub": {"taxonomy": {"aliases": "my_aliases.json", "checklist": "default"}},
+    },
+    "plugins": {
+        "objectives": {"T": "losses/triplet.py:OBJECTIVE", "U": "package.module:LOSS"},
+        "metrics": {"ndcg@10": "entry-point:ndcg"},
+    },
+    "backbone": {"weights": "weights/model.safetensors"},
+}
+
+
+def test_a_config_outside_the_repository_names_paths_from_its_own_folder(tmp_path: Path):
+    repository, folder = tmp_path / "repo", tmp_path / "my project"
+    repository.mkdir()
+    assert base_of(folder / "config.yaml", repository) == folder
+    resolved = resolve_config_paths(CONFIG, tmp_path / "project", repository)
+    here = tmp_path / "project"
+    assert resolved["run"] == str(here / "runs/mine")
+    assert resolved["datasets"]["moths"]["root"] == str(here / "photos")
+    assert resolved["datasets"]["moths"]["example_taxonomy"] == "/abs/tree.csv"
+    assert resolved["datasets"]["cub"]["taxonomy"] == {
+        "aliases": str(here / "my_aliases.json"),
+        "checklist": "default",
+    }
+    assert resolved["plugins"]["objectives"] == {
+        "T": f"{here / 'losses/triplet.py'}:OBJECTIVE",
+        "U": "package.module:LOSS",
+    }
+    assert resolved["plugins"]["metrics"] == {"ndcg@10": "entry-point:ndcg"}
+    assert resolved["backbone"]["weights"] == str(here / "weights/model.safetensors")
+    assert CONFIG["run"] == "runs/mine"  # the config itself is left as it was
+
+
+def test_a_config_inside_the_repository_keeps_the_repositorys_paths(tmp_path: Path):
+    repository = tmp_path / "repo"
+    (repository / "configs").mkdir(parents=True)
+    base = base_of(repository / "configs/tiny.yaml", repository)
+    assert base == repository
+    resolved = resolve_config_paths(CONFIG, base, repository)
+    assert resolved["run"] == "runs/mine"  # as snakemake --configfile reads it
+    assert resolved["datasets"]["moths"]["root"] == str(repository / "photos")
+
+
+def test_a_run_folder_above_the_configs_folder_is_a_clean_path(tmp_path: Path):
+    resolved = resolve_config_paths({"run": "../runs/x"}, tmp_path / "project", tmp_path / "r")
+    assert resolved["run"] == str(tmp_path / "runs/x")
+    with pytest.raises(RunFolderError, match="inside the repository's src/ folder"):
+        resolve_config_paths({"run": "src/x"}, tmp_path / "repo", tmp_path / "repo")
+
+
+def test_progress_is_read_from_snakemakes_lines():
+    progress, stages = Progress(), {"train_factorial": "training"}
+    assert not progress.read("Building DAG of jobs...", stages)
+    assert progress.read("rule train_factorial:", stages) and progress.stage == "training"
+    assert progress.read("localrule all:", stages) and progress.stage == "all"
+    assert progress.read("7 of 139 steps (5%) done", stages)
+    assert (progress.done, progress.planned) == (7, 139)
+
+
+def test_a_stopped_run_says_how_far_it_got_and_how_to_continue(tmp_path: Path):
+    config = tmp_path / "my project/config.yaml"
+    line = stopped_line(Progress(7, 139, "training"), config, "2", tmp_path / "s.log")
+    assert line.startswith("stopped: 7 of 139 jobs done (at training); hierbench run '")
+    assert continue_command(config, "2") in line and "\n" not in line
+
+
+def test_a_failed_run_names_its_failed_jobs_and_its_log(tmp_path: Path):
+    output = [
+        "rule splits:",
+        "Error in rule splits:",
+        "    jobid: 3",
+        "    log: runs/x/logs/cub/splits/dev.parquet.log (check log file(s) for error details)",
+        "WorkflowError:",
+    ]
+    lines = failed_lines(output, tmp_path / "snakemake.log")
+    assert lines[:2] == ["Error in rule splits:", output[3]]
+    assert lines[-1] == f"failed: the full log is {tmp_path / 'snakemake.log'}"
+
+
+def test_the_users_snakemake_arguments_come_before_the_config(tmp_path: Path):
+    """--configfile takes every word after it: a target there would be read as a config."""
+    command = snakemake_command("snakemake", tmp_path / "c.yaml", "2", "slurm", ["-n", "t.txt"])
+    assert command == [
+        "snakemake", "-n", "t.txt", "--cores", "2", "--profile", "slurm",
+        "--configfile", str(tmp_path / "c.yaml"),
+    ]  # fmt: skip

@@ -1,0 +1,96 @@
+"""``hierbench run CONFIG`` from a folder outside the repository: the config's relative run
+folder is taken from its own folder, Snakemake's output goes to the run's logs and the terminal
+shows one progress line; Ctrl-C stops the run with one line, and the same command continues it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+RUN = "out/tiny"
+SPLITS = f"{RUN}/cub/splits/dev.parquet"
+FEATURES = f"{RUN}/cub/features/dev.parquet"
+
+
+def _project(repo: Path, folder: Path) -> Path:
+    """A folder of the user's with the tiny config (CUB alone, run folder beside it)."""
+    config = yaml.safe_load((repo / "configs/tiny.yaml").read_text())
+    config["run"] = RUN
+    config["datasets"]["nabirds"]["enabled"] = False
+    folder.mkdir()
+    (folder / "study.yaml").write_text(yaml.safe_dump(config))
+    return folder
+
+
+def _command(project: Path, target: str) -> list[str]:
+    run = [sys.executable, "-m", "hierbench.cli", "run", "study.yaml", "--cores", "2"]
+    return [*run, "--", str(project / target)]
+
+
+def _environment(repo: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(repo / "src"), "HF_HUB_OFFLINE": "1"}
+
+
+@pytest.mark.slow
+def test_a_config_outside_the_repository_runs_from_its_own_folder(repo_copy: Path, tmp_path):
+    project = _project(repo_copy, tmp_path / "project")
+    result = subprocess.run(
+        _command(project, SPLITS),
+        cwd=project,
+        env=_environment(repo_copy),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (project / SPLITS).is_file()
+    logs = project / RUN / "logs"
+    assert yaml.safe_load((logs / "config.yaml").read_text())["run"] == str(project / RUN)
+    assert "rule splits:" in (logs / "snakemake.log").read_text()
+    assert result.stdout.splitlines()[-1].startswith("done: ")
+    assert "rule splits:" not in result.stderr and "Building DAG" not in result.stderr
+    assert not (repo_copy / "runs").exists()  # nothing in the repository's own run folders
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_run_with_one_line_and_the_same_command_continues_it(
+    repo_copy: Path, tmp_path
+):
+    project = _project(repo_copy, tmp_path / "project")
+    log = project / RUN / "logs/snakemake.log"
+    process = subprocess.Popen(
+        _command(project, FEATURES),
+        cwd=project,
+        env=_environment(repo_copy),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 300
+    while not (log.is_file() and "1 of " in log.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 130, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("stopped: ") and "of " in last, err
+    assert f"hierbench run {project / 'study.yaml'} --cores 2 continues it" in last, last
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert "Terminating processes on user request" in log.read_text()
+    again = subprocess.run(
+        _command(project, FEATURES),
+        cwd=project,
+        env=_environment(repo_copy),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert again.returncode == 0, again.stderr
+    assert (project / FEATURES).is_file()
