@@ -97,7 +97,15 @@ def test_a_wrong_checksum_is_refused_by_name_and_nothing_is_unpacked(tmp_path: P
     dest = tmp_path / "data"
     with pytest.raises(FetchError, match=r"TINY.tgz: MD5 [0-9a-f]{32} is not the release's 0{32}"):
         fetch_release(release, dest, progress=False)
-    assert list(dest.iterdir()) == []
+    assert not dest.exists()  # nothing left behind: not even the folder it made
+
+
+def test_a_download_that_fails_leaves_no_folder_behind(tmp_path: Path):
+    release = replace(CUB, url="http://127.0.0.1:9/CUB_200_2011.tgz")  # nothing listens there
+    dest = tmp_path / "data/birds"
+    with pytest.raises(FetchError):
+        fetch_release(release, dest, progress=False)
+    assert not (tmp_path / "data").exists()
 
 
 @pytest.mark.parametrize(

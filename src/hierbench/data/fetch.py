@@ -217,11 +217,26 @@ def fetch_release(
     release: Release, dest: Path, *, progress: bool = True
 ) -> tuple[Path, dict[str, int]]:
     """Download, verify, unpack and check a release into ``dest/<folder>``; a folder already
-    there is only checked. Returns the folder and its counts."""
+    there is only checked. Returns the folder and its counts. A failure leaves no folder this
+    call made empty behind (a partly downloaded archive stays, for the next call to resume)."""
     final = dest / release.folder
     if final.exists():
         return final, check_release_counts(release, final)
+    made = [folder for folder in (dest, *dest.parents) if not folder.exists()]
     dest.mkdir(parents=True, exist_ok=True)
+    try:
+        return _fetch_into(release, dest, final, progress)
+    except BaseException:
+        for folder in made:  # the deepest first
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        raise
+
+
+def _fetch_into(
+    release: Release, dest: Path, final: Path, progress: bool
+) -> tuple[Path, dict[str, int]]:
+    """Download (or resume), verify, unpack and check a release into ``final``."""
     archive = dest / release.archive
     if not archive.exists():
         download(release.url, archive, progress=progress)
