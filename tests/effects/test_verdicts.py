@@ -13,7 +13,9 @@ from hierbench.effects.verdicts import (
     endpoints_table,
     exploratory,
     exploratory_lines,
+    undefined_levels,
 )
+from hierbench.levelnames import level_labels
 
 LABELS = {"leaf": "species", "middle": "genus", "high": "family"}
 
@@ -125,3 +127,19 @@ def test_the_caption_leads_with_the_endpoints_and_labels_the_rest_exploratory():
     assert "excludes zero**" not in text and "significant" not in text
     missing = _summary().assign(ci_low=float("nan"))
     assert caption(missing, 0.95).count("no interval") == 5
+
+
+def test_a_level_without_valid_queries_is_named_as_why_the_endpoints_are_nan():
+    rows = [
+        {"geometry": g, "loss": s, "metric": "map", "level": level, "mean": mean}
+        for g in "EH"
+        for s in "RS"
+        for level, mean in (("leaf", 0.3), ("middle", 0.2), ("high", float("nan")))
+    ]
+    arms = pd.DataFrame(rows)
+    labels = level_labels(("leaf", "parent", "supergroup"))
+    [line] = undefined_levels(arms, labels)
+    assert line.startswith("The supergroup (high) level has no valid query in any test draw")
+    assert "the mean of the parent and supergroup levels, is undefined" in line
+    arms.loc[(arms["level"] == "high") & (arms["geometry"] == "E"), "mean"] = 0.1
+    assert undefined_levels(arms, labels) == []  # one arm scored there: the level is defined

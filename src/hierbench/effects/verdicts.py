@@ -13,6 +13,7 @@ zero by chance alone. Nothing here calls an effect significant.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -27,6 +28,7 @@ from hierbench.protocol import (
 )
 
 ENDPOINT_METRIC = "map"
+UPPER_LEVELS = ("middle", "high")  # the levels mean hierarchy mAP averages
 
 
 def planned_endpoints(summary: pd.DataFrame) -> pd.DataFrame:
@@ -81,6 +83,26 @@ def endpoints_table(summary: pd.DataFrame, level: float) -> pd.DataFrame:
             "seeds agreeing in sign": [agreeing_seeds(row) for _, row in rows.iterrows()],
         }
     )
+
+
+def undefined_levels(arms: pd.DataFrame, labels: Mapping[str, str]) -> list[str]:
+    """Why the planned endpoints are NaN where they are: a level of mean hierarchy mAP (middle,
+    high) without a single scored query in any arm's test draws, in the dataset's level names."""
+    scores = arms[(arms["metric"] == ENDPOINT_METRIC) & arms["level"].isin(UPPER_LEVELS)]
+    empty = [
+        level
+        for level in UPPER_LEVELS
+        if len(scores[scores["level"] == level])
+        and scores.loc[scores["level"] == level, "mean"].isna().all()
+    ]
+    return [
+        f"The {labels[level]} ({level}) level has no valid query in any test draw (no query's "
+        f"gallery holds a strict positive at that level), so mean hierarchy mAP, the mean of the "
+        f"{labels['middle']} and {labels['high']} levels, is undefined and every planned endpoint "
+        "is NaN (for a collection of your own, `hierbench check-dataset` names the groups that "
+        "cause it)."
+        for level in empty
+    ]
 
 
 def design_limits(summary: pd.DataFrame, level: float) -> list[str]:

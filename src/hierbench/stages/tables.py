@@ -32,7 +32,12 @@ from hierbench.effects.formulas import effect_definition
 from hierbench.effects.intervals import IntervalSettings
 from hierbench.effects.query_intervals import query_noise_table
 from hierbench.effects.table_files import write_renderings
-from hierbench.effects.verdicts import design_limits, endpoints_table, exploratory_lines
+from hierbench.effects.verdicts import (
+    design_limits,
+    endpoints_table,
+    exploratory_lines,
+    undefined_levels,
+)
 from hierbench.levelnames import LEVELS_METADATA, for_readers, legend_line, level_labels
 from hierbench.protocol import (
     AGGREGATION_LABELS,
@@ -90,6 +95,7 @@ def summary_markdown(
         "## Planned endpoints: the five simple effects on mean hierarchy mAP",
         "",
         render_markdown(endpoints_table(plan.summary, level)),
+        *undefined_levels(plan.arms, labels),
         *design_limits(plan.summary, level),
         "",
         plan.uncertainty[0].upper() + plan.uncertainty[1:] + ".",
