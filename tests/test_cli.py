@@ -15,7 +15,7 @@ from conftest import REPO
 from table_collections import IMAGES, tiny_cub_folder
 from table_collections import table_dataset_folder as _dataset
 
-from hierbench.cli import build_parser, main
+from hierbench.cli import EVERYDAY, build_parser, main
 from hierbench.provenance.codehash import code_hash, module_closure, module_hash
 
 SCHEMA = str(REPO / "schemas/config.schema.yaml")
@@ -289,3 +289,20 @@ def test_only_hierbench_run_passes_arguments_on(capsys):
         main(["status", "runs/tiny", "--", "--dry-run"])
     assert stopped.value.code == 2
     assert "status passes nothing on: leave out -- and what follows it" in capsys.readouterr().err
+
+
+def test_the_help_groups_every_command_into_everyday_and_plumbing_with_an_example(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert text.startswith("usage: hierbench [-h] [--version] COMMAND ...")
+    everyday, plumbing = text.split("everyday commands:\n")[1].split("plumbing:\n")
+    groups = {
+        title: [line.split()[0] for line in part.splitlines() if line[:3].strip() and "  " in line]
+        for title, part in (("everyday", everyday), ("plumbing", plumbing))
+    }
+    commands = [name for name in EVERYDAY] + groups["plumbing"]
+    assert groups["everyday"] == list(EVERYDAY) and "code-hash" in groups["plumbing"]
+    assert sorted(commands) == sorted(build_parser()._subparsers._group_actions[0].choices)
+    examples = [line for line in text.splitlines() if line.strip().startswith("example: hierbench")]
+    assert len(examples) == len(commands)

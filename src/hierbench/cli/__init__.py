@@ -211,9 +211,21 @@ class DefaultsShownRaw(DefaultsShown, argparse.RawDescriptionHelpFormatter):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `hierbench` command."""
-    parser = argparse.ArgumentParser(prog="hierbench", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="hierbench",
+        usage="hierbench [-h] [--version] COMMAND ...",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"hierbench {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
+    commands = parser.add_subparsers(
+        prog="hierbench",  # each command's usage starts "hierbench NAME", not the usage above
+        dest="command",
+        required=True,
+        parser_class=CommandParser,
+        metavar="COMMAND",
+        help=argparse.SUPPRESS,  # listed by group in the epilog (command_groups)
+    )
 
     check = commands.add_parser(
         "config",
@@ -246,7 +258,29 @@ def build_parser() -> argparse.ArgumentParser:
     add_dataset_commands(commands)
     add_run_commands(commands)
     add_study_command(commands)
+    helps = {action.dest: action.help or "" for action in commands._choices_actions}
+    parser.epilog = command_groups(commands.choices, helps)
     return parser
+
+
+# The commands a user runs day to day, in the order of a study; every other one is plumbing.
+EVERYDAY = (
+    "run", "status", "runs", "audit", "compare", "resume", "check-dataset", "init-dataset",
+    "fetch", "jobs", "config",
+)  # fmt: skip
+
+
+def command_groups(parsers: dict[str, argparse.ArgumentParser], helps: dict[str, str]) -> str:
+    """The commands grouped into everyday ones and plumbing, each with its help and example
+    (its parser's epilog)."""
+    plumbing = [name for name in parsers if name not in EVERYDAY]
+    lines: list[str] = []
+    for title, names in (("everyday commands", EVERYDAY), ("plumbing", plumbing)):
+        lines += ["", f"{title}:"]
+        for name in names:
+            lines.append(f"  {name:<14} {helps[name]}")
+            lines.append(f"  {'':<14} {parsers[name].epilog or ''}")
+    return "\n".join(lines[1:])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
