@@ -249,7 +249,7 @@ def test_effects_out_on_a_file_is_one_line_and_writes_nothing(tmp_path: Path, ca
     occupied = tmp_path / "tables"
     occupied.write_text("mine")
     per_seed = tmp_path / "per_seed.parquet"
-    assert main(["effects", "--per-seed", str(per_seed), "--out", str(occupied)]) == 2
+    assert main(["effects", str(per_seed), "--out", str(occupied)]) == 2
     assert (
         capsys.readouterr().err
         == f"hierbench: error: --out: {occupied} is a file; name a folder for the tables\n"

@@ -67,7 +67,7 @@ CASES: tuple[UserError, ...] = (
     ),
     UserError(
         "`effects --out` naming a file",
-        "effects --per-seed x.csv --out taken",
+        "effects x.csv --out taken",
         "--out: taken is a file; name a folder for the tables",
         {"taken": "mine"},
     ),

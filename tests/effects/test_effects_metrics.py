@@ -105,7 +105,7 @@ def test_a_one_seed_table_says_that_sd_needs_two_seeds(tmp_path: Path, capsys):
     one_seed = table[table["seed"].isin([table["seed"].min(), -1])]
     path = tmp_path / "one_seed.csv"
     one_seed.to_csv(path, index=False)
-    assert main(["effects", "--per-seed", str(path), "--out", str(tmp_path / "out")]) == 0
+    assert main(["effects", str(path), "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     assert "dataset 'cub' has one training seed: SD needs two seeds, so every SD is NaN" in out
     assert "one training seed" not in "\n".join(plan_effects(table).notes())
@@ -114,7 +114,7 @@ def test_a_one_seed_table_says_that_sd_needs_two_seeds(tmp_path: Path, capsys):
 def test_published_table_goes_through_hierbench_effects(tmp_path: Path, capsys):
     path = tmp_path / "published.csv"
     published_table(("cub", "nabirds")).to_csv(path, index=False)
-    assert main(["effects", "--per-seed", str(path), "--out", str(tmp_path / "out")]) == 0
+    assert main(["effects", str(path), "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out == [
         "derived level 'mean_hierarchy' = (middle + high) / 2 for dataset 'cub', metric 'map' "

@@ -26,7 +26,7 @@ KEYS = ["dataset", "effect"]
 def reaggregate(per_seed_csv: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> pd.DataFrame:
     """Run ``hierbench effects`` on a per-seed CSV and return its mean hierarchy mAP effects in
     the published layout (``dataset, effect, seed_<seed>…, mean, sd``), at full precision."""
-    assert main(["effects", "--per-seed", str(per_seed_csv), "--out", str(out)]) == 0
+    assert main(["effects", str(per_seed_csv), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     for dataset in ("cub", "nabirds"):
         assert f"derived level 'mean_hierarchy' = (middle + high) / 2 for dataset {dataset!r}" in (

@@ -196,7 +196,7 @@ def test_hierbench_effects_takes_per_query_rows_and_records_its_seed(tmp_path, c
     per_seed.to_parquet(tmp_path / "per_seed.parquet")
     per_query.to_parquet(tmp_path / "eval.parquet")
     out = tmp_path / "tables"
-    args = ["effects", "--per-seed", str(tmp_path / "per_seed.parquet"), "--out", str(out)]
+    args = ["effects", str(tmp_path / "per_seed.parquet"), "--out", str(out)]
     extra = ["--per-query", str(tmp_path / "eval.parquet"), "--aggregation", "group_macro"]
     assert main([*args, *extra, "--replicates", "400", "--seed", "3", "--confidence", "0.9"]) == 0
     assert "shared variance" in capsys.readouterr().out

@@ -241,13 +241,13 @@ def test_cli_reaggregates_the_pipeline_per_seed_table(built_repo: Path, tmp_path
     pd.read_parquet(per_seed).to_csv(csv, index=False)
     evaluations = (built_repo / f"{TINY_RUN}/cub/eval").glob("*.parquet")
     scores = sorted(str(p) for p in evaluations if not p.name.endswith("_summary.parquet"))
-    given = ["effects", "--per-seed", str(csv), "--per-query", *scores]
+    given = ["effects", str(csv), "--per-query", *scores]
     assert main([*given, "--aggregation", "query_micro", "--out", str(tmp_path / "out")]) == 0
     mine = pd.read_parquet(tmp_path / "out/effects_summary.parquet")
     pipeline = pd.read_parquet(built_repo / f"{TINY_RUN}/cub/tables/effects_summary.parquet")
     pd.testing.assert_frame_equal(mine, pipeline)  # the two-stage intervals included
     # without the per-query rows the intervals are the seeds' alone; the rest is the same
-    assert main(["effects", "--per-seed", str(csv), "--out", str(tmp_path / "seeds")]) == 0
+    assert main(["effects", str(csv), "--out", str(tmp_path / "seeds")]) == 0
     seeds_only = pd.read_parquet(tmp_path / "seeds/effects_summary.parquet")
     same = ["dataset", "level", "metric", "effect", "mean", "sd", "n", "positive_seeds"]
     pd.testing.assert_frame_equal(seeds_only[same], pipeline[same])

@@ -71,13 +71,12 @@ def add_effect_commands(commands: argparse._SubParsersAction) -> None:
     effects = commands.add_parser(
         "effects",
         help="mean ± SD per arm and simple effects",
-        epilog="example: hierbench effects --per-seed runs/tiny/cub/tables/per_seed.parquet "
-        "--out my_tables",
+        epilog="example: hierbench effects runs/tiny/cub/tables/per_seed.parquet --out my_tables",
     )
     effects.add_argument(
-        "--per-seed",
+        "per_seed",
         type=Path,
-        required=True,
+        metavar="PER_SEED",
         help="parquet or CSV: dataset, geometry (E|H), loss (R|S), seed, level, metric, value",
     )
     effects.add_argument("--out", type=Path, required=True, help="folder for the tables")
