@@ -268,18 +268,21 @@ def _subcommands(parser, words=("hierbench",)):
 
 def test_one_grammar_examples_help_and_the_run_first():
     """Every command shows an example and helps every argument; every command that acts on a
-    run takes the run folder as its first positional argument, defaulting to the demo's."""
+    run takes the run folder as its first positional argument, always given (never silently
+    the demo's)."""
     parser = build_parser()
     for words, sub in _subcommands(parser):
         assert (sub.epilog or "").startswith(f"example: {' '.join(words)}"), words
         for action in sub._actions:
             if not isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
                 assert action.help, (words, action.dest)
-        if words[-1] in ("audit", "jobs", "resume", "unseal"):
+        if words[-1] in ("status", "audit", "jobs", "resume", "unseal"):
             first = next(a for a in sub._actions if not a.option_strings)
-            assert (first.metavar, first.default) == ("RUN", Path("results")), words
-    unseal = parser.parse_args(["unseal", "cub", "--reason", "r"])
+            assert (first.metavar, first.nargs, first.default) == ("RUN", None, None), words
+    unseal = parser.parse_args(["unseal", "results", "cub", "--reason", "r"])
     assert (unseal.run, unseal.dataset) == (Path("results"), "cub")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["status"])
     help_text = parser._subparsers._group_actions[0].choices["effects"].format_help()
     assert "(default: 10000)" in help_text and "(default: 0)" in help_text
 

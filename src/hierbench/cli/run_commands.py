@@ -1,7 +1,7 @@
 """The `hierbench` commands that act on a run folder: list the runs, show where one stands,
 audit it, compare two, say what its jobs cost, resume it, open its seal. Each takes the run
-folder as its first positional argument (default: the demo's ``results``) and works from any
-folder: the repository is the one the run lies in."""
+folder as its first positional argument, always given (the demo's is ``results``), and works
+from any folder: the repository is the one the run lies in."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from hierbench.provenance.verify import (
     verify,
 )
 from hierbench.runlogs import noted_repository
-from hierbench.runs import DEFAULT_RUN, logs_folder
+from hierbench.runs import logs_folder
 from hierbench.runtools import jobstats, resume
 from hierbench.runtools.compare import compare_runs_report, render_markdown, require_run
 from hierbench.runtools.configs import run_key
@@ -109,14 +109,13 @@ def add_status_command(commands: argparse._SubParsersAction) -> None:
 
 
 def _add_run_argument(parser: argparse.ArgumentParser) -> None:
-    """The run folder, the first positional argument of every command that acts on a run."""
+    """The run folder, the first positional argument of every command that acts on a run,
+    always given (the demo's is results)."""
     parser.add_argument(
         "run",
         type=Path,
-        nargs="?",
-        default=Path(DEFAULT_RUN),
         metavar="RUN",
-        help="the run folder (a config's key run; default: the demo's results)",
+        help="the run folder (a config's key run: results for the demo, runs/tiny, ...)",
     )
 
 
