@@ -37,8 +37,25 @@ def test_a_config_snakemake_ran_is_listed_after_the_shipped_ones(tmp_path: Path)
         (Path("configs/tiny.yaml"), "runs/tiny"),
         (Path("my-tiny-lr.yaml"), "runs/tiny-lr6"),
     ]
-    assert log_config("Config file(s): ['/elsewhere/outside.yaml']", tmp_path) is None
+    assert log_config("Config file(s): ['/elsewhere/outside.yaml']", tmp_path) == (
+        "/elsewhere/outside.yaml"  # outside the repository: named absolutely, listed if it exists
+    )
     assert log_config("Building DAG of jobs", tmp_path) is None
+
+
+def test_a_config_outside_the_repository_that_a_run_used_is_listed_while_it_exists(tmp_path):
+    """hierbench run keeps the config of a project folder beside its run's logs; Snakemake's log
+    names it, so runs and status find that run."""
+    repo, project = tmp_path / "repo", tmp_path / "project"
+    (repo / "configs").mkdir(parents=True)
+    kept = project / "out/logs/config.yaml"
+    kept.parent.mkdir(parents=True)
+    kept.write_text(f"run: {project / 'out'}\n")
+    _log(repo, "2026-12-01T100000.000000", [str(kept)])
+    assert config_files(repo) == [kept]
+    assert config_runs(repo) == [(kept, str(project / "out"))]
+    kept.unlink()
+    assert config_files(repo) == []
 
 
 def test_a_run_folder_is_named_as_its_config_names_it(tmp_path: Path):

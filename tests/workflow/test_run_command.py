@@ -4,6 +4,7 @@ shows one progress line; Ctrl-C stops the run with one line, and the same comman
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -38,6 +39,20 @@ def _environment(repo: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(repo / "src"), "HF_HUB_OFFLINE": "1"}
 
 
+def _hierbench(repo: Path, folder: Path, *args: str) -> str:
+    """A hierbench command's output, run in ``folder`` with ``repo``'s library."""
+    result = subprocess.run(
+        [sys.executable, "-m", "hierbench.cli", *args],
+        cwd=folder,
+        env=_environment(repo),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 @pytest.mark.slow
 def test_a_config_outside_the_repository_runs_from_its_own_folder(repo_copy: Path, tmp_path):
     project = _project(repo_copy, tmp_path / "project")
@@ -57,6 +72,14 @@ def test_a_config_outside_the_repository_runs_from_its_own_folder(repo_copy: Pat
     assert result.stdout.splitlines()[-1].startswith("done: ")
     assert "rule splits:" not in result.stderr and "Building DAG" not in result.stderr
     assert not (repo_copy / "runs").exists()  # nothing in the repository's own run folders
+    # runs and status find the run from a third folder: Snakemake's log names its config
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    runs = _hierbench(repo_copy, elsewhere, "runs", "--repo", str(repo_copy), "--json")
+    [listed] = [row for row in json.loads(runs) if row["name"] == str(project / RUN)]
+    assert listed["state"] == "complete"
+    status = json.loads(_hierbench(repo_copy, elsewhere, "status", str(project / RUN), "--json"))
+    assert status["run"] == str(project / RUN) and status["jobs_done"] > 0
 
 
 @pytest.mark.slow

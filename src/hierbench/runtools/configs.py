@@ -25,8 +25,9 @@ def snakemake_logs(repo: Path) -> Iterator[tuple[Path, str]]:
 
 
 def log_config(text: str, repo: Path) -> str | None:
-    """The (first) config file a Snakemake log names, relative to ``repo``; None when it names
-    none or one outside the repository."""
+    """The (first) config file a Snakemake log names: relative to ``repo``, or absolute for one
+    outside it (``hierbench run`` keeps a config of any folder beside its run's logs); None
+    when it names none."""
     match = CONFIG_LINE.search(text)
     first = re.search(r"'([^']+)'", match.group("files")) if match else None
     if not first:
@@ -36,12 +37,13 @@ def log_config(text: str, repo: Path) -> str | None:
     try:
         return path.resolve().relative_to(repo.resolve()).as_posix()
     except ValueError:
-        return None
+        return path.resolve().as_posix()
 
 
 def config_files(repo: Path) -> list[Path]:
     """The repository's config files, relative to it: ``config.yaml``, ``configs/*.yaml``,
-    then the others Snakemake logs name (sorted), each once."""
+    then the others Snakemake logs name (sorted; absolute outside the repository), each once
+    and only while it exists."""
     shipped = [repo / "config.yaml", *sorted((repo / "configs").glob("*.yaml"))]
     found = [path.relative_to(repo) for path in shipped if path.is_file()]
     named = {log_config(text, repo) for _, text in snakemake_logs(repo)}
