@@ -56,7 +56,8 @@ CASES: tuple[UserError, ...] = (
         "a run folder with a space",
         "config space.yaml",
         "config key 'run': 'runs/my run' must be a folder path, relative to the repository or "
-        "absolute, parts of letters, digits, '_', '.' and '-' separated by '/' (no spaces)",
+        "absolute, parts of letters, digits, '_', '.' and '-' separated by '/' (no spaces, but in "
+        "an absolute path)",
         {"space.yaml": "run: runs/my run\n"},
     ),
     UserError(

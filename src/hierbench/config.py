@@ -100,7 +100,7 @@ def _pattern_rule(error: ValidationError) -> str:
     if list(error.absolute_path) == ["run"]:
         return (
             "must be a folder path, relative to the repository or absolute, parts of letters, "
-            "digits, '_', '.' and '-' separated by '/' (no spaces)"
+            "digits, '_', '.' and '-' separated by '/' (no spaces, but in an absolute path)"
         )
     if error.validator_value == "^[A-Za-z][A-Za-z0-9_]*$":
         return "must start with a letter and hold only letters, digits and '_'"

@@ -1,11 +1,13 @@
-"""``hierbench run CONFIG`` from a folder outside the repository: the config's relative run
-folder is taken from its own folder, Snakemake's output goes to the run's logs and the terminal
-shows one progress line; Ctrl-C stops the run with one line, and the same command continues it."""
+"""``hierbench run CONFIG`` from a folder outside the repository, a space in its path: the
+config's relative run folder is taken from its own folder, Snakemake's output goes to the run's
+logs and the terminal shows one progress line, and runs and status find the run from a third
+folder; Ctrl-C stops the run with one line, and the same command continues it."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from table_collections import example_collection_tree
 
 RUN = "out/tiny"
 SPLITS = f"{RUN}/cub/splits/dev.parquet"
@@ -55,7 +58,7 @@ def _hierbench(repo: Path, folder: Path, *args: str) -> str:
 
 @pytest.mark.slow
 def test_a_config_outside_the_repository_runs_from_its_own_folder(repo_copy: Path, tmp_path):
-    project = _project(repo_copy, tmp_path / "project")
+    project = _project(repo_copy, tmp_path / "my project")
     result = subprocess.run(
         _command(project, SPLITS),
         cwd=project,
@@ -86,7 +89,7 @@ def test_a_config_outside_the_repository_runs_from_its_own_folder(repo_copy: Pat
 def test_ctrl_c_stops_the_run_with_one_line_and_the_same_command_continues_it(
     repo_copy: Path, tmp_path
 ):
-    project = _project(repo_copy, tmp_path / "project")
+    project = _project(repo_copy, tmp_path / "my project")
     log = project / RUN / "logs/snakemake.log"
     process = subprocess.Popen(
         _command(project, FEATURES),
@@ -104,7 +107,8 @@ def test_ctrl_c_stops_the_run_with_one_line_and_the_same_command_continues_it(
     assert process.returncode == 130, err
     last = err.strip().splitlines()[-1]
     assert last.startswith("stopped: ") and "of " in last, err
-    assert f"hierbench run {project / 'study.yaml'} --cores 2 continues it" in last, last
+    config = shlex.quote(str(project / "study.yaml"))  # a path with a space, pasted as it is
+    assert f"hierbench run {config} --cores 2 continues it" in last, last
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert "Terminating processes on user request" in log.read_text()
     again = subprocess.run(
@@ -117,3 +121,33 @@ def test_ctrl_c_stops_the_run_with_one_line_and_the_same_command_continues_it(
     )
     assert again.returncode == 0, again.stderr
     assert (project / FEATURES).is_file()
+
+
+@pytest.mark.slow
+def test_init_dataset_then_its_printed_commands_pasted_as_printed(repo_copy: Path, tmp_path):
+    """From a folder with a space in its path: init-dataset, then each command it prints,
+    pasted as printed; then status, runs, audit and compare on the run from a third folder."""
+    project = tmp_path / "my photos"
+    example_collection_tree(project / "beetles")
+    said = _hierbench(repo_copy, project, "init-dataset", "beetles", "--out", "my data", "--smoke")
+    printed = [line.strip() for line in said.splitlines() if line.startswith("  hierbench ")]
+    assert [command.split()[1] for command in printed] == ["check-dataset", "run"]
+    environment = {
+        **_environment(repo_copy),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    for command in printed:
+        result = subprocess.run(
+            ["bash", "-c", command], cwd=project, env=environment, capture_output=True, text=True
+        )
+        assert result.returncode == 0, (command, result.stderr[-3000:])
+    run = project / "my data/runs/beetles"
+    assert (run / "beetles/tables/summary.md").is_file()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    status = json.loads(_hierbench(repo_copy, elsewhere, "status", str(run), "--json"))
+    assert status["jobs_to_do"] == 0
+    runs = json.loads(_hierbench(repo_copy, elsewhere, "runs", "--repo", str(repo_copy), "--json"))
+    assert [row["state"] for row in runs if row["name"] == str(run)] == ["complete"]
+    assert "0 failed" in _hierbench(repo_copy, elsewhere, "audit", str(run))
+    assert _hierbench(repo_copy, elsewhere, "compare", str(run), str(run)).startswith("identical")
