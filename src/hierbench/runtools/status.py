@@ -52,6 +52,9 @@ STAGE_ORDER = (
 )
 
 
+TARGET_RULE = "all"  # the Snakefile's target: a job Snakemake counts, the last of the report
+
+
 class StatusError(ValueError):
     """A run whose status cannot be read; the message says why."""
 
@@ -90,11 +93,12 @@ def planned_jobs(repo: Path, config: str, attempts: int = 3) -> list[tuple[str, 
 
 
 def stage_table(jobs: list[tuple[str, bool]], stages: dict[str, str]) -> pd.DataFrame:
-    """Jobs done and to do per stage, in pipeline order."""
+    """Jobs done and to do per stage, in pipeline order; the target rule counts as a job of
+    the report, so the totals are the job counts Snakemake and ``hierbench runs`` give."""
+    stage_of = {**stages, TARGET_RULE: STAGE_ORDER[-1]}
     rows = [
-        {"stage": stages.get(rule, jobstats.NO_STAGE), "done": int(not runs), "to_do": int(runs)}
+        {"stage": stage_of.get(rule, jobstats.NO_STAGE), "done": int(not runs), "to_do": int(runs)}
         for rule, runs in jobs
-        if rule != "all"
     ]
     frame = pd.DataFrame(rows, columns=["stage", "done", "to_do"])
     table = frame.groupby("stage", as_index=False)[["done", "to_do"]].sum()
@@ -223,7 +227,7 @@ def seconds_left(
     own = costs.groupby("rule")["wall_s"].median().to_dict()
     before = earlier.groupby("rule")["wall_s"].median().to_dict()
     overall = statistics.median(pool["wall_s"])
-    to_do = [rule for rule, runs in jobs if runs and rule != "all"]
+    to_do = [rule for rule, runs in jobs if runs and rule != TARGET_RULE]
     seconds = sum(own.get(rule, before.get(rule, overall)) for rule in to_do)
     used_earlier = costs.empty or any(rule not in own and rule in before for rule in to_do)
     return float(seconds), used_earlier
@@ -244,7 +248,7 @@ def run_status(repo: Path, run: str) -> RunStatus:
         if logs.is_dir()
         else pd.DataFrame(columns=jobstats.JOB_COLUMNS)
     )
-    uncosted = {rule for rule, runs in jobs if runs and rule != "all"} - set(costs["rule"])
+    uncosted = {rule for rule, runs in jobs if runs and rule != TARGET_RULE} - set(costs["rule"])
     earlier = earlier_costs(repo, run) if uncosted else None  # Snakemake's records, read if needed
     failed = failed_logs(repo, newest_run_log(repo))
     return RunStatus(
