@@ -24,9 +24,10 @@ gull/1.jpg,gull,test,1,2,3,4
 a/10.jpg,robin,train,0,0,5.5,6
 z.jpg,wren,train,2.5,0,1,1
 a/9.jpg,blackbird,test,0,3,2,2
+tern.jpg,tern,train,1,1,2,2
 """
 PLAIN_IMAGES = "path,class\ngull/1.jpg,gull\na/10.jpg,robin\n"
-FILES = ("gull/1.jpg", "a/10.jpg", "z.jpg", "a/9.jpg")
+FILES = ("gull/1.jpg", "a/10.jpg", "z.jpg", "a/9.jpg", "tern.jpg")
 
 
 def table_dataset_folder(

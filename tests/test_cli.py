@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from table_collections import IMAGES, tiny_cub_folder
+from table_collections import FILES, IMAGES, TAXONOMY, tiny_cub_folder
 from table_collections import table_dataset_folder as _dataset
 
 from hierbench.cli import EVERYDAY, build_parser, main
@@ -158,18 +158,24 @@ def test_check_dataset_prints_counts_per_level_and_writes_nothing(tmp_path: Path
     assert main(["check-dataset", str(config), "beetles", "--schema", SCHEMA]) == 0
     out = capsys.readouterr().out
     assert "is a valid table dataset" in out
-    for label, count in (("images", 4), ("species (leaf)", 5), ("genus (middle)", 4)):
+    for label, count in (("images", 5), ("species (leaf)", 5), ("genus (middle)", 4)):
         assert re.search(rf"{re.escape(label)}\s+{count}\n", out), out
-    assert re.search(r"family \(high\)\s+2\n", out) and re.search(r"train images\s+2\n", out)
+    assert re.search(r"family \(high\)\s+2\n", out) and re.search(r"train images\s+3\n", out)
     after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p != config)
     assert after == before
 
 
 def test_check_dataset_warns_about_weak_queries_and_deep_opens_every_image(tmp_path: Path, capsys):
-    config = _table_config(tmp_path, _dataset(tmp_path / "beetles"))
+    def without_terns(text: str) -> str:
+        return "".join(line + "\n" for line in text.splitlines() if "tern" not in line)
+
+    root = _dataset(
+        tmp_path / "beetles", without_terns(IMAGES), without_terns(TAXONOMY), files=FILES[:4]
+    )  # 3 genera hold images: too few for the split's default counts
+    config = _table_config(tmp_path, root)
     assert main(["check-dataset", str(config), "beetles", "--schema", SCHEMA]) == 0
     err = capsys.readouterr().err
-    assert "warning: 3 genus group(s) hold a single species" in err
+    assert "warning: 2 genus group(s) hold a single species ('gulls', 'wrens')" in err
     assert "warning: datasets.beetles.splits.middles: 3 middle groups cannot be split" in err
     assert "cannot be read as an image" not in err  # only --deep opens the images
     assert main(["check-dataset", str(config), "beetles", "--schema", SCHEMA, "--deep"]) == 1
@@ -183,7 +189,7 @@ def test_check_dataset_names_the_file_and_line_of_a_flaw(tmp_path: Path, capsys)
     config = _table_config(tmp_path, root)
     assert main(["check-dataset", str(config), "beetles", "--schema", SCHEMA]) == 2
     err = capsys.readouterr().err
-    assert f"{root / 'images.csv'}:6:" in err and "a/9.jpg" in err
+    assert f"{root / 'images.csv'}:7:" in err and "a/9.jpg" in err
 
 
 def test_check_dataset_refuses_unknown_names_and_other_kinds(tmp_path: Path, capsys):

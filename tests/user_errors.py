@@ -78,6 +78,19 @@ CASES: tuple[UserError, ...] = (
         "dataset 'moths' is not in the config",
     ),
     UserError(
+        "a class in taxonomy.csv without an image",
+        "check-dataset {tmp}/mine.yaml beetles",
+        "{tmp}/beetles/taxonomy.csv:4: class 'tern' has no image in {tmp}/beetles/images.csv; "
+        "add its images or remove it from the taxonomy",
+        {
+            "mine.yaml": "datasets:\n  cub: {enabled: false}\n  nabirds: {enabled: false}\n"
+            "  beetles: {kind: table, root: beetles, levels: [species, genus, family]}\n",
+            "beetles/images.csv": "path,class\na.jpg,wren\nb.jpg,gull\n",
+            "beetles/taxonomy.csv": "class,middle,high\nwren,wrens,songbirds\n"
+            "gull,gulls,seabirds\ntern,terns,seabirds\n",
+        },
+    ),
+    UserError(
         "init-dataset on a tree with an image at the wrong depth",
         "init-dataset photos",
         "an image must sit at FOLDER/<high>/<middle>/<class>/<file>, this one is 1 folder(s) deep",

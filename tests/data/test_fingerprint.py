@@ -30,7 +30,13 @@ def test_the_images_part_lists_exactly_the_images_the_layout_names(tmp_path: Pat
     assert fp.part_files(root, "cub", "images") == ["images/001.A/a.jpg", "images/001.A/b b.jpg"]
     assert fp.part_files(root, "cub", "layout") == sorted(BUILTIN_KINDS["cub"].layout_files)
     table = table_dataset_folder(tmp_path / "mine")
-    assert fp.part_files(table, "table", "images") == ["a/10.jpg", "a/9.jpg", "gull/1.jpg", "z.jpg"]
+    assert fp.part_files(table, "table", "images") == [
+        "a/10.jpg",
+        "a/9.jpg",
+        "gull/1.jpg",
+        "tern.jpg",
+        "z.jpg",
+    ]
 
 
 def test_a_touched_file_or_a_stray_file_keeps_the_identity_and_an_edit_changes_it(tmp_path: Path):

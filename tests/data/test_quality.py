@@ -22,14 +22,17 @@ from hierbench.data.table_reader import read_table_dataset
 LEVELS = ("species", "genus", "family")
 
 
-def _warnings(tmp_path: Path, taxonomy: str = TAXONOMY, images: str = IMAGES) -> list[str]:
-    root = table_dataset_folder(tmp_path / "mine", images=images, taxonomy=taxonomy, files=FILES)
+def _warnings(
+    tmp_path: Path, taxonomy: str = TAXONOMY, images: str = IMAGES, files: tuple = FILES
+) -> list[str]:
+    root = table_dataset_folder(tmp_path / "mine", images=images, taxonomy=taxonomy, files=files)
     return dataset_warnings(read_table_dataset(root), LEVELS, 0.5)
 
 
 def test_a_family_with_one_genus_is_named_with_the_users_level_names(tmp_path: Path):
     taxonomy = TAXONOMY + "owl,owls,raptors\n"
-    warnings = _warnings(tmp_path, taxonomy=taxonomy)
+    images = IMAGES + "owl.jpg,owl,test,0,0,1,1\n"
+    warnings = _warnings(tmp_path, taxonomy=taxonomy, images=images, files=(*FILES, "owl.jpg"))
     lonely = [w for w in warnings if "hold a single genus" in w]
     assert lonely == [
         "1 family group(s) hold a single genus ('raptors'): their queries have no strict "
@@ -43,8 +46,11 @@ def test_a_genus_with_one_species_and_a_scarce_species_are_named(tmp_path: Path)
         w.startswith("3 genus group(s) hold a single species ('gulls', 'terns', 'wrens')")
         for w in warnings
     )
-    scarce = next(w for w in warnings if "fewer than 2 test images" in w)
-    assert scarce.startswith("5 species class(es) have fewer than 2 test images")
+    none = next(w for w in warnings if "no test image" in w)
+    assert none.startswith("3 leaves (species) have no test image ('robin', 'tern', 'wren')")
+    assert "zero of their images on the test side" in none
+    single = next(w for w in warnings if "a single test image" in w)
+    assert single.startswith("2 leaves (species) have a single test image ('blackbird', 'gull')")
 
 
 def test_a_level_with_few_valid_queries_per_draw_is_weak(tmp_path: Path):
@@ -80,16 +86,16 @@ def test_a_long_list_of_problems_shows_the_first_twenty_and_counts_the_rest():
 
 
 def test_middle_groups_that_cannot_be_split_stop_the_plan_naming_the_datasets_key(tmp_path: Path):
-    root = table_dataset_folder(tmp_path / "beetles")  # 3 middle groups hold images
+    root = table_dataset_folder(tmp_path / "beetles")  # 4 middle groups hold images
     config = load_config_text(tmp_path, root, "{train: 3, validation: 1, test: 1}")
     with pytest.raises(DatasetCheckError) as error:
         check_table_splits(config, ["beetles"])
     assert str(error.value) == (
         "datasets.beetles.splits.middles: train 3 + validation 1 + test 1 = 5, but the image "
-        "pool has 3 middle groups"
+        "pool has 4 middle groups"
     )
     check_table_splits(
-        load_config_text(tmp_path, root, "{train: 1, validation: 1, test: 1}"), ["beetles"]
+        load_config_text(tmp_path, root, "{train: 2, validation: 1, test: 1}"), ["beetles"]
     )
 
 

@@ -40,14 +40,15 @@ def test_valid_dataset_gives_the_documented_tables(tmp_path: Path):
     images, taxonomy = dataset.images, dataset.taxonomy
     assert dataset.has_split and dataset.has_boxes
     assert list(images.columns) == COLUMNS
-    assert images["image_id"].tolist() == ["z.jpg", "a/9.jpg", "a/10.jpg", "gull/1.jpg"]
+    ids = ["z.jpg", "a/9.jpg", "a/10.jpg", "tern.jpg", "gull/1.jpg"]  # shortlex order
+    assert images["image_id"].tolist() == ids
     assert images["path"].tolist() == images["image_id"].tolist()
-    assert images["class_name"].tolist() == ["wren", "blackbird", "robin", "gull"]
-    # classes with images sorted by name: blackbird 1, gull 2, robin 3, wren 4; then tern 5
-    assert images["class_id"].tolist() == [4, 1, 3, 2]
-    assert images["is_train"].tolist() == [True, False, True, False]
+    assert images["class_name"].tolist() == ["wren", "blackbird", "robin", "tern", "gull"]
+    # classes sorted by name: blackbird 1, gull 2, robin 3, tern 4, wren 5
+    assert images["class_id"].tolist() == [5, 1, 3, 4, 2]
+    assert images["is_train"].tolist() == [True, False, True, True, False]
     boxes = images[["bbox_x", "bbox_y", "bbox_w", "bbox_h"]].to_numpy().tolist()
-    assert boxes == [[2.5, 0, 1, 1], [0, 3, 2, 2], [0, 0, 5.5, 6], [1, 2, 3, 4]]
+    assert boxes == [[2.5, 0, 1, 1], [0, 3, 2, 2], [0, 0, 5.5, 6], [1, 1, 2, 2], [1, 2, 3, 4]]
     assert list(taxonomy.columns) == [
         "class_id",
         "class_name",
@@ -59,14 +60,14 @@ def test_valid_dataset_gives_the_documented_tables(tmp_path: Path):
         "high_code",
     ]
     assert taxonomy["class_id"].tolist() == [1, 2, 3, 4, 5]
-    assert taxonomy["class_name"].tolist() == ["blackbird", "gull", "robin", "wren", "tern"]
+    assert taxonomy["class_name"].tolist() == ["blackbird", "gull", "robin", "tern", "wren"]
     assert taxonomy["leaf"].tolist() == taxonomy["class_name"].tolist()
-    assert taxonomy["middle"].tolist() == ["thrushes", "gulls", "thrushes", "wrens", "terns"]
+    assert taxonomy["middle"].tolist() == ["thrushes", "gulls", "thrushes", "terns", "wrens"]
     song, sea = "songbirds", "seabirds"
-    assert taxonomy["high"].tolist() == [song, sea, song, song, sea]
-    assert taxonomy["leaf_code"].tolist() == [0, 1, 2, 4, 3]
-    assert taxonomy["middle_code"].tolist() == [2, 0, 2, 3, 1]
-    assert taxonomy["high_code"].tolist() == [1, 0, 1, 1, 0]
+    assert taxonomy["high"].tolist() == [song, sea, song, sea, song]
+    assert taxonomy["leaf_code"].tolist() == [0, 1, 2, 3, 4]
+    assert taxonomy["middle_code"].tolist() == [2, 0, 2, 1, 3]
+    assert taxonomy["high_code"].tolist() == [1, 0, 1, 0, 1]
     assert all(taxonomy[c].dtype == "int64" for c in ("class_id", "leaf_code", "high_code"))
 
 
@@ -83,22 +84,23 @@ def test_images_dtypes_equal_read_cubs(tmp_path: Path):
 def test_level_counts_with_split(tmp_path: Path):
     dataset = read_table_dataset(_dataset(tmp_path / "birds"))
     assert level_counts(dataset) == {
-        "images": 4,
+        "images": 5,
         "classes": 5,
         "middle": 4,
         "high": 2,
-        "train_images": 2,
+        "train_images": 3,
         "test_images": 2,
     }
 
 
 def test_without_split_and_boxes_all_test_and_nan_boxes(tmp_path: Path):
-    root = _dataset(tmp_path / "birds", images=PLAIN_IMAGES, files=FILES[:2])
+    two = "class,middle,high\ngull,gulls,seabirds\nrobin,thrushes,songbirds\n"
+    root = _dataset(tmp_path / "birds", images=PLAIN_IMAGES, taxonomy=two, files=FILES[:2])
     dataset = read_table_dataset(root)
     assert not dataset.has_split and not dataset.has_boxes
     assert not dataset.images["is_train"].any()
     assert dataset.images[["bbox_x", "bbox_y", "bbox_w", "bbox_h"]].isna().all().all()
-    assert level_counts(dataset) == {"images": 2, "classes": 5, "middle": 4, "high": 2}
+    assert level_counts(dataset) == {"images": 2, "classes": 2, "middle": 2, "high": 2}
 
 
 def test_reading_twice_gives_equal_frames(tmp_path: Path):
@@ -233,7 +235,7 @@ def test_empty_split_cell(tmp_path: Path):
 
 def test_duplicate_path(tmp_path: Path):
     root = _dataset(tmp_path / "birds", images=IMAGES + "z.jpg,robin,test,0,0,1,1\n")
-    _fails(root, f"{root / IMAGES_FILE}:6: duplicate path 'z.jpg' (lines 4 and 6)")
+    _fails(root, f"{root / IMAGES_FILE}:7: duplicate path 'z.jpg' (lines 4 and 7)")
 
 
 # --- 5: unknown class --------------------------------------------------------------------
@@ -315,7 +317,7 @@ def test_image_absent_from_disk(tmp_path: Path):
     _fails(
         root,
         f"{root / IMAGES_FILE}:3: image 'a/10.jpg' is listed but absent",
-        "(2 listed image(s) absent)",
+        "(3 listed image(s) absent)",
     )
 
 
@@ -353,7 +355,7 @@ def test_the_cub_reader_follows_a_linked_images_folder(tmp_path: Path):
 
 
 def test_directory_is_not_an_image(tmp_path: Path):
-    root = _dataset(tmp_path / "birds", files=("gull/1.jpg", "a/9.jpg", "a/10.jpg"))
+    root = _dataset(tmp_path / "birds", files=("gull/1.jpg", "a/9.jpg", "a/10.jpg", "tern.jpg"))
     (root / "z.jpg").mkdir()
     _fails(root, f"{root / IMAGES_FILE}:4: image 'z.jpg' is listed but absent", "(1 listed")
 
@@ -381,10 +383,17 @@ def test_path_not_in_plain_posix_form(tmp_path: Path, path: str):
 # --- 11: enough groups; classes without images -------------------------------------------
 
 
-def test_class_without_images_is_allowed(tmp_path: Path):
-    dataset = read_table_dataset(_dataset(tmp_path / "birds"))
-    assert "tern" in dataset.taxonomy["class_name"].tolist()
-    assert "tern" not in dataset.images["class_name"].tolist()
+def test_a_class_without_images_is_an_error_naming_its_line(tmp_path: Path):
+    images = "".join(line + "\n" for line in IMAGES.splitlines() if "tern" not in line)
+    root = _dataset(tmp_path / "birds", images=images)
+    _fails(
+        root,
+        f"{root / TAXONOMY_FILE}:6: class 'tern' has no image in {root / IMAGES_FILE}; add its "
+        "images or remove it from the taxonomy",
+    )
+    without = "".join(line + "\n" for line in images.splitlines() if "gull" not in line)
+    root = _dataset(tmp_path / "again", images=without)
+    _fails(root, f"{root / TAXONOMY_FILE}:5: class 'gull'", "(and 1 other class(es) without")
 
 
 def test_single_middle_group(tmp_path: Path):
@@ -425,18 +434,22 @@ def test_the_taxonomy_csv_alone_gives_the_datasets_taxonomy(tmp_path: Path):
 
 
 def test_the_image_table_reads_images_csv_alone(tmp_path: Path):
-    """A taxonomy edit (a class moved to another middle, a class without images added) leaves
-    the image table as it was: the features computed from it never rerun for one."""
+    """A taxonomy edit (a class moved to another middle; even a class without images added,
+    which the dataset refuses) leaves the image table as it was: the features computed from it
+    never rerun for one."""
     root = _dataset(tmp_path / "birds")
     before = read_table_images(root)
     pd.testing.assert_frame_equal(before, read_table_dataset(root).images)
     taxonomy = root / TAXONOMY_FILE
     edited = taxonomy.read_text(encoding="utf-8").replace("robin,thrushes", "robin,wrens")
     assert edited != taxonomy.read_text(encoding="utf-8")
-    taxonomy.write_text(edited + "albatross,albatrosses,seabirds\n", encoding="utf-8")
-    pd.testing.assert_frame_equal(before, read_table_images(root))
+    taxonomy.write_text(edited, encoding="utf-8")
     after = read_table_dataset(root)
     pd.testing.assert_frame_equal(before, after.images)
-    assert after.taxonomy.set_index("class_name").at["albatross", "class_id"] == 5
+    assert after.taxonomy.set_index("class_name").at["robin", "middle"] == "wrens"
+    taxonomy.write_text(edited + "albatross,albatrosses,seabirds\n", encoding="utf-8")
+    pd.testing.assert_frame_equal(before, read_table_images(root))
+    with pytest.raises(TableDatasetError, match="class 'albatross' has no image"):
+        read_table_dataset(root)
     taxonomy.unlink()
     pd.testing.assert_frame_equal(before, read_table_images(root))

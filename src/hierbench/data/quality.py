@@ -27,7 +27,6 @@ from hierbench.splits.construction import MIDDLE_DISJOINT, parent_counts
 from hierbench.splits.sampling import SplitError
 
 MIN_VALID_QUERIES = 10  # fewer valid queries per draw than this make a level's score weak
-MIN_CLASS_IMAGES = 2  # a query and one gallery positive at its leaf
 NAMED = 8  # groups named in a warning before "and N more"
 LISTED = 20  # unreadable images listed before "and N more"
 
@@ -68,13 +67,24 @@ def dataset_warnings(
         )
     test = dataset.images[~dataset.images["is_train"]] if dataset.has_split else dataset.images
     per_class = test.groupby("class_name").size().reindex(sorted(taxonomy["leaf"]), fill_value=0)
-    scarce = sorted(per_class[per_class < MIN_CLASS_IMAGES].index)
-    if scarce:
+    none, single = sorted(per_class[per_class == 0].index), sorted(per_class[per_class == 1].index)
+    if none:
         warnings.append(
-            f"{len(scarce)} {leaf} class(es) have fewer than {MIN_CLASS_IMAGES} test images "
-            f"({_named(scarce)}): their queries have no {leaf} positive in the gallery"
+            f"{_leaves(len(none), leaf)} no test image ({_named(none)}): the split leaves zero "
+            "of their images on the test side, so no query comes from them"
+        )
+    if single:
+        warnings.append(
+            f"{_leaves(len(single), leaf)} a single test image ({_named(single)}): their "
+            f"queries have no {leaf} positive in the gallery"
         )
     return warnings + _weak_levels(test, taxonomy, levels, queries)
+
+
+def _leaves(count: int, leaf: str) -> str:
+    """"1 leaf (species) has" or "3 leaves (species) have": a count of leaves in the user's
+    name for them, the verb agreeing."""
+    return f"1 leaf ({leaf}) has" if count == 1 else f"{count} leaves ({leaf}) have"
 
 
 def _weak_levels(

@@ -11,7 +11,9 @@ each cell is ignored):
   drop a column.
 - ``taxonomy.csv``: one row per class, columns ``class, middle, high``: the three levels of the
   study. A class sits in one middle group and a middle group in one high group; at least two
-  middle and two high groups are needed. A class without images is allowed.
+  middle and two high groups are needed. Every class needs an image: a class without one is an
+  error naming its line (a split may still leave a class without test images: check-dataset
+  warns of it).
 
 :func:`read_table_dataset` returns a :class:`TableDataset`: the per-image table in the columns of
 :data:`hierbench.data.layouts.COLUMNS` (``image_id`` is the ``path`` as written, rows sorted by
@@ -124,6 +126,7 @@ def _assembled(
     images_path, image_table = images
     rows, has_split, has_boxes = _image_rows(images_path, image_table)
     _check_classes(images_path, rows, classes, taxonomy_path)
+    _check_no_empty_class(images_path, rows, classes, taxonomy_path)
     _check_on_disk(root, images_path, rows)
     class_ids = _class_ids([image.class_name for image in rows], classes)
     dataset = TableDataset(
@@ -180,6 +183,22 @@ def _check_classes(
                 f"{path}:{image.line}: unknown class {image.class_name!r}, not listed in "
                 f"{taxonomy_path}"
             )
+
+
+def _check_no_empty_class(
+    path: Path, images: list[_Image], classes: dict[str, _Class], taxonomy_path: Path
+) -> None:
+    """Every class of the taxonomy must have an image; the error names the first by its line
+    and counts the others."""
+    listed = {image.class_name for image in images}
+    empty = sorted((c for c in classes.values() if c.name not in listed), key=lambda c: c.line)
+    if empty:
+        first, others = empty[0], len(empty) - 1
+        more = f" (and {others} other class(es) without images)" if others else ""
+        raise TableDatasetError(
+            f"{taxonomy_path}:{first.line}: class {first.name!r} has no image in {path}{more}; "
+            "add its images or remove it from the taxonomy"
+        )
 
 
 def read_taxonomy_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
