@@ -142,4 +142,4 @@ def test_the_dry_run_of_a_collection_of_your_own_prints_its_warnings(tmp_path: P
     (repo / "configs/beetles.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     result = snakemake(repo, "--dry-run", "--configfile", "configs/beetles.yaml")
     assert "warning: beetles: 3 genus group(s) hold a single species" in result.stdout
-    assert "warning: beetles: 5 species class(es) have fewer than 2 test images" in result.stdout
+    assert "warning: beetles: 3 leaves (species) have no test image" in result.stdout
