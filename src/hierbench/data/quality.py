@@ -82,7 +82,7 @@ def dataset_warnings(
 
 
 def _leaves(count: int, leaf: str) -> str:
-    """"1 leaf (species) has" or "3 leaves (species) have": a count of leaves in the user's
+    """ "1 leaf (species) has" or "3 leaves (species) have": a count of leaves in the user's
     name for them, the verb agreeing."""
     return f"1 leaf ({leaf}) has" if count == 1 else f"{count} leaves ({leaf}) have"
 

@@ -68,6 +68,17 @@ def read_csv(path: Path, required: tuple[str, ...], optional: tuple[str, ...]) -
     return Table(header_line, tuple(columns), rows)
 
 
+def column_values(path: Path, column: str) -> list[str]:
+    """The distinct non-empty values of one column of a CSV file, sorted; none when the file
+    cannot be read (its reader names the flaw)."""
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+        values = [row.get(column, "").strip() for row in csv.DictReader(io.StringIO(text))]
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []
+    return sorted({value for value in values if value})
+
+
 def frame_table(
     path: Path, frame: pd.DataFrame, required: tuple[str, ...], optional: tuple[str, ...]
 ) -> Table:

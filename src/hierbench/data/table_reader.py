@@ -27,8 +27,6 @@ the 1-based line (line 1 is the header), as ``ROOT/images.csv:7: ...``. The read
 
 from __future__ import annotations
 
-import csv
-import io
 import logging
 import math
 import os
@@ -38,7 +36,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 import pandas as pd
 
 from hierbench.data.layouts import COLUMNS, files_under, image_sort_key
-from hierbench.data.table_csv import Row, Table, TableDatasetError, read_csv
+from hierbench.data.table_csv import Row, Table, TableDatasetError, column_values, read_csv
 from hierbench.protocol import LEVELS
 from hierbench.taxonomy.levels import add_level_codes
 
@@ -159,12 +157,7 @@ def checked_images(root: Path, path: Path, table: Table) -> pd.DataFrame:
 def listed_table_images(root: Path) -> list[str]:
     """The image files ``images.csv`` lists, sorted (none when it cannot be read: the reader
     reports that)."""
-    try:
-        text = (root / IMAGES_FILE).read_bytes().decode("utf-8-sig")
-        paths = [row.get("path", "").strip() for row in csv.DictReader(io.StringIO(text))]
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return []
-    return sorted({path for path in paths if path})
+    return column_values(root / IMAGES_FILE, "path")
 
 
 def _image_rows(path: Path, table: Table) -> tuple[list[_Image], bool, bool]:
