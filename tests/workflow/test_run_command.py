@@ -42,6 +42,18 @@ def _environment(repo: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(repo / "src"), "HF_HUB_OFFLINE": "1"}
 
 
+def _run(repo: Path, project: Path, target: str) -> subprocess.CompletedProcess[str]:
+    """``hierbench run study.yaml`` on one target, from the project folder, to its end."""
+    return subprocess.run(
+        _command(project, target),
+        cwd=project,
+        env=_environment(repo),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 def _hierbench(repo: Path, folder: Path, *args: str) -> str:
     """A hierbench command's output, run in ``folder`` with ``repo``'s library."""
     result = subprocess.run(
@@ -59,14 +71,7 @@ def _hierbench(repo: Path, folder: Path, *args: str) -> str:
 @pytest.mark.slow
 def test_a_config_outside_the_repository_runs_from_its_own_folder(repo_copy: Path, tmp_path):
     project = _project(repo_copy, tmp_path / "my project")
-    result = subprocess.run(
-        _command(project, SPLITS),
-        cwd=project,
-        env=_environment(repo_copy),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = _run(repo_copy, project, SPLITS)
     assert result.returncode == 0, result.stderr
     assert (project / SPLITS).is_file()
     logs = project / RUN / "logs"
@@ -111,14 +116,7 @@ def test_ctrl_c_stops_the_run_with_one_line_and_the_same_command_continues_it(
     assert f"hierbench run {config} --cores 2 continues it" in last, last
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert "Terminating processes on user request" in log.read_text()
-    again = subprocess.run(
-        _command(project, FEATURES),
-        cwd=project,
-        env=_environment(repo_copy),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    again = _run(repo_copy, project, FEATURES)
     assert again.returncode == 0, again.stderr
     assert (project / FEATURES).is_file()
 

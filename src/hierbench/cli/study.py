@@ -144,8 +144,8 @@ def run_study(args: argparse.Namespace) -> int:
             status = process.wait()
     finally:
         signal.signal(signal.SIGTERM, previous)
-    output = log_path.read_text(encoding="utf-8").splitlines()
-    if status != 0:
+    if status != 0:  # the log is read back only to say why
+        output = log_path.read_text(encoding="utf-8").splitlines()
         print("\n".join(failed_lines(output, log_path)), file=sys.stderr)
         return status
     print(f"done: {progress.done} of {progress.planned or progress.done} jobs; the run is {run}")
