@@ -68,3 +68,21 @@ def test_a_run_folder_is_named_as_its_config_names_it(tmp_path: Path):
     assert run_key(repo, scratch) == str(scratch)
     assert run_key(repo, repo / "runs/other") == "runs/other"  # no config names it
     assert run_key(repo, tmp_path / "x") == str(tmp_path / "x")
+
+
+def test_a_copy_of_a_repository_keys_its_runs_to_its_own_configs(tmp_path: Path):
+    """A copied repository inherits Snakemake's logs, which name the original's config by its
+    absolute path; that config's relative run folder is the original's, so the copy's
+    ``runs/tiny`` has one config, its own (what ``hierbench resume runs/tiny`` needs)."""
+    original, copy = tmp_path / "original", tmp_path / "copy"
+    for repo in (original, copy):
+        (repo / "configs").mkdir(parents=True)
+        (repo / "configs/tiny.yaml").write_text("run: runs/tiny\n")
+    _log(copy, "2026-12-01T100000.000000", [str(original / "configs/tiny.yaml")])
+    assert config_runs(copy) == [
+        (Path("configs/tiny.yaml"), "runs/tiny"),
+        (original / "configs/tiny.yaml", (original / "configs/runs/tiny").as_posix()),
+    ]
+    assert [path for path, run in config_runs(copy) if run == "runs/tiny"] == [
+        Path("configs/tiny.yaml")
+    ]

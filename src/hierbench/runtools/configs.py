@@ -62,8 +62,18 @@ def config_runs(repo: Path) -> list[tuple[Path, str]]:
             continue  # not a config this can read; `hierbench config` names the flaw
         run = data.get("run", DEFAULT_RUN) if isinstance(data, dict) else None
         if isinstance(run, str):
-            found.append((path, run))
+            found.append((path, _run_from(path, run)))
     return found
+
+
+def _run_from(config: Path, run: str) -> str:
+    """A config's run folder as its runs are keyed: as written for a config inside the
+    repository; for one outside it (``config`` absolute), a relative folder is taken from the
+    config's own folder, as ``hierbench run`` takes it (so a config of another copy of the
+    repository, named by a log this copy inherited, keys that copy's run, not this one's)."""
+    if not config.is_absolute() or Path(run).is_absolute():
+        return run
+    return (config.parent / run).resolve().as_posix()
 
 
 def run_configs(repo: Path, existing: bool = False) -> dict[str, str]:
