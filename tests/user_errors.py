@@ -110,6 +110,6 @@ CASES: tuple[UserError, ...] = (
     UserError(
         "runs outside a repository",
         "runs --repo {tmp}",
-        "is not inside a hierbench repository (no Snakefile above it)",
+        "is not inside a hierbench repository or a folder hierbench run worked in",
     ),
 )

@@ -155,12 +155,17 @@ def test_a_server_that_cannot_resume_restarts_the_transfer(tmp_path: Path, serve
 
 
 def test_fetch_nabirds_says_where_to_get_it_and_how_to_check_it(capsys):
-    assert main(["fetch", "nabirds"]) == 0
+    assert main(["fetch", "nabirds", "my data"]) == 0
     out = capsys.readouterr().out
     assert "https://dl.allaboutbirds.org/nabirds" in out and "accept the terms" in out
+    assert "tar -xzf nabirds.tar.gz -C 'my data'" in out  # pasted as printed
+    assert "root: my data/nabirds" in out and "source: folder" in out
     assert "hierbench check-dataset CONFIG nabirds" in out and "48,562 images" in out
 
 
-def test_fetch_cub_without_a_destination_is_one_line(capsys):
-    assert main(["fetch", "cub"]) == 2
-    assert capsys.readouterr().err.strip().startswith("hierbench: error: fetch cub needs DEST")
+@pytest.mark.parametrize("dataset", ["cub", "nabirds"])
+def test_fetch_without_a_destination_is_one_line(dataset: str, capsys):
+    """Both datasets take DEST, the folder their release goes into."""
+    assert main(["fetch", dataset]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"hierbench: error: fetch {dataset} needs DEST, the folder to unpack")

@@ -13,10 +13,10 @@ from hierbench.cli.study import config_repository, resolved_config
 from hierbench.data.fetch import (
     CUB,
     NABIRDS,
-    NABIRDS_TERMS,
     check_release_counts,
     config_lines,
     fetch_release,
+    nabirds_steps,
 )
 from hierbench.data.init_dataset import init_dataset
 from hierbench.data.kinds import dataset_entry, kind_of, table_folder
@@ -128,12 +128,13 @@ def init_dataset_command(args: argparse.Namespace) -> int:
 
 
 def fetch_command(args: argparse.Namespace) -> int:
-    """Fetch CUB-200-2011 into DEST; describe how to get NABirds."""
+    """Fetch CUB-200-2011 into DEST; say how to get NABirds into DEST."""
+    if args.dest is None:  # one line naming the folder (argparse would add its usage)
+        folder = RELEASES[args.dataset].folder
+        raise ValueError(f"fetch {args.dataset} needs DEST, the folder to unpack {folder} into")
     if args.dataset == NABIRDS.name:
-        print(NABIRDS_TERMS)
+        print(nabirds_steps(args.dest))
         return 0
-    if args.dest is None:
-        raise ValueError(f"fetch cub needs DEST, the folder to unpack {CUB.folder} into")
     folder, counts = fetch_release(CUB, args.dest, progress=not args.quiet)
     print(
         f"{folder}: {counts['images']:,} images of {counts['classes']} classes, "
@@ -193,14 +194,18 @@ def add_dataset_commands(commands: argparse._SubParsersAction) -> None:
     fetch = commands.add_parser(
         "fetch",
         help="download CUB-200-2011 (checked); say how to get NABirds",
-        description="cub: download the official archive, check its MD5, unpack it safely and "
-        "check its layout, then print the config lines. nabirds: print where to get it (its "
-        "terms must be accepted by a person).",
+        description="cub: download the official archive, check its MD5, unpack it safely into "
+        "DEST and check its layout, then print the config lines. nabirds: print where to get "
+        "it (its terms must be accepted by a person), how to unpack it into DEST and the "
+        "config lines.",
         epilog="example: hierbench fetch cub data",
+        usage="hierbench fetch DATASET DEST [--quiet]",
     )
     fetch.add_argument(
         "dataset", choices=sorted(RELEASES), metavar="DATASET", help="cub or nabirds"
     )
-    fetch.add_argument("dest", type=Path, nargs="?", metavar="DEST", help="where to unpack (cub)")
+    fetch.add_argument(
+        "dest", type=Path, nargs="?", metavar="DEST", help="the folder to unpack it into"
+    )
     fetch.add_argument("--quiet", action="store_true", help="no progress bar")
     fetch.set_defaults(handler=fetch_command)

@@ -12,6 +12,7 @@ and unpacks nothing. NABirds needs its terms accepted by a person, so it is only
 from __future__ import annotations
 
 import hashlib
+import shlex
 import shutil
 import tarfile
 import tempfile
@@ -73,14 +74,23 @@ NABIRDS = Release(
     images=48_562,
     classes=555,
 )
-NABIRDS_TERMS = (
-    "NABirds is distributed by the Cornell Lab of Ornithology under terms a person must accept:\n"
-    f"  1. open {NABIRDS.url}, accept the terms and download nabirds.tar.gz\n"
-    "  2. unpack it: tar -xzf nabirds.tar.gz -C DEST (it holds DEST/nabirds/)\n"
-    "  3. point the config at it: datasets.nabirds: {source: folder, root: DEST/nabirds}\n"
-    "  4. verify the copy: hierbench check-dataset CONFIG nabirds "
-    f"(the release has {NABIRDS.images:,} images of {NABIRDS.classes} leaf classes)"
-)
+
+
+def nabirds_steps(dest: Path) -> str:
+    """How a person gets NABirds into ``dest`` (its terms must be accepted by them), with the
+    commands and config lines for that folder."""
+    folder = dest / NABIRDS.folder
+    return (
+        "NABirds is distributed by the Cornell Lab of Ornithology under terms a person must "
+        "accept:\n"
+        f"  1. open {NABIRDS.url}, accept the terms and download nabirds.tar.gz\n"
+        f"  2. unpack it: mkdir -p {shlex.quote(str(dest))} && tar -xzf nabirds.tar.gz -C "
+        f"{shlex.quote(str(dest))} (it holds {folder.as_posix()}/)\n"
+        "  3. point the config at it:\n"
+        + "\n".join(f"       {line}" for line in config_lines(NABIRDS, folder))
+        + "\n  4. verify the copy: hierbench check-dataset CONFIG nabirds "
+        f"(the release has {NABIRDS.images:,} images of {NABIRDS.classes} leaf classes)"
+    )
 
 
 def download(url: str, target: Path, *, progress: bool = True) -> Path:
