@@ -24,6 +24,8 @@ from hierbench.factorial import factorial_geometries, factorial_losses
 from hierbench.protocol import COMPANION_CELLS, alternatives
 from hierbench.runlogs import note_repository
 from hierbench.runs import check_working_folder
+from hierbench.runtools.launch import config_from_files
+from hierbench.shipped import shipped_paths
 
 min_version("9.0")
 
@@ -31,7 +33,11 @@ min_version("9.0")
 check_working_folder(workflow.basedir, Path.cwd())
 
 # The config file comes from profiles/default (config.yaml, the demo) or from --configfile,
-# which replaces it rather than merging into it.
+# which replaces it rather than merging into it. A file outside this folder takes its relative
+# paths from its own folder, as `hierbench run` does (hierbench.runtools.launch.base_of).
+config.update(
+    config_from_files(config, workflow.overwrite_configfiles, workflow.config_settings.config, Path.cwd())
+)
 
 
 # Key-named errors and defaults from our validator, then Snakemake's own check of the schema.
@@ -40,6 +46,8 @@ try:
 except ConfigError as error:  # each problem names its file (several --configfile overlay)
     raise named_sources(error, workflow.overwrite_configfiles) from None
 validate(config, "schemas/config.schema.yaml")
+# An installed package runs in your folder: its shipped defaults (resources/) come from the package.
+config.update(shipped_paths(config, workflow.basedir, Path.cwd()))
 check_inputs_exist(config)
 
 
@@ -54,7 +62,7 @@ onstart:
     # device: cuda without CUDA stops a local run before its first job, naming the key.
     check_device_before_scheduling(config, jobs_run_here=workflow.local_exec)
     # The run's logs name this repository: the CLI finds a run folder on a scratch disk.
-    note_repository(RESULTS, workflow.basedir)
+    note_repository(RESULTS, Path.cwd())
 
 
 wildcard_constraints:

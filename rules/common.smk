@@ -68,12 +68,13 @@ from hierbench.provenance.hashing import source_fingerprint
 from hierbench.provenance.seal import SealPaths
 from hierbench.runlogs import check_no_legacy_logs
 from hierbench.runs import logs_folder, run_folder
+from hierbench.shipped import workflow_path
 from hierbench.taxonomy import checklist_fingerprint
 
 DATASETS = enabled_datasets(config)
 RESULTS = run_folder(config)  # this config's run: every artifact and lock under it
 LOGS = logs_folder(RESULTS)  # inside the run: job logs, timings, the sealed-read log
-check_no_legacy_logs(RESULTS, workflow.basedir)
+check_no_legacy_logs(RESULTS, Path.cwd())
 GPUS_PER_JOB = gpus_per_job(config)  # the features and training jobs' GPU request
 PATHS = RunPaths(RESULTS, config)
 run_path = PATHS.at  # a hierbench.layout pattern under this run's folder
@@ -93,6 +94,11 @@ def code(*modules, script, files=()):
 
 
 SCRIPT = "../workflow_scripts/{params.script}.py"
+
+
+def shipped(relative):
+    """A file the workflow ships (resources/, schemas/) as rules name it (hierbench.shipped)."""
+    return workflow_path(relative, workflow.basedir, Path.cwd())
 
 
 def _first_path(outputs):

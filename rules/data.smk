@@ -6,7 +6,7 @@ CUB_DEMO = run_path(DEMO_FOLDER, layout=LAYOUT_FOLDERS["cub"])
 NABIRDS_DEMO = run_path(DEMO_FOLDER, layout=LAYOUT_FOLDERS["nabirds"])
 TABLE_DEMO = run_path(DEMO_FOLDER, layout=TABLE_LAYOUT_FOLDER)
 IMAGES = run_path(IMAGE_TABLE)
-CUB_DEMO_TREE = "resources/cub_demo_taxonomy.csv"
+CUB_DEMO_TREE = shipped("resources/cub_demo_taxonomy.csv")
 
 
 rule demo_nabirds:

@@ -4,6 +4,7 @@
 
 
 TAXONOMY_TABLE = run_path(TAXONOMY)
+ALIAS_SCHEMA = shipped("schemas/aliases.schema.json")
 CUB_TAXONOMY = {"table": TAXONOMY_TABLE, "report": run_path(MATCH_REPORT)}
 SHUFFLED = {"table": run_path(SHUFFLED_TAXONOMY), "report": run_path(SHUFFLE_REPORT)}
 
@@ -12,7 +13,7 @@ rule taxonomy_cub:
     input:
         classes=run_path(INPUT_FILE, name="classes"),
         aliases=lambda wildcards: cub_taxonomy_config(wildcards)["aliases"],
-        alias_schema="schemas/aliases.schema.json",
+        alias_schema=ALIAS_SCHEMA,
         checklist=cub_checklist_input,
     output:
         **CUB_TAXONOMY,
@@ -26,7 +27,7 @@ rule taxonomy_cub:
         **code("stages.taxonomy", script="taxonomy_cub"),
         source=lambda wildcards: source_identity(
             cub_taxonomy_config(wildcards)["aliases"],
-            "schemas/aliases.schema.json",
+            ALIAS_SCHEMA,
             *cub_checklist_input(wildcards),
         ),
         checklist=lambda wildcards: cub_taxonomy_config(wildcards)["checklist"],

@@ -61,6 +61,15 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
         _running.pop()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_data_folder(tmp_path_factory: pytest.TempPathFactory):
+    """hierbench run records its runs in the user's data folder (runtools.index): the tests,
+    and every command they start, use a folder of their own."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data-home")))
+        yield
+
+
 def _require_slow_mark() -> None:
     if _running and _running[-1].get_closest_marker("slow") is None:
         raise AssertionError(

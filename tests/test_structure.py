@@ -23,7 +23,8 @@ COMMON_SMK_MAX_LINES = 300
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer.split())
     for layer in (
-        "protocol relations runs devices idnames shipped plugins",
+        "shipped",
+        "protocol relations runs devices idnames plugins",
         "layout",
         "provenance geometry taxonomy splits levelnames runlogs factorial metricnames",
         "data cells jobs runtools features effects",
@@ -47,6 +48,7 @@ PUBLISHERS = {
     "cli.run_commands",  # the audit writes its manifest
     "cli.study",  # the config a run resolved, beside its logs (not an artifact)
     "jobs",
+    "runtools.index",  # where hierbench run's runs are, in the user's data folder (not an artifact)
     "runlogs",  # the note in a run's logs naming the repository that ran it (not an artifact)
 }
 PUBLISHING_CALLS = {"publish", "write_parquet", "write_json", "write_text", "copy_file"}

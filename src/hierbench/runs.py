@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from hierbench.shipped import is_packaged
+
 DEFAULT_RUN = "results"
 LOGS = "logs"  # a run's subfolder of job logs, timings and hash caches (never a dataset name)
 # Top-level folders of the repository a run must not write into.
@@ -77,8 +79,12 @@ def is_log(path: Path, run: Path) -> bool:
 
 
 def check_working_folder(repository: str | Path, working: str | Path) -> None:
-    """Snakemake must work in the repository (its relative paths, run folders and locks are
-    there): from another folder, say how to get there instead of naming a missing file."""
+    """A checkout's Snakemake must work in the repository (its relative paths, run folders and
+    locks are there): from another folder, say how to get there instead of naming a missing
+    file. An installed package's workflow works in any folder (``hierbench run`` uses the
+    config's)."""
+    if is_packaged(repository):
+        return
     if Path(repository).resolve() != Path(working).resolve():
         raise RunFolderError(
             f"snakemake works in the repository {repository}, not in {working}: run it there "

@@ -12,6 +12,7 @@ from hierbench.runs import RunFolderError
 from hierbench.runtools.launch import (
     Progress,
     base_of,
+    config_from_files,
     continue_command,
     failed_lines,
     resolve_config_paths,
@@ -108,3 +109,23 @@ def test_the_users_snakemake_arguments_come_before_the_config(tmp_path: Path):
         "snakemake", "-n", "t.txt", "--cores", "2", "--profile", "slurm",
         "--configfile", str(tmp_path / "c.yaml"),
     ]  # fmt: skip
+
+
+def test_plain_snakemake_takes_each_outside_files_paths_from_its_folder(tmp_path: Path):
+    """The Snakefile's rule for --configfile: a file outside the working folder resolves by
+    its own folder, an overlay adds no run folder, --config overrides come last."""
+    repo, project = tmp_path / "repo", tmp_path / "project"
+    (repo / "configs").mkdir(parents=True)
+    project.mkdir()
+    main = project / "study.yaml"
+    main.write_text("run: out\ndatasets: {moths: {kind: table, root: moths}}\n")
+    overlay = repo / "configs/lr.yaml"
+    overlay.write_text("training: {lr: 0.001}\n")
+    merged = {"as": "snakemake merged it"}
+    assert config_from_files(merged, [repo / "configs/lr.yaml"], {}, repo) is merged
+    assert config_from_files(merged, [main, overlay], {"device": "cpu"}, repo) == {
+        "run": str(project / "out"),
+        "datasets": {"moths": {"kind": "table", "root": str(project / "moths")}},
+        "training": {"lr": 0.001},
+        "device": "cpu",
+    }

@@ -149,3 +149,22 @@ def test_init_dataset_then_its_printed_commands_pasted_as_printed(repo_copy: Pat
     assert [row["state"] for row in runs if row["name"] == str(run)] == ["complete"]
     assert "0 failed" in _hierbench(repo_copy, elsewhere, "audit", str(run))
     assert _hierbench(repo_copy, elsewhere, "compare", str(run), str(run)).startswith("identical")
+
+
+@pytest.mark.slow
+def test_plain_snakemake_takes_an_outside_configs_paths_from_its_folder(repo_copy, tmp_path):
+    """One rule for paths: `snakemake --configfile` on a config outside the repository plans
+    its run folder beside the config, as `hierbench run` does."""
+    project = _project(repo_copy, tmp_path / "my project")
+    snakemake = str(Path(sys.executable).with_name("snakemake"))
+    result = subprocess.run(
+        [snakemake, "--dry-run", "--cores", "1", "--configfile", str(project / "study.yaml")],
+        cwd=repo_copy,
+        env=_environment(repo_copy),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert str(project / SPLITS) in result.stdout
+    assert f" {RUN}/" not in result.stdout  # nothing planned under the repository's out/

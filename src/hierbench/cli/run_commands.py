@@ -27,20 +27,38 @@ from hierbench.runs import logs_folder
 from hierbench.runtools import jobstats, resume
 from hierbench.runtools.compare import compare_runs_report, render_markdown, require_run
 from hierbench.runtools.configs import run_key
-from hierbench.runtools.runs_table import SORT_KEYS, list_runs, runs_json, runs_text
+from hierbench.runtools.index import indexed_runs
+from hierbench.runtools.runs_table import (
+    SORT_KEYS,
+    indexed_rows,
+    list_runs,
+    runs_json,
+    runs_text,
+    sorted_rows,
+)
 from hierbench.runtools.status import run_status, status_lines, status_record
+from hierbench.shipped import rules_folder, snakefile_arguments
 
 
 def repository_of(start: Path) -> Path:
     """The repository holding ``start``: the nearest folder upwards with a Snakefile, else
-    the one a run folder's logs name (a run on a scratch disk)."""
-    for folder in (start.resolve(), *start.resolve().parents):
+    the one a run folder's logs name (a run on a scratch disk, or the working folder where an
+    installed package ran it), else the nearest folder upwards where Snakemake ran (a
+    project folder of an installed package's runs)."""
+    upwards = (start.resolve(), *start.resolve().parents)
+    for folder in upwards:
         if (folder / "Snakefile").is_file():
             return folder
     noted = noted_repository(start)
-    if noted is not None and (noted / "Snakefile").is_file():
+    if noted is not None and ((noted / "Snakefile").is_file() or (noted / ".snakemake").is_dir()):
         return noted
-    raise ValueError(f"{start} is not inside a hierbench repository (no Snakefile above it)")
+    for folder in upwards:
+        if (folder / ".snakemake").is_dir():
+            return folder
+    raise ValueError(
+        f"{start} is not inside a hierbench repository or a folder hierbench run worked in "
+        "(no Snakefile or .snakemake above it)"
+    )
 
 
 def repository_or_here(run: Path) -> Path:
@@ -53,8 +71,19 @@ def repository_or_here(run: Path) -> Path:
 
 
 def runs_command(args: argparse.Namespace) -> int:
-    """Print the runs table."""
-    rows = list_runs(repository_of(args.repo), args.sort)
+    """Print the runs table: the repository's (or this project folder's) runs, then those
+    `hierbench run` started elsewhere (the index of ``runtools.index``)."""
+    indexed = indexed_runs()
+    try:
+        repo: Path | None = repository_of(args.repo or Path())
+    except ValueError:
+        if args.repo is not None or not indexed:
+            raise
+        repo = None  # a folder of no run: the index alone
+    rows = list_runs(repo, args.sort) if repo is not None else []
+    here = {str((repo / row.name).resolve()) for row in rows} if repo is not None else set()
+    rows += indexed_rows([entry for entry in indexed if entry.run not in here], args.sort)
+    rows = sorted_rows(rows, args.sort)
     print(json.dumps(runs_json(rows), indent=2) if args.json else runs_text(rows))
     return 0
 
@@ -65,14 +94,13 @@ def add_runs_command(commands: argparse._SubParsersAction) -> None:
         "runs",
         help="list the run folders: config, state, jobs, last change, headline mAP",
         description="One table of the run folders of this repository's configs (config.yaml, "
-        "configs/*.yaml and any other config file Snakemake ran here): state (complete, "
+        "configs/*.yaml and any other config file Snakemake ran here), then of the runs "
+        "`hierbench run` started anywhere else (an index in your data folder): state (complete, "
         "running, failed, stopped, stale lock), jobs done / planned from the newest Snakemake "
         "log, last change, and each dataset's mean hierarchy mAP per factorial arm.",
         epilog="example: hierbench runs --sort last_change",
     )
-    runs.add_argument(
-        "--repo", type=Path, default=Path(), help="a folder in the repository (default: here)"
-    )
+    runs.add_argument("--repo", type=Path, help="a folder in the repository (default: here)")
     runs.add_argument(
         "--sort", choices=SORT_KEYS, default="name", help="the column to sort by (default: name)"
     )
@@ -192,7 +220,7 @@ def _jobs(args: argparse.Namespace) -> int:
     logs = _logs_of(args)
     if not logs.is_dir():
         raise FileNotFoundError(f"log folder {logs} of run {args.run} does not exist")
-    rules = args.rules if args.rules is not None else repository_or_here(args.run) / "rules"
+    rules = args.rules if args.rules is not None else rules_folder(repository_or_here(args.run))
     jobs = jobstats.job_costs(args.run, logs, jobstats.rule_stages(rules))
     table, totals = jobstats.rule_costs(jobs, args.by), jobstats.total_costs(jobs)
     if args.json:
@@ -253,7 +281,8 @@ def _resume(args: argparse.Namespace) -> int:
     repo = repository_or_here(args.run)
     run = run_key(repo, args.run)
     config, locked = resume.resume_plan(repo, run)
-    snakemake = [str(Path(sys.executable).with_name("snakemake")), *args.targets]
+    snakemake = [str(Path(sys.executable).with_name("snakemake")), *snakefile_arguments(repo)]
+    snakemake += args.targets
     snakemake += ["--configfile", str(config)]  # after the targets: it takes several values
     if locked:
         print(f"{run}: releasing the stale lock of a killed run", file=sys.stderr)

@@ -20,6 +20,7 @@ from hierbench.config import SCHEMA_PATH, ConfigError, load_yaml, validate_confi
 from hierbench.provenance.artifacts import atomic_path
 from hierbench.runs import logs_folder
 from hierbench.runtools import jobstats
+from hierbench.runtools.index import record_run
 from hierbench.runtools.launch import (
     RESOLVED_CONFIG,
     SNAKEMAKE_LOG,
@@ -29,10 +30,17 @@ from hierbench.runtools.launch import (
     failed_lines,
     resolve_config_paths,
     run_environment,
+    shipped_profile,
     snakemake_command,
     stopped_line,
 )
-from hierbench.shipped import CHECKOUT
+from hierbench.shipped import (
+    ShippedFileError,
+    is_packaged,
+    rules_folder,
+    snakefile_arguments,
+    workflow_root,
+)
 
 INTERRUPTED = 130  # the exit status of a run stopped by Ctrl-C or SIGTERM
 
@@ -45,20 +53,21 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     raise Stop
 
 
+def study_workflow() -> Path:
+    """The folder of the workflow that runs the study: an installed package's copy, else the
+    checkout this package belongs to (:func:`hierbench.shipped.workflow_root`)."""
+    try:
+        return workflow_root()
+    except ShippedFileError as error:
+        raise LaunchError(str(error)) from None
+
+
 def config_repository(config: Path) -> Path:
-    """The repository a config's paths may be relative to: this package's checkout, else (an
-    installed package alone) the config's own folder."""
-    return CHECKOUT if (CHECKOUT / "Snakefile").is_file() else config.resolve().parent
-
-
-def workflow_repository() -> Path:
-    """The repository whose workflow runs the study: the checkout this package belongs to."""
-    if not (CHECKOUT / "Snakefile").is_file():
-        raise LaunchError(
-            f"hierbench run needs the workflow beside its library; {CHECKOUT} has no Snakefile "
-            "(install hierbench from a clone of its repository: pip install -e CLONE)"
-        )
-    return CHECKOUT
+    """The folder a config's run works in (Snakemake's working folder), where its relative
+    paths may start: the checkout whose workflow runs, else (an installed package) the
+    config's own folder."""
+    workflow = study_workflow()
+    return config.resolve().parent if is_packaged(workflow) else workflow
 
 
 def resolved_config(
@@ -115,12 +124,19 @@ def follow(
 def run_study(args: argparse.Namespace) -> int:
     """Run the study on ``args.config``; 0 done, 130 stopped, Snakemake's status when failed."""
     config = args.config.resolve()
-    repository = workflow_repository()
+    workflow = study_workflow()
+    repository = config_repository(config)
     run, resolved = prepare(config, repository)
+    try:
+        record_run(run, repository, config)
+    except OSError as error:  # a read-only data folder: the run goes on, unlisted elsewhere
+        print(f"warning: the run is not in hierbench's index of runs: {error}", file=sys.stderr)
     snakemake = str(Path(sys.executable).with_name("snakemake"))
-    command = snakemake_command(snakemake, resolved, args.cores, args.profile, args.passthrough)
+    profile = shipped_profile(args.profile, workflow, repository)
+    extra = [*snakefile_arguments(repository), *args.passthrough]
+    command = snakemake_command(snakemake, resolved, args.cores, profile, extra)
     log_path = resolved.with_name(SNAKEMAKE_LOG)
-    stages = jobstats.rule_stages(repository / "rules")
+    stages = jobstats.rule_stages(rules_folder(repository))
     previous = signal.signal(signal.SIGTERM, _stop)
     progress = Progress()
     try:
@@ -161,7 +177,9 @@ def add_study_command(commands: argparse._SubParsersAction) -> None:
         "folders, plugin files, weights) are taken from the config's own folder (for a config "
         "inside the repository, from the repository, as snakemake --configfile takes them); "
         "the config as resolved is kept in RUN/logs/config.yaml and Snakemake's full output "
-        "in RUN/logs/snakemake.log. Ctrl-C stops the run; the same command continues it.",
+        "in RUN/logs/snakemake.log. An installed wheel runs its own copy of the workflow in "
+        "the config's folder (no clone needed). Ctrl-C stops the run; the same command "
+        "continues it.",
         epilog="example: hierbench run configs/tiny.yaml --cores 2 -- --dry-run",
         usage="hierbench run CONFIG [--cores N] [--profile P] [--verbose] [-- SNAKEMAKE ARGS]",
     )

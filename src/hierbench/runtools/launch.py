@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from hierbench.runs import check_run_folder
 
 RESOLVED_CONFIG = "config.yaml"  # the resolved config, in the run's logs folder
@@ -50,15 +52,19 @@ def _resolved(value: str, folder: Path) -> str:
     return value if Path(value).is_absolute() else str((folder / value).resolve())
 
 
-def resolve_config_paths(config: dict[str, Any], folder: Path, repository: Path) -> dict[str, Any]:
+def resolve_config_paths(
+    config: dict[str, Any], folder: Path, repository: Path, overlay: bool = False
+) -> dict[str, Any]:
     """The config with every path it holds taken from ``folder`` (:func:`base_of`): absolute,
     but the run folder, which is relative to the repository where it lies inside it (the form
-    the run folder key accepts)."""
+    the run folder key accepts); an ``overlay`` (keys merged over another file) gets no run
+    folder it does not name."""
     resolved = copy.deepcopy(config)
-    run = Path(_resolved(str(config.get("run", "results")), folder))
-    resolved["run"] = (
-        run.relative_to(repository).as_posix() if run.is_relative_to(repository) else str(run)
-    )
+    if not overlay or "run" in config:
+        run = Path(_resolved(str(config.get("run", "results")), folder))
+        resolved["run"] = (
+            run.relative_to(repository).as_posix() if run.is_relative_to(repository) else str(run)
+        )
     for entry in (resolved.get("datasets") or {}).values():
         for key in DATASET_PATH_KEYS:
             if isinstance(entry, dict) and isinstance(entry.get(key), str):
@@ -76,19 +82,56 @@ def resolve_config_paths(config: dict[str, Any], folder: Path, repository: Path)
     weights = (resolved.get("backbone") or {}).get("weights")
     if isinstance(weights, str) and ":" not in weights:
         resolved["backbone"]["weights"] = _resolved(weights, folder)
-    check_run_folder(resolved["run"])
+    if "run" in resolved:
+        check_run_folder(resolved["run"])
     return resolved
+
+
+def _merge(into: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` merged into ``into`` key by key, as Snakemake merges config files."""
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = copy.deepcopy(value)
+    return into
+
+
+def config_from_files(
+    config: dict[str, Any], files: Iterable[Path], overrides: dict[str, Any], working: Path
+) -> dict[str, Any]:
+    """The config plain ``snakemake --configfile`` ran, with each file's relative paths taken
+    from that file's folder by the same rule as ``hierbench run`` (:func:`base_of`), merged in
+    order with the ``--config`` overrides last; ``config`` itself when every file lies in the
+    working folder (a checkout's configs: their paths are the repository's, as recorded)."""
+    working = working.resolve()
+    files = [Path(path).resolve() for path in files]
+    if all(path.is_relative_to(working) for path in files):
+        return config
+    merged: dict[str, Any] = {}
+    for index, path in enumerate(files):
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        _merge(merged, resolve_config_paths(raw, base_of(path, working), working, index > 0))
+    return _merge(merged, dict(overrides))
 
 
 def snakemake_command(
     snakemake: str, config: Path, cores: str, profile: str | None, extra: Iterable[str]
 ) -> list[str]:
-    """The Snakemake command line of a run (the repository is its working folder); the user's
+    """The Snakemake command line of a run (started in its working folder); the user's
     arguments first, as ``--configfile`` takes every word that follows it."""
     command = [snakemake, *extra, "--cores", cores]
     if profile:
         command += ["--profile", profile]
     return [*command, "--configfile", str(config)]
+
+
+def shipped_profile(profile: str | None, workflow: Path, working: Path) -> str | None:
+    """A profile as given, or the workflow's own (``profiles/slurm``) when an installed
+    package runs in a folder that has none of that name."""
+    if profile and not (working / profile).exists() and (workflow / profile).is_dir():
+        return str(workflow / profile)
+    return profile
 
 
 @dataclass

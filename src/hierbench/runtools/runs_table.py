@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -23,6 +23,7 @@ import pandas as pd
 from hierbench.layout import ARMS_SUMMARY_TABLE
 from hierbench.protocol import FACTORIAL_ARMS, MEAN_HIERARCHY
 from hierbench.runtools.configs import log_config, run_configs, snakemake_logs
+from hierbench.runtools.index import IndexedRun
 from hierbench.runtools.resume import PROC, ResumeError, live_snakemake, lock_files
 
 STEPS_LINE = re.compile(r"^(?P<done>\d+) of (?P<planned>\d+) steps \(\d+%\) done", re.MULTILINE)
@@ -138,11 +139,31 @@ def list_runs(repo: Path, sort: str = "name") -> list[RunRow]:
         rows.append(
             RunRow(run, config, state, done, planned, last_change(folder), headline(folder))
         )
+    return sorted_rows(rows, sort)
+
+
+def sorted_rows(rows: list[RunRow], sort: str) -> list[RunRow]:
+    """The rows sorted by ``sort`` (one of :data:`SORT_KEYS`), the newest change first."""
     key = {
         "jobs": lambda row: (row.jobs_done or 0, row.name),
         "last_change": lambda row: (row.last_change, row.name),
     }.get(sort, lambda row: (getattr(row, sort), row.name))
     return sorted(rows, key=key, reverse=sort == "last_change")
+
+
+def indexed_rows(entries: list[IndexedRun], sort: str = "name") -> list[RunRow]:
+    """The rows of runs ``hierbench run`` started elsewhere (``runtools.index``), each read in
+    its own working folder and named by its absolute path."""
+    rows = []
+    for working in sorted({entry.working for entry in entries}):
+        folder = Path(working)
+        wanted = {entry.run for entry in entries if entry.working == working}
+        for row in list_runs(folder, sort) if folder.is_dir() else []:
+            run = str((folder / row.name).resolve())
+            if run in wanted:
+                config = str((folder / row.config).resolve())
+                rows.append(replace(row, name=run, config=config))
+    return rows
 
 
 def _arms_text(arms: dict[str, float]) -> str:

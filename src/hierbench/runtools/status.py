@@ -33,6 +33,7 @@ from hierbench.runs import logs_folder
 from hierbench.runtools import jobstats
 from hierbench.runtools.configs import run_configs, snakemake_logs
 from hierbench.runtools.rebuild import dag_jobs
+from hierbench.shipped import rules_folder, snakefile_arguments
 
 SCHEDULING_LINE = "Provided cores:"  # a run that executes jobs logs its cores; a dry run does not
 INCOMPLETE = Path(".snakemake/incomplete")  # Snakemake's markers of outputs being written
@@ -78,7 +79,7 @@ def planned_jobs(repo: Path, config: str, attempts: int = 3) -> list[tuple[str, 
     snakemake = Path(sys.executable).with_name("snakemake")
     for attempt in range(1, attempts + 1):
         result = subprocess.run(
-            [str(snakemake), "--dag", "--configfile", config],
+            [str(snakemake), *snakefile_arguments(repo), "--dag", "--configfile", config],
             cwd=repo,
             capture_output=True,
             text=True,
@@ -240,7 +241,7 @@ def run_status(repo: Path, run: str) -> RunStatus:
         known = ", ".join(sorted(configs)) or "none yet"
         raise StatusError(f"no config's run folder is {run!r} (run folders: {known})")
     config = configs[run]
-    stages = jobstats.rule_stages(repo / "rules")
+    stages = jobstats.rule_stages(rules_folder(repo))
     jobs = planned_jobs(repo, config)
     logs = repo / logs_folder(run)
     costs = (
