@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -16,18 +17,17 @@ from conftest import REPO
 SPLITS = "runs/tiny/cub/splits/manifest.parquet"  # taxonomy, demo images, image table, splits
 
 
-def _hierbench(project: Path, package: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The `hierbench` command of the installed wheel alone (its folder first on the path)."""
-    bin_folder = Path(sys.executable).parent
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(package),
-        "PATH": f"{bin_folder}{os.pathsep}{os.environ.get('PATH', '')}",
-        "HF_HUB_OFFLINE": "1",
-        "PYTHONHASHSEED": "0",
-    }
+def _hierbench(project: Path, venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The fresh venv's `hierbench` command, its folder first on the path (no PYTHONPATH)."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env.update(
+        PATH=f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        VIRTUAL_ENV=str(venv),
+        HF_HUB_OFFLINE="1",
+        PYTHONHASHSEED="0",
+    )
     return subprocess.run(
-        [sys.executable, "-m", "hierbench.cli", *args],
+        [str(venv / "bin/hierbench"), *args],
         cwd=project,
         env=env,
         capture_output=True,
@@ -36,11 +36,31 @@ def _hierbench(project: Path, package: Path, *args: str) -> subprocess.Completed
     )
 
 
+def _fresh_venv(folder: Path) -> Path:
+    """A new venv whose dependencies are this environment's (a path entry: its editable
+    hierbench is not), with the `snakemake` command pip would have put in its bin/."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    python = folder / "bin/python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    (Path(purelib) / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    snakemake = folder / "bin/snakemake"
+    snakemake.write_text(
+        f"#!{python}\nimport sys\nfrom snakemake.cli import main\nsys.exit(main())\n"
+    )
+    snakemake.chmod(0o755)
+    return folder
+
+
 @pytest.fixture
 def installed_wheel(repo_copy: Path, tmp_path: Path) -> Path:
-    """The wheel of a copy of the repository, installed into a folder of its own; the copy is
-    then removed, so nothing can be read from a checkout."""
-    dist, package = tmp_path / "dist", tmp_path / "package"
+    """A fresh venv with the wheel of a copy of the repository installed; the copy is then
+    removed, so nothing can be read from a checkout. Returns the venv."""
+    dist = tmp_path / "dist"
     pip = [sys.executable, "-m", "pip", "-q"]
     subprocess.run(
         [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), str(repo_copy)],
@@ -48,13 +68,13 @@ def installed_wheel(repo_copy: Path, tmp_path: Path) -> Path:
         capture_output=True,
     )
     (wheel,) = dist.glob("hierbench-*.whl")
+    venv = _fresh_venv(tmp_path / "venv")
+    into_venv = [sys.executable, "-m", "pip", "-q", "--python", str(venv / "bin/python")]
     subprocess.run(
-        [*pip, "install", "--no-deps", "--target", str(package), str(wheel)],
-        check=True,
-        capture_output=True,
+        [*into_venv, "install", "--no-deps", str(wheel)], check=True, capture_output=True
     )
     shutil.rmtree(repo_copy)
-    return package
+    return venv
 
 
 @pytest.mark.slow
@@ -67,7 +87,16 @@ def test_an_installed_wheel_runs_the_study_in_a_project_folder(installed_wheel, 
     assert ran.returncode == 0, ran.stderr + ran.stdout
     assert (project / SPLITS).is_file()
     assert (project / ".snakemake").is_dir() and not (project / "Snakefile").exists()
-    workflow = installed_wheel / "hierbench" / "workflow"
+    purelib = next((installed_wheel / "lib").glob("python3*/site-packages"))
+    imported = subprocess.run(
+        [str(installed_wheel / "bin/python"), "-c", "import hierbench; print(hierbench.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert Path(imported).is_relative_to(purelib)  # the wheel's library, never a checkout's
+    workflow = purelib / "hierbench" / "workflow"
+    assert (workflow / "Snakefile").is_file()
     record = (project / "runs/tiny/cub/taxonomy/taxonomy.parquet.prov.json").read_text()
     assert str(workflow / "resources/cub_aliases.json") in record  # a shipped default
 
