@@ -63,10 +63,12 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
 
 @pytest.fixture(scope="session", autouse=True)
 def _own_data_folder(tmp_path_factory: pytest.TempPathFactory):
-    """hierbench run records its runs in the user's data folder (runtools.index): the tests,
-    and every command they start, use a folder of their own."""
+    """hierbench run records its runs in the user's data folder (runtools.index) and the code
+    hashes keep parsed files in its cache folder: the tests, and every command they start,
+    use folders of their own."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data-home")))
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache-home")))
         yield
 
 

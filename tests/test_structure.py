@@ -48,6 +48,7 @@ PUBLISHERS = {
     "cli.run_commands",  # the audit writes its manifest
     "cli.study",  # the config a run resolved, beside its logs (not an artifact)
     "jobs",
+    "provenance.codehash",  # its cache of parsed files, in the user cache folder (no artifact)
     "runtools.index",  # where hierbench run's runs are, in the user's data folder (not an artifact)
     "runlogs",  # the note in a run's logs naming the repository that ran it (not an artifact)
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import pytest
@@ -243,3 +244,41 @@ def test_a_rules_script_counts_by_behaviour(tmp_path: Path):
 def test_a_missing_script_is_an_error_naming_it(tmp_path: Path):
     with pytest.raises(UnknownModuleError, match=r"no workflow script .*gone\.py"):
         code_hash(["data.inputs"], [tmp_path / "gone.py"])
+
+
+def _forget_this_process() -> None:
+    """As a new process starts: nothing parsed in memory, the facts cache read anew."""
+    for cached in (
+        codehash._disk_cache,
+        codehash._module_facts,
+        codehash._file_hash,
+        codehash.module_closure,
+    ):
+        cached.cache_clear()
+
+
+def test_parsed_files_are_kept_between_processes_and_give_the_same_hashes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    script = Path(codehash.__file__).parents[3] / "workflow_scripts/evaluate.py"
+    _forget_this_process()
+    cold = code_hash(["stages.evaluation"], [script])
+    cache = codehash.cache_path()
+    assert cache.parent == tmp_path / "cache" / "hierbench" and cache.is_file()
+    entries = json.loads(cache.read_text())
+    assert any(key.startswith("stages.evaluation:evaluation.py:") for key in entries)
+    assert any(key.startswith("file:") for key in entries)  # the script
+    _forget_this_process()
+    assert code_hash(["stages.evaluation"], [script]) == cold  # from the cache: the same
+    # the cache is what the next process reads: a changed entry changes the hash it gives
+    key = next(key for key in entries if key.startswith("stages.evaluation:"))
+    entries[key]["hash"] = "0" * 64
+    cache.write_text(json.dumps(entries))
+    _forget_this_process()
+    assert code_hash(["stages.evaluation"], [script]) != cold
+    cache.write_text("{not json")  # an unreadable cache is rebuilt, the hashes unchanged
+    _forget_this_process()
+    assert code_hash(["stages.evaluation"], [script]) == cold
+    assert json.loads(cache.read_text())[key]["hash"] != "0" * 64
+    _forget_this_process()

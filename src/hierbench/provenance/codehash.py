@@ -19,14 +19,25 @@ package's ``__init__`` (which only re-exports), so a rule can declare a finer mo
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
-from collections.abc import Iterable, Iterator
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
+
+import platformdirs
 
 PACKAGE = "hierbench"
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # src/hierbench, above this package
 INIT = "__init__.py"
+# What parsing a file gave, by its bytes' SHA256, kept between processes: Snakemake plans every
+# run by hashing each rule's code, and parsing the library is most of that work. Keyed on the
+# Python version too, whose syntax trees print differently.
+CACHE_FILE = f"codehash-py{sys.version_info.major}{sys.version_info.minor}.json"
 
 
 class UnknownModuleError(ValueError):
@@ -109,8 +120,9 @@ def normalised_hash(source: str) -> str:
     return hashlib.sha256(normalised_form(source).encode()).hexdigest()
 
 
-def _imported_modules(name: str, tree: ast.Module) -> set[str]:
-    """Names of hierbench modules that module ``name`` (parsed as ``tree``) imports."""
+def _imported_names(name: str, tree: ast.Module) -> set[str]:
+    """Every name module ``name`` imports from hierbench that may be a module (an imported
+    attribute's name included: which of them are modules depends on the package's files)."""
     found: set[str] = set()
     for node in _import_statements(tree):
         if isinstance(node, ast.Import):
@@ -127,7 +139,7 @@ def _imported_modules(name: str, tree: ast.Module) -> set[str]:
                     continue
             for alias in node.names:
                 found.update(_candidates(prefix, alias.name))
-    return {module for module in found if _source(module) is not None}
+    return found
 
 
 def _import_statements(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
@@ -167,6 +179,46 @@ def _candidates(prefix: str, name: str) -> set[str]:
     return {prefix, f"{prefix}.{name}"}
 
 
+def cache_path() -> Path:
+    """Where parsed files' facts are kept: the user's cache folder for hierbench."""
+    return Path(platformdirs.user_cache_dir("hierbench")) / CACHE_FILE
+
+
+@functools.cache
+def _disk_cache() -> dict[str, Any]:
+    """The facts cache as read once per process (empty when missing or unreadable)."""
+    try:
+        found = json.loads(cache_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"entries": {}, "changed": False}
+    return {"entries": found if isinstance(found, dict) else {}, "changed": False}
+
+
+def _cached(key: str, compute: Callable[[], Any]) -> Any:
+    """``compute()``, or what it gave for ``key`` in an earlier process."""
+    cache = _disk_cache()
+    if key not in cache["entries"]:
+        cache["entries"][key] = compute()
+        cache["changed"] = True
+    return cache["entries"][key]
+
+
+def _save_cache() -> None:
+    """Write the facts cache whole (a temporary file renamed) if this process added to it; a
+    folder that cannot be written only costs the next process the parsing."""
+    cache = _disk_cache()
+    if not cache["changed"]:
+        return
+    path = cache_path()
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_text(json.dumps(cache["entries"], sort_keys=True), encoding="utf-8")
+        temporary.replace(path)
+        cache["changed"] = False
+    temporary.unlink(missing_ok=True)
+
+
 @functools.cache
 def module_closure(names: tuple[str, ...]) -> tuple[str, ...]:
     """The declared modules plus every hierbench module they import, transitively, sorted."""
@@ -186,10 +238,18 @@ def module_closure(names: tuple[str, ...]) -> tuple[str, ...]:
 def _module_facts(name: str, path: Path, mtime_ns: int) -> tuple[frozenset[str], str]:
     """The hierbench modules that module ``name`` (at ``path``, as modified at ``mtime_ns``)
     imports, and its :func:`normalised_hash`: each file is parsed once per process, as every
-    rule's closure shares most."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    imports = frozenset(_imported_modules(name, tree))
-    return imports, hashlib.sha256(_dump(tree).encode()).hexdigest()
+    rule's closure shares most, and once per content across processes (the facts cache)."""
+    source = path.read_bytes()
+
+    def parse() -> dict[str, Any]:
+        tree = ast.parse(source.decode("utf-8"))
+        imported = sorted(_imported_names(name, tree))
+        return {"imports": imported, "hash": hashlib.sha256(_dump(tree).encode()).hexdigest()}
+
+    key = f"{name}:{path.name}:{hashlib.sha256(source).hexdigest()}"  # a package's __init__
+    facts = _cached(key, parse)  # resolves relative imports from itself, a module from above
+    imports = frozenset(module for module in facts["imports"] if _source(module) is not None)
+    return imports, facts["hash"]
 
 
 def module_hash(name: str) -> str:
@@ -200,8 +260,11 @@ def module_hash(name: str) -> str:
 
 @functools.cache
 def _file_hash(path: Path, mtime_ns: int) -> str:
-    """:func:`normalised_hash` of a Python file (as modified at ``mtime_ns``), parsed once."""
-    return normalised_hash(path.read_text(encoding="utf-8"))
+    """:func:`normalised_hash` of a Python file (as modified at ``mtime_ns``), parsed once per
+    content (the facts cache)."""
+    source = path.read_bytes()
+    key = f"file:{hashlib.sha256(source).hexdigest()}"
+    return _cached(key, lambda: normalised_hash(source.decode("utf-8")))
 
 
 def script_hash(path: str | Path) -> str:
@@ -223,4 +286,5 @@ def code_hash(modules: Iterable[str], scripts: Iterable[str | Path] = ()) -> str
     for script in scripts:
         digest.update(b"script\0" + Path(script).name.encode() + b"\0")
         digest.update(script_hash(script).encode() + b"\0")
+    _save_cache()
     return digest.hexdigest()
