@@ -281,4 +281,12 @@ def test_parsed_files_are_kept_between_processes_and_give_the_same_hashes(
     _forget_this_process()
     assert code_hash(["stages.evaluation"], [script]) == cold
     assert json.loads(cache.read_text())[key]["hash"] != "0" * 64
+    # an edited file's entry replaces its earlier one: the cache does not grow with edits
+    edited = tmp_path / "edited.py"
+    for text in ("x = 1\n", "x = 2\n"):
+        edited.write_text(text)
+        _forget_this_process()
+        code_hash(["stages.evaluation"], [edited])
+    kept = [key for key in json.loads(cache.read_text()) if key.startswith(f"file:{edited}:")]
+    assert len(kept) == 1
     _forget_this_process()

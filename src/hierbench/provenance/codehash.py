@@ -190,17 +190,23 @@ def _disk_cache() -> dict[str, Any]:
     try:
         found = json.loads(cache_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {"entries": {}, "changed": False}
-    return {"entries": found if isinstance(found, dict) else {}, "changed": False}
+        found = {}
+    entries = found if isinstance(found, dict) else {}
+    return {"entries": entries, "changed": False}
 
 
 def _cached(key: str, compute: Callable[[], Any]) -> Any:
-    """``compute()``, or what it gave for ``key`` in an earlier process."""
+    """``compute()``, or what it gave for ``key`` (``<file>:<SHA256>``) in an earlier process;
+    an entry of the same file with other contents (an earlier edit) is dropped."""
     cache = _disk_cache()
-    if key not in cache["entries"]:
-        cache["entries"][key] = compute()
+    entries = cache["entries"]
+    if key not in entries:
+        file = key.rpartition(":")[0]
+        for stale in [known for known in entries if known.rpartition(":")[0] == file]:
+            del entries[stale]
+        entries[key] = compute()
         cache["changed"] = True
-    return cache["entries"][key]
+    return entries[key]
 
 
 def _save_cache() -> None:
@@ -263,7 +269,7 @@ def _file_hash(path: Path, mtime_ns: int) -> str:
     """:func:`normalised_hash` of a Python file (as modified at ``mtime_ns``), parsed once per
     content (the facts cache)."""
     source = path.read_bytes()
-    key = f"file:{hashlib.sha256(source).hexdigest()}"
+    key = f"file:{path}:{hashlib.sha256(source).hexdigest()}"
     return _cached(key, lambda: normalised_hash(source.decode("utf-8")))
 
 
