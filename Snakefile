@@ -36,7 +36,9 @@ check_working_folder(workflow.basedir, Path.cwd())
 # which replaces it rather than merging into it. A file outside this folder takes its relative
 # paths from its own folder, as `hierbench run` does (hierbench.runtools.launch.base_of).
 config.update(
-    config_from_files(config, workflow.overwrite_configfiles, workflow.config_settings.config, Path.cwd())
+    config_from_files(
+        config, workflow.overwrite_configfiles, workflow.config_settings.config, Path.cwd(), Path(workflow.basedir)
+    )
 )
 
 

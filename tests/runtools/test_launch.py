@@ -129,3 +129,21 @@ def test_plain_snakemake_takes_each_outside_files_paths_from_its_folder(tmp_path
         "training": {"lr": 0.001},
         "device": "cpu",
     }
+
+
+def test_an_installed_packages_own_config_runs_in_the_working_folder(tmp_path: Path):
+    """Its profile's demo config lies in the package: its run folder is the working folder's,
+    never one inside the package."""
+    workflow, project = tmp_path / "site-packages/hierbench/workflow", tmp_path / "project"
+    workflow.mkdir(parents=True)
+    project.mkdir()
+    demo = workflow / "config.yaml"
+    demo.write_text("datasets: {cub: {enabled: true}}\n")
+    merged = {"datasets": {"cub": {"enabled": True}}}
+    assert config_from_files(merged, [demo], {}, project, workflow) is merged
+    mine = project.parent / "mine.yaml"
+    mine.write_text("run: out\n")
+    assert config_from_files({}, [demo, mine], {}, project, workflow) == {
+        "run": str(project.parent / "out"),
+        "datasets": {"cub": {"enabled": True}},
+    }

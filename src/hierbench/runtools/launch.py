@@ -98,20 +98,29 @@ def _merge(into: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def config_from_files(
-    config: dict[str, Any], files: Iterable[Path], overrides: dict[str, Any], working: Path
+    config: dict[str, Any],
+    files: Iterable[Path],
+    overrides: dict[str, Any],
+    working: Path,
+    workflow: Path | None = None,
 ) -> dict[str, Any]:
     """The config plain ``snakemake --configfile`` ran, with each file's relative paths taken
     from that file's folder by the same rule as ``hierbench run`` (:func:`base_of`), merged in
     order with the ``--config`` overrides last; ``config`` itself when every file lies in the
-    working folder (a checkout's configs: their paths are the repository's, as recorded)."""
+    working folder (a checkout's configs: their paths are the repository's, as recorded) or
+    is the ``workflow``'s own (an installed package's demo config runs in the working folder,
+    never inside the package)."""
     working = working.resolve()
+    own = [working, *([workflow.resolve()] if workflow is not None else [])]
     files = [Path(path).resolve() for path in files]
-    if all(path.is_relative_to(working) for path in files):
+    if all(any(path.is_relative_to(folder) for folder in own) for path in files):
         return config
     merged: dict[str, Any] = {}
     for index, path in enumerate(files):
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        _merge(merged, resolve_config_paths(raw, base_of(path, working), working, index > 0))
+        inside = any(path.is_relative_to(folder) for folder in own)
+        base = working if inside else base_of(path, working)
+        _merge(merged, resolve_config_paths(raw, base, working, index > 0))
     return _merge(merged, dict(overrides))
 
 
