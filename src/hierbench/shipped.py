@@ -115,7 +115,7 @@ def shipped_paths(config: dict, workflow: str | Path, working: str | Path) -> di
         if isinstance(value, list):
             return [rewrite(item) for item in value]
         if isinstance(value, str) and value in relative:
-            return str(Path(workflow) / value)
+            return workflow_path(value, workflow, working)
         return value
 
     return rewrite(config)

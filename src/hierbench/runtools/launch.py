@@ -113,13 +113,13 @@ def config_from_files(
     working = working.resolve()
     own = [working, *([workflow.resolve()] if workflow is not None else [])]
     files = [Path(path).resolve() for path in files]
-    if all(any(path.is_relative_to(folder) for folder in own) for path in files):
+    inside = [any(path.is_relative_to(folder) for folder in own) for path in files]
+    if all(inside):
         return config
     merged: dict[str, Any] = {}
     for index, path in enumerate(files):
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        inside = any(path.is_relative_to(folder) for folder in own)
-        base = working if inside else base_of(path, working)
+        base = working if inside[index] else base_of(path, working)
         _merge(merged, resolve_config_paths(raw, base, working, index > 0))
     return _merge(merged, dict(overrides))
 
