@@ -192,20 +192,27 @@ def test_a_killed_job_reruns_to_identical_bytes(built_repo: Path, target: str):
 
 def test_a_second_run_in_the_same_folder_is_refused(built_repo: Path):
     target = f"{TINY_RUN}/cub/features/dev.parquet"
+    log = built_repo / (target.replace(f"{TINY_RUN}/", f"{TINY_LOGS}/", 1) + ".log")
+    log.unlink(missing_ok=True)
     before = sha256_file(built_repo / target)
     first = subprocess.Popen(
         [SNAKEMAKE, "--cores", "2", *TINY, "--force", target],  # a job's threads set its bytes
         cwd=built_repo,
         env=_env(built_repo),
+        start_new_session=True,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
-    deadline = time.monotonic() + 120
-    while not list((built_repo / ".snakemake/locks").glob("*")):
-        assert first.poll() is None and time.monotonic() < deadline, "the first run never locked"
+    deadline = time.monotonic() + 300
+    while not log.is_file():  # the job has started: its old output is gone, the lock held
+        assert first.poll() is None and time.monotonic() < deadline, "the first run never started"
         time.sleep(0.1)
-    second = snakemake(built_repo, *TINY, "--force", target, check=False)
+    os.killpg(first.pid, signal.SIGSTOP)  # held mid-job, so the second run meets a steady folder
+    try:
+        second = snakemake(built_repo, *TINY, "--force", target, check=False)
+    finally:
+        os.killpg(first.pid, signal.SIGCONT)
     assert second.returncode != 0
     assert "cannot be locked" in second.stdout
     first.communicate(timeout=600)
