@@ -8,7 +8,8 @@ run. Each is timed ``--repeats`` times, each time in a fresh copy, and the best 
 ``--demo`` also times the whole demo (``snakemake --cores 2`` on config.yaml in a fresh copy;
 about an hour on 2 cores), recorded without a reference or a goal, and then a no-op
 ``snakemake -n`` on the finished demo against the empty Snakefile (goal: within 2.5x, about 5 s
-at this machine's 2 s start-up).
+at this machine's 2 s start-up). The demo's CPU seconds are split by stage and start-up
+(``breakdown.py``), each stage's a row with the whole run's CPU as its reference.
 
 Run: ``.venv/bin/python benchmarks/workflow.py [--repeats 3] [--demo]``; exits 1 when the DAG
 build takes more than 5x the empty run.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -25,6 +27,7 @@ import time
 from pathlib import Path
 
 from benchrows import Row, row
+from breakdown import cost_breakdown, render
 
 from hierbench.runtools.rundiff import copy_repository
 
@@ -36,19 +39,28 @@ EMPTY_SNAKEFILE = "rule all:\n    input: []\n"
 DEMO_CORES = 2
 
 
-def snakemake_seconds(folder: Path, *args: str) -> float:
-    """Wall seconds of one Snakemake command in ``folder`` (its own src/ first on the path)."""
+def snakemake_cost(folder: Path, *args: str) -> tuple[float, float]:
+    """Wall and CPU seconds (Snakemake and every process it started) of one Snakemake command
+    in ``folder`` (its own src/ first on the path)."""
     env = {**os.environ, "PYTHONPATH": str(folder / "src"), "HF_HUB_OFFLINE": "1"}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = subprocess.run(
         [SNAKEMAKE, *args], cwd=folder, env=env, capture_output=True, text=True, check=False
     )
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
         tail = (result.stdout + result.stderr).strip().splitlines()[-20:]
         raise RuntimeError(f"snakemake {' '.join(args)} failed in {folder}:\n" + "\n".join(tail))
-    return seconds
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return seconds, cpu
+
+
+def snakemake_seconds(folder: Path, *args: str) -> float:
+    """Wall seconds of one Snakemake command in ``folder``."""
+    return snakemake_cost(folder, *args)[0]
 
 
 def dag_seconds() -> float:
@@ -91,7 +103,9 @@ def demo_rows(cores: int = DEMO_CORES, repeats: int = 3) -> list[Row]:
     ``repeats``, paired)."""
     with tempfile.TemporaryDirectory() as tmp:
         copy = copy_repository(REPO, Path(tmp) / "repo")
-        seconds = snakemake_seconds(copy, "--cores", str(cores))
+        seconds, cpu = snakemake_cost(copy, "--cores", str(cores))
+        breakdown = cost_breakdown(copy, "results", cpu)
+        print(render(breakdown, cpu))
         noop, empty = [], []
         for _ in range(repeats):
             empty.append(empty_seconds())
@@ -105,6 +119,18 @@ def demo_rows(cores: int = DEMO_CORES, repeats: int = 3) -> list[Row]:
             "s",
             None,
             note="a fresh repository copy; recorded without a reference or a goal",
+        ),
+        *(
+            row(
+                "workflow",
+                f"demo CPU: {stage.stage}",
+                stage.cpu_s,
+                cpu,
+                "CPU s",
+                None,
+                note=f"its share of the demo's {cpu:,.0f} CPU s (benchmarks/breakdown.py)",
+            )
+            for stage in breakdown.itertuples(index=False)
         ),
         row(
             "workflow",

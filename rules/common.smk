@@ -42,7 +42,6 @@ from hierbench.layout import (
     OUTER_SCORES,
     PCA_FILES,
     RESEAL_HISTORY,
-    SEEDLESS_ARMS,
     SEALED_FEATURES,
     SEALED_MANIFEST,
     SEALED_SPLITS,
@@ -55,7 +54,7 @@ from hierbench.layout import (
     TUNING_SCORE,
     TUNING_SELECTION,
 )
-from hierbench.cellkinds import CELL_KINDS, audited_kinds, sealed_evaluations
+from hierbench.cellkinds import CELL_KINDS, audited_kinds, sealed_evaluation, sealed_evaluations
 from hierbench.paths import RunPaths, bundle_cells, dataset_folder, tuning_runs
 from hierbench.protocol import (
     ANGLE_RANKING, ARMS_SUMMARY, BASELINES, COMPANION_KIND, CURVATURE_CONTROL, CURVATURE_TABLES,
@@ -82,7 +81,6 @@ ENVIRONMENT = "../environment.yml"
 CELL = {kind: PATHS.cell_outputs(kind) for kind in CELL_KINDS}  # each kind's three files
 DEV_DATA = {"features": run_path(DEV_FEATURES), "splits": run_path(DEV_SPLITS)}
 PCA_MODEL = {key: run_path(path) for key, path in PCA_FILES.items()}
-EVALUATION = {kind: PATHS.evaluation_outputs(kind) for kind in [*CELL_KINDS, *SEEDLESS_ARMS]}
 
 
 def code(*modules, script, files=()):

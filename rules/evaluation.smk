@@ -38,22 +38,27 @@ rule final_lock:
 
 
 # The sealed evaluations, one rule per kind of cell (hierbench.cellkinds) and per seedless arm,
-# generated here: the sealed test's draws scored by the same engine under the lock. A rule's
-# name and what it scores come from the registry; a curvature point or semantic arm is also
-# named to the script as the evaluation's variant.
+# generated here: the sealed test's draws scored by the same engine under the lock. A job scores
+# a whole bundle of cells (a dataset's factorial; a curvature point's or semantic arm's seeds),
+# each into its own files (hierbench.paths.RunPaths.sealed_evaluation); a rule's name and what
+# it scores come from the registry; a curvature point or semantic arm is also named to the
+# script as the evaluation's variant. A kind no dataset trains has no rule.
 for evaluated in sealed_evaluations():
+    scored, scores = PATHS.sealed_evaluation(evaluated)
+    if not scores:  # no dataset trains the kind
+        continue
 
     rule:
         name:
             evaluated.rule
         input:
-            **sealed_inputs({key: run_path(path) for key, path in evaluated.scored.items()}),
+            **sealed_inputs(scored),
         output:
-            **EVALUATION[evaluated.name],
+            **scores,
         log:
-            log_for(EVALUATION[evaluated.name]),
+            log_for(scores),
         benchmark:
-            benchmark_for(EVALUATION[evaluated.name])
+            benchmark_for(scores)
         params:
             **code("stages.evaluation", script="evaluate", files=METRIC_FILES),
             **geometry_code(),
@@ -68,20 +73,21 @@ for evaluated in sealed_evaluations():
 
 # The companion cells ranked by the exterior angle at the query instead of by distance (a
 # sensitivity of the ranking): the same lock check, sealed inputs and formats, under eval/angle/.
-ANGLE_EVALUATION = PATHS.evaluation_outputs(COMPANION_KIND, ANGLE_RANKING)
+ANGLE_EVALUATION = PATHS.sealed_evaluation(sealed_evaluation(COMPANION_KIND), ANGLE_RANKING)[1]
 
+if ANGLE_EVALUATION:  # the companion cells are on
 
-use rule evaluate_companion_cell as evaluate_companion_angle with:
-    output:
-        **ANGLE_EVALUATION,
-    log:
-        log_for(ANGLE_EVALUATION),
-    benchmark:
-        benchmark_for(ANGLE_EVALUATION)
-    params:
-        **code("stages.angle_evaluation", script="evaluate_angles", files=METRIC_FILES),
-        config=lambda wildcards: evaluation_config(config, wildcards.dataset, distance_clip=False),
-        access_log=lambda wildcards: access_log(wildcards.dataset),
+    use rule evaluate_companion_cell as evaluate_companion_angle with:
+        output:
+            **ANGLE_EVALUATION,
+        log:
+            log_for(ANGLE_EVALUATION),
+        benchmark:
+            benchmark_for(ANGLE_EVALUATION)
+        params:
+            **code("stages.angle_evaluation", script="evaluate_angles", files=METRIC_FILES),
+            config=lambda wildcards: evaluation_config(config, wildcards.dataset, distance_clip=False),
+            access_log=lambda wildcards: access_log(wildcards.dataset),
 
 
 # Not sealed: an outer split's test side is development data, scored without the lock.

@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 from conftest import REPO
 
-from hierbench.cellkinds import CELL_KINDS, audited_kinds, cell_kind, locked_kinds
+from hierbench.cellkinds import (
+    CELL_KINDS,
+    audited_kinds,
+    cell_kind,
+    locked_kinds,
+    sealed_evaluation,
+)
 from hierbench.layout import BUNDLE_MANIFESTS, CELLS
 from hierbench.runtools.rebuild import rule_blocks
 
@@ -39,3 +45,11 @@ def test_each_kind_names_rules_the_workflow_defines():
 def test_an_unknown_kind_names_the_known_ones():
     with pytest.raises(KeyError, match=r"no cell kind 'moth'; known kinds: \['companion'"):
         cell_kind("moth")
+
+
+def test_a_sealed_evaluation_is_found_by_its_kind_or_arm():
+    assert sealed_evaluation("curvature").rule == "evaluate_curvature_cell"
+    assert sealed_evaluation("curvature").variant == "point"
+    assert sealed_evaluation("frozen").scored == {}
+    with pytest.raises(KeyError, match="no sealed evaluation of 'moth'; known: \\['factorial'"):
+        sealed_evaluation("moth")

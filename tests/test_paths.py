@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 from conftest import REPO, TINY_SEEDS
 
-from hierbench.cellkinds import CELL_KINDS, cell_instances, locked_kinds
+from hierbench.cellkinds import (
+    CELL_KINDS,
+    cell_instances,
+    evaluation_cells,
+    locked_kinds,
+    sealed_evaluation,
+)
 from hierbench.config import evaluation_config, load_config, split_config
 from hierbench.controls.outer import outer_cells
 from hierbench.layout import (
@@ -15,6 +21,7 @@ from hierbench.layout import (
     evaluation_stem,
     fill,
 )
+from hierbench.metrics.sealed_scoring import SealedCell, sealed_cells
 from hierbench.paths import RunPaths, bundle_cells
 from hierbench.protocol import GEOMETRIES, LOSSES, POINCARE, cell_name
 
@@ -94,6 +101,58 @@ def test_a_factorial_bundle_writes_its_manifest_and_each_cells_three_files():
     )
     with pytest.raises(KeyError, match="not bundled; bundled kinds"):
         bundle_cells(CONFIG, "hier")
+
+
+def test_a_sealed_evaluation_job_scores_a_bundle_each_cell_into_its_own_files():
+    inputs, outputs = PATHS.sealed_evaluation(sealed_evaluation("factorial"))
+    labels = [f"{g}_{x}_{s}" for g in GEOMETRIES for x in LOSSES for s in TINY_SEEDS]
+    assert list(evaluation_cells(CONFIG, "factorial")) == labels
+    assert list(inputs) == [f"{key}_{label}" for label in labels for key in ("model", "record")]
+    assert list(outputs) == [
+        f"{key}_{label}" for label in labels for key in ("per_query", "summary")
+    ]
+    seed = TINY_SEEDS[1]
+    assert inputs[f"record_H_S_{seed}"] == f"runs/x/{{dataset}}/cells/HS-{seed}/record.json"
+    assert outputs[f"summary_H_S_{seed}"] == f"runs/x/{{dataset}}/eval/HS-{seed}_summary.parquet"
+    # the very files a job per cell would write
+    per_cell = PATHS.evaluation_outputs("factorial").values()
+    cells = evaluation_cells(CONFIG, "factorial").values()
+    assert list(outputs.values()) == [fill(path, **c) for c in cells for path in per_cell]
+    # a curvature point's and a semantic arm's job: the seeds, the variant the job's wildcard
+    _, curvature = PATHS.sealed_evaluation(sealed_evaluation("curvature"))
+    assert curvature[f"per_query_{seed}"] == (
+        f"runs/x/{{dataset}}/eval/curvature/{{point}}/{{geometry}}R-{seed}.parquet"
+    )
+    companion, angle = PATHS.sealed_evaluation(sealed_evaluation("companion"), "angle")
+    assert list(evaluation_cells(CONFIG, "companion")) == [
+        f"{h}_{s}" for h in "EL" for s in TINY_SEEDS
+    ]
+    assert angle[f"per_query_L_{seed}"] == f"runs/x/{{dataset}}/eval/angle/LA-{seed}.parquet"
+    assert companion[f"model_L_{seed}"] == f"runs/x/{{dataset}}/cells/LA-{seed}/model.safetensors"
+    # a seedless arm: its own two files
+    scored, frozen = PATHS.sealed_evaluation(sealed_evaluation("frozen"))
+    assert scored == {} and frozen == PATHS.evaluation_outputs("frozen")
+
+
+def test_a_jobs_inputs_and_outputs_pair_up_by_cell():
+    scored, outputs = PATHS.sealed_evaluation(sealed_evaluation("factorial"))
+    sealed = {"lock": "L", "sealed_features": "F", "sealed_splits": "S"}
+    cells = sealed_cells({**sealed, **scored}, outputs)
+    assert len(cells) == len(evaluation_cells(CONFIG, "factorial"))
+    label = f"H_S_{TINY_SEEDS[-1]}"
+    record, model = scored[f"record_{label}"], scored[f"model_{label}"]
+    assert cells[-1] == (
+        SealedCell(record, model, "L", "F", "S"),
+        {"per_query": outputs[f"per_query_{label}"], "summary": outputs[f"summary_{label}"]},
+    )
+    frozen = PATHS.evaluation_outputs("frozen")
+    assert sealed_cells(sealed, frozen) == []  # a seedless arm scores no cell
+
+
+def test_a_kind_no_dataset_trains_has_no_evaluation_job():
+    off = {**CONFIG, "companion": {**CONFIG["companion"], "enabled": False}}
+    assert evaluation_cells(off, "companion") == {}
+    assert RunPaths("runs/x", off).sealed_evaluation(sealed_evaluation("companion")) == ({}, {})
 
 
 def test_an_unknown_kind_is_an_error_naming_the_known_ones():

@@ -318,13 +318,20 @@ def test_no_workflow_script_dispatches_on_the_rules_name():
 PATH_DIRECTIVES = {"input", "output", "log", "benchmark"}
 
 
+def _directives(body: str) -> set[str]:
+    """The directives of a rule block: its least indented ``name:`` lines."""
+    found = re.findall(r"^( +)(\w+):", body, re.M)
+    top = min((len(indent) for indent, _ in found), default=0)
+    return {name for indent, name in found if len(indent) == top}
+
+
 def test_no_use_rule_block_only_renames_paths():
     """A family whose members differ only in their paths is one rule generated in a loop over
     its registry (``name:``), not ``use rule ... with:`` copies."""
     renaming = [
         block.name
         for block in rule_blocks(REPO / "rules")
-        if block.parent and set(re.findall(r"^    (\w+):", block.body, re.M)) <= PATH_DIRECTIVES
+        if block.parent and _directives(block.body) <= PATH_DIRECTIVES
     ]
     assert renaming == []
 

@@ -1,21 +1,15 @@
-"""Score a companion cell on the sealed test draws, its gallery ranked by exterior angle."""
+"""Score a dataset's companion cells on the sealed test draws, each gallery ranked by exterior
+angle."""
 
 from hierbench.jobs import start_job
-from hierbench.metrics.sealed_scoring import SealedCell
-from hierbench.stages.angle_evaluation import evaluate_angles_on_sealed_test
+from hierbench.metrics.sealed_scoring import sealed_cells
+from hierbench.stages.angle_evaluation import evaluate_angles_of_cells_on_sealed_test
 
 job = start_job(snakemake)
-evaluate_angles_on_sealed_test(
+evaluate_angles_of_cells_on_sealed_test(
     snakemake.wildcards.dataset,
-    SealedCell(
-        snakemake.input.record,
-        snakemake.input.model,
-        snakemake.input.lock,
-        snakemake.input.sealed_features,
-        snakemake.input.sealed_splits,
-    ),
+    sealed_cells(dict(snakemake.input.items()), dict(snakemake.output.items())),
     snakemake.params.config,
-    dict(snakemake.output.items()),
     job,
     access_log=snakemake.params.access_log,
 )

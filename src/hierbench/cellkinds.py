@@ -49,6 +49,10 @@ class CellKind:
     locked: bool  # recorded by the Final lock
     audited: bool  # checked by the fairness audit
     variant: str | None = None  # the wildcard naming its evaluation's variant, if any
+    # The wildcards that vary among the cells one sealed-evaluation job scores; the others
+    # (the dataset, a variant) are the job's own. One job per bundle, not per cell: a job's
+    # fixed cost (Snakemake, the interpreter, torch's import) dwarfs scoring one small cell.
+    together: tuple[str, ...] = ("seed",)
 
     @property
     def folder(self) -> str:
@@ -119,6 +123,7 @@ CELL_KINDS: dict[str, CellKind] = {
             evaluation_rule="evaluate_cell",
             locked=True,
             audited=True,
+            together=("geometry", "loss", "seed"),
         ),
         CellKind(
             CURVATURE_CONTROL,
@@ -161,6 +166,7 @@ CELL_KINDS: dict[str, CellKind] = {
             evaluation_rule="evaluate_companion_cell",
             locked=True,
             audited=True,
+            together=("head", "seed"),
         ),
     )
 }
@@ -186,6 +192,18 @@ def audited_kinds() -> tuple[str, ...]:
 def cell_instances(config: Config, dataset: str, kind: str) -> Iterator[dict]:
     """The wildcard values of every cell of ``kind`` a dataset trains under ``config``."""
     return cell_kind(kind).instances(config, dataset)
+
+
+def evaluation_cells(config: Config, kind: str) -> dict[str, dict]:
+    """The cells one sealed-evaluation job of ``kind`` scores, by label (their ``together``
+    values joined by underscores, ``E_R_42``), in rule order: the same in every dataset, as a
+    rule's outputs must be (empty when no dataset trains the kind)."""
+    together, cells = cell_kind(kind).together, {}
+    for dataset in config["datasets"]:
+        for values in cell_instances(config, dataset, kind):
+            member = {key: values[key] for key in together}
+            cells.setdefault("_".join(str(value) for value in member.values()), member)
+    return cells
 
 
 @dataclass(frozen=True)
@@ -221,3 +239,13 @@ def sealed_evaluations() -> list[SealedEvaluation]:
         if kind.evaluation_rule
     ]
     return [*cells, *SEEDLESS_EVALUATIONS]
+
+
+def sealed_evaluation(name: str) -> SealedEvaluation:
+    """The sealed evaluation of the kind or seedless arm ``name``."""
+    found = [evaluated for evaluated in sealed_evaluations() if evaluated.name == name]
+    if not found:
+        raise KeyError(
+            f"no sealed evaluation of {name!r}; known: {[e.name for e in sealed_evaluations()]}"
+        )
+    return found[0]

@@ -11,7 +11,7 @@ from functools import partial
 from typing import Any
 
 from hierbench.baselines import baselines_enabled
-from hierbench.cellkinds import cell_instances, locked_kinds
+from hierbench.cellkinds import SealedEvaluation, cell_instances, evaluation_cells, locked_kinds
 from hierbench.cells.companion import companion_enabled
 from hierbench.controls.curvature_points import control_variants
 from hierbench.controls.outer import outer_splits
@@ -148,6 +148,28 @@ class RunPaths:
     def evaluation_outputs(self, kind: str, ranking: str | None = None) -> dict[str, str]:
         """The two evaluation file patterns of a cell of ``kind`` (or a seedless arm)."""
         return evaluation_files(self.at(evaluation_stem(kind, ranking)))
+
+    def sealed_evaluation(
+        self, evaluated: SealedEvaluation, ranking: str | None = None
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """What one sealed-evaluation job scores besides the sealed test and the lock, and what
+        it writes, by name: a seedless arm's files; or, for a cell kind, every cell of
+        :func:`~hierbench.cellkinds.evaluation_cells` as ``<file>_<cell>`` (``model_E_R_42``,
+        ``per_query_E_R_42``), the job's own wildcards (the dataset, a variant) left in."""
+        if evaluated.name in SEEDLESS_ARMS:
+            scored = {key: self.at(path) for key, path in evaluated.scored.items()}
+            return scored, self.evaluation_outputs(evaluated.name, ranking)
+        cells = evaluation_cells(self.config, evaluated.name)
+        outputs = evaluation_files(evaluation_stem(evaluated.name, ranking))
+
+        def each_cell(patterns: Mapping[str, str]) -> dict[str, str]:
+            return {
+                f"{name}_{label}": self.at(pattern, **values)
+                for label, values in cells.items()
+                for name, pattern in patterns.items()
+            }
+
+        return each_cell(evaluated.scored), each_cell(outputs)
 
     def cells(self, dataset: str, kinds: Sequence[str], name: str, **only: Any) -> list[str]:
         """The file ``name`` of every cell of ``kinds`` in a dataset (``only`` keeps the cells

@@ -12,7 +12,9 @@ import sys
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO
+from conftest import REPO, TINY_LOGS, TINY_RUN
+
+from hierbench.runtools.jobstats import job_costs, rule_stages
 
 BENCHMARKS = REPO / "benchmarks"
 
@@ -167,3 +169,40 @@ def test_the_quick_run_measures_every_benchmark(tmp_path):
     assert (measured["ratio"].notna() | measured["goal"].isna()).all()
     assert (result.returncode == 1) == (table["met"] == False).any()  # noqa: E712
     assert "Mode: **quick**" in markdown.read_text()
+
+
+def test_a_jobs_start_up_is_its_scripts_imports_and_snakemakes_preamble(tmp_path):
+    breakdown = _module("breakdown")
+    lines = breakdown.import_lines(REPO / "workflow_scripts/evaluate.py").splitlines()
+    assert lines[0] == "import snakemake.script"
+    assert "from hierbench.jobs import start_job" in lines
+    assert not [line for line in lines if "start_job(" in line]  # imports only, no work
+    bare = tmp_path / "workflow_scripts/bare.py"
+    bare.parent.mkdir()
+    bare.write_text("import json\nprint(json.dumps(1))\n")
+    assert (
+        0
+        < breakdown.start_up_cpu(bare, repeats=1)
+        < breakdown.start_up_cpu(REPO / "workflow_scripts/evaluate.py", repeats=1)
+    )  # torch and the stage's modules cost more than json
+
+
+@pytest.mark.slow
+def test_the_breakdown_splits_a_runs_cpu_by_stage_start_up_and_snakemake(built_repo, monkeypatch):
+    breakdown = _module("breakdown")
+    monkeypatch.setattr(breakdown, "start_up_cpu", lambda script, repeats: 0.5)
+    jobs = job_costs(built_repo / TINY_RUN, built_repo / TINY_LOGS, rule_stages(REPO / "rules"))
+    total = float(jobs["cpu_s"].sum()) + 100.0  # as if Snakemake itself had taken 100 CPU s
+    table = breakdown.cost_breakdown(built_repo, TINY_RUN, total, repeats=1)
+    assert table["cpu_s"].sum() == pytest.approx(total)
+    assert table["share"].sum() == pytest.approx(1.0)
+    assert table.iloc[-1]["stage"] == breakdown.SNAKEMAKE_OVERHEAD
+    assert table.iloc[-1]["cpu_s"] == pytest.approx(100.0)
+    stages = table.set_index("stage")
+    evaluation = jobs[jobs["stage"] == "evaluation"]
+    assert stages.loc["evaluation", "jobs"] == len(evaluation)
+    assert stages.loc["evaluation", "cpu_s"] == pytest.approx(evaluation["cpu_s"].sum())
+    assert stages.loc["evaluation", "start_up_s"] == pytest.approx(0.5 * len(evaluation))
+    measured = table.iloc[:-1]["cpu_s"].tolist()
+    assert measured == sorted(measured, reverse=True)  # largest first
+    assert "| total |" in breakdown.render(table, total)

@@ -23,16 +23,16 @@ SEEDS = len(TINY_SEEDS)
 OUTER_SCORING = {"score_outer_split": 3, "outer_tables": 1}
 CUB_CONTROL = {
     "train_curvature": 4,  # a bundle per point, its cell of each seed
-    "evaluate_curvature_cell": 4 * SEEDS,
+    "evaluate_curvature_cell": 4,  # a job per point: its cell of each seed
     "curvature_tables": 1,
     "select_semantic_duration": 4,
     "train_semantic": 4,  # a bundle per arm
-    "evaluate_semantic_cell": 4 * SEEDS,
+    "evaluate_semantic_cell": 4,  # a job per arm
     "semantic_tables": 1,
     "fit_pca": 1,
     "train_hier_cell": SEEDS,
     "evaluate_pca": 1,
-    "evaluate_hier_cell": SEEDS,
+    "evaluate_hier_cell": 1,  # every seed's cell in one job
     "baselines_tables": 1,
     "select_outer_durations": 3,
     "train_outer": 3 * 3,
@@ -52,11 +52,11 @@ CUB_AFTER_TAXONOMY = {
     "train_factorial": 1,
     "fairness_audit": 1,
     "final_lock": 1,
-    "evaluate_cell": 4 * SEEDS,
+    "evaluate_cell": 1,  # the whole factorial in one job
     "evaluate_frozen": 1,
     "train_companion_cell": 2 * SEEDS,
-    "evaluate_companion_cell": 2 * SEEDS,
-    "evaluate_companion_angle": 2 * SEEDS,
+    "evaluate_companion_cell": 1,
+    "evaluate_companion_angle": 1,
     "companion_angle_tables": 1,
     "effect_tables": 1,
     "figures": 1,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -19,6 +19,7 @@ import pandas as pd
 from hierbench.cells.checkpoints import embed, load_checkpoint
 from hierbench.cells.spec import CellSpec
 from hierbench.features.store import read_labelled_features
+from hierbench.layout import evaluation_files
 from hierbench.metrics.scoring import qg_seeds, score_draws
 from hierbench.protocol import HIER
 from hierbench.provenance.lock import verify_against_lock
@@ -28,6 +29,8 @@ MetricFor = Callable[[Any, CellSpec], dict[str, Any]]
 # How the per-query and summary parquets are sorted.
 PER_QUERY_ORDER = ("qg_seed", "query", "level")
 SUMMARY_ORDER = ("qg_seed", "aggregation", "level")
+# The names of an evaluation's two files (per-query rows, summary).
+EVALUATION_FILE_NAMES = tuple(evaluation_files(""))
 
 
 class SealedScores(NamedTuple):
@@ -56,6 +59,23 @@ class SealedCell:
     lock: str | Path
     sealed_features: str | Path
     sealed_splits: str | Path
+
+
+def sealed_cells(
+    inputs: Mapping[str, str], outputs: Mapping[str, str]
+) -> list[tuple[SealedCell, dict[str, str]]]:
+    """The cells one sealed-evaluation job scores, each with its output files by name: the
+    job's inputs ``model_<cell>`` and ``record_<cell>`` beside the lock and the sealed test's,
+    its outputs ``<file>_<cell>`` (see ``hierbench.paths.RunPaths.sealed_evaluation``)."""
+    sealed = (inputs["lock"], inputs["sealed_features"], inputs["sealed_splits"])
+    labels = [key.removeprefix("record_") for key in inputs if key.startswith("record_")]
+    return [
+        (
+            SealedCell(inputs[f"record_{label}"], inputs[f"model_{label}"], *sealed),
+            {name: outputs[f"{name}_{label}"] for name in EVALUATION_FILE_NAMES},
+        )
+        for label in labels
+    ]
 
 
 def score_cell_on_sealed_test(

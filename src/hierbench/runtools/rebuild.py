@@ -29,7 +29,8 @@ from hierbench.provenance.codehash import known_modules, module_closure, module_
 # ``for ITEM in FAMILY():``, a family of rules generated from a registry of
 # :mod:`hierbench.cellkinds` (each rule named ``ITEM.ATTRIBUTE`` by its ``name:`` directive).
 RULE_HEADER = re.compile(
-    r"^(?:(?:local)?rule\s+(?P<name>\w+)\s*|use rule (?P<parent>\w+) as (?P<child>\w+) with"
+    r"^(?:[ \t]*(?:local)?rule\s+(?P<name>\w+)\s*"  # indented: inside an ``if``
+    r"|[ \t]*use rule (?P<parent>\w+) as (?P<child>\w+) with"
     r"|for (?P<item>\w+) in (?P<family>\w+)\(\))\s*:",
     re.MULTILINE,
 )

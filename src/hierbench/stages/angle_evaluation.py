@@ -9,6 +9,7 @@ angle code; both score through ``hierbench.metrics.sealed_scoring``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +62,19 @@ def evaluate_angles_on_sealed_test(
     write_parquet(scores.per_query, outputs["per_query"], job, sort_by=list(PER_QUERY_ORDER))
     write_parquet(scores.summary, outputs["summary"], job, sort_by=list(SUMMARY_ORDER))
     return scores.summary
+
+
+def evaluate_angles_of_cells_on_sealed_test(
+    dataset: str,
+    cells: Sequence[tuple[SealedCell, dict[str, str | Path]]],
+    config: dict[str, Any],
+    job: JobContext,
+    *,
+    access_log: str | Path,
+) -> list[pd.DataFrame]:
+    """Score each companion cell of one sealed-evaluation job in turn by exterior angle, into
+    its own two files (``sealed_scoring.sealed_cells`` pairs them)."""
+    return [
+        evaluate_angles_on_sealed_test(dataset, cell, config, outputs, job, access_log=access_log)
+        for cell, outputs in cells
+    ]

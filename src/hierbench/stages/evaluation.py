@@ -6,7 +6,7 @@ Every function here that reads test data says so in its name, and verifies the l
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,25 @@ def evaluate_cell_on_sealed_test(
     )
     _write_sealed_scores(scores, outputs, job)
     return scores.summary
+
+
+def evaluate_cells_on_sealed_test(
+    dataset: str,
+    cells: Sequence[tuple[SealedCell, dict[str, str | Path]]],
+    config: dict[str, Any],
+    job: JobContext,
+    *,
+    access_log: str | Path,
+    variant: str | None = None,
+) -> list[pd.DataFrame]:
+    """Score each cell of one sealed-evaluation job in turn, into its own two files
+    (``sealed_scoring.sealed_cells`` pairs them): the same bytes as a job per cell."""
+    return [
+        evaluate_cell_on_sealed_test(
+            dataset, cell, config, outputs, job, access_log=access_log, variant=variant
+        )
+        for cell, outputs in cells
+    ]
 
 
 def _evaluate_seedless_arm_on_sealed_test(
