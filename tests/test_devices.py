@@ -3,6 +3,9 @@ anything is scheduled, naming the key."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import torch
 from conftest import REPO, TINY_RUN, snakemake
@@ -43,6 +46,21 @@ def test_only_a_run_whose_jobs_run_here_is_refused(monkeypatch):
         check_device_before_scheduling({"device": "cuda"}, jobs_run_here=True)
     check_device_before_scheduling({"device": "cuda"}, jobs_run_here=False)  # a cluster's nodes
     check_device_before_scheduling({"device": "auto"}, jobs_run_here=True)
+    with pytest.raises(DeviceError, match=r"'gpu' is not one of"):
+        check_device_before_scheduling({"device": "gpu"}, jobs_run_here=True)
+
+
+def test_the_planner_checks_cpu_and_auto_without_importing_torch():
+    code = (
+        "import sys\n"
+        "from hierbench.devices import check_device_before_scheduling as check\n"
+        "for setting in ('cpu', 'auto'):\n"
+        "    check({'device': setting}, jobs_run_here=True)\n"
+        "print('torch' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")

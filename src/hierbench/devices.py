@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # torch loads in the jobs that compute, not when the workflow
 
 DEVICE_KEY = "device"
 SETTINGS: tuple[str, ...] = ("auto", "cpu", "cuda")
+RUN_ANYWHERE = ("auto", "cpu")  # the settings no machine lacks
 # cuBLAS is deterministic only with a fixed workspace per stream; with deterministic algorithms
 # on and no such setting, torch refuses cuBLAS calls. The value is NVIDIA's documented one.
 CUBLAS_WORKSPACE = ("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -54,8 +55,9 @@ def gpus_per_job(config: dict[str, Any]) -> int:
 def check_device_before_scheduling(config: dict[str, Any], *, jobs_run_here: bool) -> None:
     """Refuse a run whose jobs run on this machine and ask for a device it lacks (called
     before the first job). Jobs sent to a cluster resolve the device on their node instead:
-    a login node without a GPU may submit ``device: cuda`` jobs to GPU nodes."""
-    if jobs_run_here:
+    a login node without a GPU may submit ``device: cuda`` jobs to GPU nodes. ``cpu`` and
+    ``auto`` run anywhere, so for them the planner never imports torch (seconds of CPU)."""
+    if jobs_run_here and config.get(DEVICE_KEY, "cpu") not in RUN_ANYWHERE:
         config_device(config)
 
 
