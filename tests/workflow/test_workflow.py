@@ -14,6 +14,7 @@ from hierbench.provenance.artifacts import PROVENANCE_SUFFIX
 from hierbench.provenance.hashing import sha256_path
 from hierbench.runs import is_log
 from hierbench.runtools.jobstats import NO_RECORD, NO_STAGE, job_costs, rule_stages
+from hierbench.runtools.rebuild import rule_blocks
 
 # configs/tiny.yaml runs every control on CUB only: the curvature control at 2 points, its base
 # point and its matched E_R, and the semantic control's 4 arms, each x the training seeds; the
@@ -86,7 +87,11 @@ def test_every_job_of_a_run_has_its_cost_rule_and_stage(built_repo: Path):
     jobs = job_costs(
         built_repo / TINY_RUN, built_repo / TINY_LOGS, rule_stages(built_repo / "rules")
     )
-    assert len(jobs) > 100
+    blocks = list(rule_blocks(built_repo / "rules"))
+    measured = {block.name for block in blocks if "benchmark:" in block.body}
+    measured |= {block.name for block in blocks if block.parent in measured}
+    planned = scheduled_rules(built_repo, *TINY, "--forceall")
+    assert len(jobs) == sum(count for rule, count in planned.items() if rule in measured) > 90
     assert NO_RECORD not in set(jobs["rule"]) and NO_STAGE not in set(jobs["stage"])
     assert (jobs["wall_s"] > 0).all() and jobs["cpu_s"].notna().all()
     assert {"data", "features", "training", "evaluation"} <= set(jobs["stage"])
