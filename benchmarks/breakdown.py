@@ -8,8 +8,10 @@ them with ``getrusage(RUSAGE_CHILDREN)``) split into:
   that rule's workflow script's imports and Snakemake's script preamble (measured here, best of
   ``repeats``); the rest is each job's **work** (reading inputs, computing, publishing and
   hashing, which these files cannot tell apart);
-- **Snakemake and unmeasured jobs**: the total less every benchmark file's CPU seconds
-  (Snakemake's own planning, scheduling and bookkeeping, and the few jobs without a benchmark).
+- what the benchmark files do not hold, the total less their CPU seconds: **Snakemake's own
+  process** (planning, scheduling, bookkeeping; when the caller measured it, as
+  ``workflow.py`` does), and the rest: jobs without a benchmark file, and job processes that
+  ended between the samples Snakemake's benchmark takes (data-loader workers, short jobs).
 
 Run on a finished run: ``.venv/bin/python benchmarks/breakdown.py REPO --cpu SECONDS
 [--run results]``, where REPO is the repository copy that ran it; ``workflow.py --demo`` calls
@@ -32,6 +34,8 @@ from hierbench.runtools.jobstats import job_costs, rule_stages
 from hierbench.runtools.rebuild import code_declarations
 
 SNAKEMAKE_OVERHEAD = "Snakemake and unmeasured jobs"
+SNAKEMAKE_OWN = "Snakemake's own process"
+UNMEASURED = "jobs' CPU their benchmark files miss"
 COLUMNS = ("stage", "jobs", "cpu_s", "start_up_s", "work_s", "share")
 
 
@@ -63,9 +67,18 @@ def rule_start_up(repo: Path, rules: set[str], repeats: int = 3) -> dict[str, fl
     return {rule: measured.get(scripts.get(rule) or "", 0.0) for rule in rules}
 
 
-def cost_breakdown(repo: Path, run: str, total_cpu_s: float, repeats: int = 3) -> pd.DataFrame:
+def cost_breakdown(
+    repo: Path,
+    run: str,
+    total_cpu_s: float,
+    repeats: int = 3,
+    *,
+    snakemake_cpu_s: float | None = None,
+) -> pd.DataFrame:
     """One row per stage (jobs, CPU seconds, their start-up and work, share of the total),
-    largest first, then Snakemake's own and unmeasured jobs' share."""
+    largest first, then what the jobs' benchmark files do not hold: Snakemake's own process
+    (when ``snakemake_cpu_s`` was measured) and the rest (jobs without a benchmark file, and
+    job processes Snakemake's sampling missed)."""
     jobs = job_costs(repo / run, repo / run / "logs", rule_stages(repo / "rules"))
     start_up = rule_start_up(repo, set(jobs["rule"]), repeats)
     jobs = jobs.assign(start_up_s=jobs["rule"].map(start_up))
@@ -73,13 +86,15 @@ def cost_breakdown(repo: Path, run: str, total_cpu_s: float, repeats: int = 3) -
         jobs=("rule", "size"), cpu_s=("cpu_s", "sum"), start_up_s=("start_up_s", "sum")
     )
     stages = stages.reset_index().sort_values("cpu_s", ascending=False, ignore_index=True)
-    rest = {
-        "stage": SNAKEMAKE_OVERHEAD,
-        "jobs": 0,
-        "cpu_s": total_cpu_s - float(jobs["cpu_s"].sum()),
-        "start_up_s": float("nan"),
-    }
-    table = pd.concat([stages, pd.DataFrame([rest])], ignore_index=True)
+    unmeasured = total_cpu_s - float(jobs["cpu_s"].sum())
+    if snakemake_cpu_s is None:
+        rest = [(SNAKEMAKE_OVERHEAD, unmeasured)]
+    else:
+        rest = [(SNAKEMAKE_OWN, snakemake_cpu_s), (UNMEASURED, unmeasured - snakemake_cpu_s)]
+    rows = [
+        {"stage": name, "jobs": 0, "cpu_s": cpu, "start_up_s": float("nan")} for name, cpu in rest
+    ]
+    table = pd.concat([stages, pd.DataFrame(rows)], ignore_index=True)
     table["work_s"] = table["cpu_s"] - table["start_up_s"]
     table["share"] = table["cpu_s"] / total_cpu_s
     return table[list(COLUMNS)]
@@ -107,10 +122,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("repo", type=Path, help="the repository copy that ran it")
     parser.add_argument("--cpu", type=float, required=True, help="the run's CPU seconds")
+    parser.add_argument("--snakemake-cpu", type=float, help="Snakemake's own process's")
     parser.add_argument("--run", default="results", help="its run folder (default: results)")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    table = cost_breakdown(args.repo.resolve(), args.run, args.cpu, args.repeats)
+    table = cost_breakdown(
+        args.repo.resolve(), args.run, args.cpu, args.repeats, snakemake_cpu_s=args.snakemake_cpu
+    )
     print(render(table, args.cpu))
     return 0
 

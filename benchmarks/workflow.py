@@ -18,6 +18,7 @@ build takes more than 5x the empty run.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import subprocess
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from benchrows import Row, row
 from breakdown import cost_breakdown, render
@@ -39,28 +41,56 @@ EMPTY_SNAKEFILE = "rule all:\n    input: []\n"
 DEMO_CORES = 2
 
 
-def snakemake_cost(folder: Path, *args: str) -> tuple[float, float]:
-    """Wall and CPU seconds (Snakemake and every process it started) of one Snakemake command
-    in ``folder`` (its own src/ first on the path)."""
+# Snakemake's own console entry point, run so that it records its own process's CPU seconds
+# (threads included, its jobs' processes not) into the file named first, as it exits.
+OWN_CPU_LAUNCHER = """
+import atexit, json, resource, sys
+record = sys.argv.pop(1)
+def own_cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    with open(record, "w") as handle:
+        json.dump(usage.ru_utime + usage.ru_stime, handle)
+atexit.register(own_cpu)
+from snakemake.cli import main
+sys.argv[0] = "snakemake"
+sys.exit(main())
+"""
+
+
+class Cost(NamedTuple):
+    """What one Snakemake command took: wall seconds, the CPU seconds of it and every process
+    it started, and those of Snakemake's own process alone."""
+
+    seconds: float
+    cpu: float
+    snakemake_cpu: float
+
+
+def snakemake_cost(folder: Path, *args: str) -> Cost:
+    """The cost of one Snakemake command in ``folder`` (its own src/ first on the path)."""
     env = {**os.environ, "PYTHONPATH": str(folder / "src"), "HF_HUB_OFFLINE": "1"}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    result = subprocess.run(
-        [SNAKEMAKE, *args], cwd=folder, env=env, capture_output=True, text=True, check=False
-    )
-    seconds = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if result.returncode != 0:
-        tail = (result.stdout + result.stderr).strip().splitlines()[-20:]
-        raise RuntimeError(f"snakemake {' '.join(args)} failed in {folder}:\n" + "\n".join(tail))
+    with tempfile.TemporaryDirectory() as tmp:
+        record = Path(tmp) / "own_cpu.json"
+        argv = [sys.executable, "-c", OWN_CPU_LAUNCHER, str(record), *args]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        result = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if result.returncode != 0:
+            tail = (result.stdout + result.stderr).strip().splitlines()[-20:]
+            raise RuntimeError(
+                f"snakemake {' '.join(args)} failed in {folder}:\n" + "\n".join(tail)
+            )
+        own = float(json.loads(record.read_text()))
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return seconds, cpu
+    return Cost(seconds, cpu, own)
 
 
 def snakemake_seconds(folder: Path, *args: str) -> float:
     """Wall seconds of one Snakemake command in ``folder``."""
-    return snakemake_cost(folder, *args)[0]
+    return snakemake_cost(folder, *args).seconds
 
 
 def dag_seconds() -> float:
@@ -103,8 +133,8 @@ def demo_rows(cores: int = DEMO_CORES, repeats: int = 3) -> list[Row]:
     ``repeats``, paired)."""
     with tempfile.TemporaryDirectory() as tmp:
         copy = copy_repository(REPO, Path(tmp) / "repo")
-        seconds, cpu = snakemake_cost(copy, "--cores", str(cores))
-        breakdown = cost_breakdown(copy, "results", cpu)
+        seconds, cpu, own = snakemake_cost(copy, "--cores", str(cores))
+        breakdown = cost_breakdown(copy, "results", cpu, snakemake_cpu_s=own)
         print(render(breakdown, cpu))
         noop, empty = [], []
         for _ in range(repeats):

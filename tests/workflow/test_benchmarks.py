@@ -206,3 +206,23 @@ def test_the_breakdown_splits_a_runs_cpu_by_stage_start_up_and_snakemake(built_r
     measured = table.iloc[:-1]["cpu_s"].tolist()
     assert measured == sorted(measured, reverse=True)  # largest first
     assert "| total |" in breakdown.render(table, total)
+    # with Snakemake's own process measured apart, the rest is what the files missed
+    split = breakdown.cost_breakdown(built_repo, TINY_RUN, total, repeats=1, snakemake_cpu_s=30.0)
+    tail = split.iloc[-2:].set_index("stage")["cpu_s"]
+    assert tail.to_dict() == pytest.approx(
+        {breakdown.SNAKEMAKE_OWN: 30.0, breakdown.UNMEASURED: 70.0}
+    )
+    assert split["cpu_s"].sum() == pytest.approx(total)
+
+
+@pytest.mark.slow  # starts Snakemake
+def test_snakemake_under_the_launcher_reports_its_own_cpu(tmp_path):
+    workflow = _module("workflow")
+    (tmp_path / "Snakefile").write_text(
+        'rule all:\n    input: "x.txt"\n\nrule x:\n    output: "x.txt"\n'
+        "    shell: \"python -c 'sum(range(3 * 10**7))' && touch {output}\"\n"
+    )
+    cost = workflow.snakemake_cost(tmp_path, "--cores", "1")
+    assert (tmp_path / "x.txt").is_file()
+    assert 0 < cost.snakemake_cpu < cost.cpu  # the job's process is the launcher's child
+    assert cost.seconds > 0
