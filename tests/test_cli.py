@@ -315,3 +315,14 @@ def test_the_help_groups_every_command_into_everyday_and_plumbing_with_an_exampl
     assert sorted(commands) == sorted(build_parser()._subparsers._group_actions[0].choices)
     examples = [line for line in text.splitlines() if line.strip().startswith("example: hierbench")]
     assert len(examples) == len(commands)
+
+
+def test_the_run_log_is_readable_line_by_line_while_the_run_goes_on(tmp_path):
+    from hierbench.cli.study import open_run_log
+
+    path = tmp_path / "snakemake.log"
+    with open_run_log(path) as log:
+        log.write("[Fri Dec  4 23:00:00 2026]\n")
+        log.write("1 of 9 steps (11%) done\n")
+        # what `hierbench status` or a `tail -f` reads now, before the run ends
+        assert path.read_text(encoding="utf-8").endswith("1 of 9 steps (11%) done\n")

@@ -121,6 +121,12 @@ def follow(
             bar.close()
 
 
+def open_run_log(path: Path) -> IO[str]:
+    """The run's log of Snakemake's output, written a line at a time: ``hierbench status`` and
+    a ``tail -f`` read it while the run goes on."""
+    return open(path, "w", encoding="utf-8", buffering=1)
+
+
 def run_study(args: argparse.Namespace) -> int:
     """Run the study on ``args.config``; 0 done, 130 stopped, Snakemake's status when failed."""
     config = args.config.resolve()
@@ -140,7 +146,7 @@ def run_study(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _stop)
     progress = Progress()
     try:
-        with open(log_path, "w", encoding="utf-8") as log:
+        with open_run_log(log_path) as log:
             process = subprocess.Popen(
                 command,
                 cwd=repository,
