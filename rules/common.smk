@@ -54,7 +54,7 @@ from hierbench.layout import (
     TUNING_SCORE,
     TUNING_SELECTION,
 )
-from hierbench.cellkinds import CELL_KINDS, audited_kinds, sealed_evaluation, sealed_evaluations
+from hierbench.cellkinds import audited_kinds, sealed_evaluation, sealed_evaluations, training_rules
 from hierbench.paths import RunPaths, bundle_cells, dataset_folder, tuning_runs
 from hierbench.protocol import (
     ANGLE_RANKING, ARMS_SUMMARY, BASELINES, COMPANION_KIND, CURVATURE_CONTROL, CURVATURE_TABLES,
@@ -78,7 +78,6 @@ GPUS_PER_JOB = gpus_per_job(config)  # the features and training jobs' GPU reque
 PATHS = RunPaths(RESULTS, config)
 run_path = PATHS.at  # a hierbench.layout pattern under this run's folder
 ENVIRONMENT = "../environment.yml"
-CELL = {kind: PATHS.cell_outputs(kind) for kind in CELL_KINDS}  # each kind's three files
 DEV_DATA = {"features": run_path(DEV_FEATURES), "splits": run_path(DEV_SPLITS)}
 PCA_MODEL = {key: run_path(path) for key, path in PCA_FILES.items()}
 
@@ -207,9 +206,10 @@ def cell_config(dataset, controls=(), plugins=False):
     return training_config(config, dataset, controls=controls, scoring=False, plugins=plugins)
 
 
-def companion_config(dataset):
-    """The config keys a companion cell reads (a params value)."""
-    return {**cell_config(dataset), "companion": config["companion"]}
+def trained_config(dataset, trained):
+    """The config keys the cells of a training rule (hierbench.cellkinds.TrainingRule) read."""
+    keys = cell_config(dataset, controls=trained.controls, plugins=bool(trained.plugins))
+    return {**keys, **{block: config[block] for block in trained.blocks}}
 
 
 def access_log(dataset):

@@ -16,6 +16,12 @@ TUNING_BUNDLE = [run_path(TUNING_SCORE, **run) for run in TUNING_RUNS]
 SELECTION = run_path(TUNING_SELECTION)
 DURATION = run_path(SEMANTIC_DURATION)
 OUTER_DURATION = run_path(OUTER_DURATIONS)
+# The plugins' files (found, not run): part of the code hash of the jobs that train their cells.
+PLUGIN_FILES = {
+    "objectives": [str(path) for path in plugin_sources(config).values()],
+    "geometries": [str(path) for path in geometry_sources(config).values()],
+}
+ADDED_LEVELS = {"loss": added_losses(config), "geometry": added_geometries(config)}
 
 
 # A dataset's tuning runs (every geometry and tau) trained as one bundle, one score file each.
@@ -72,38 +78,8 @@ use rule tune as select_semantic_duration with:
         aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
 
 
-# The factorial: every cell of a dataset (E/H x R/S x seeds) trained as one bundle, one job;
-# its manifest lists the cells, and each cell's three files are those a cell alone writes.
-FACTORIAL_BUNDLE = PATHS.bundle_outputs(FACTORIAL_KIND)
-CURVATURE_BUNDLE = PATHS.bundle_outputs(CURVATURE_CONTROL)
-SEMANTIC_BUNDLE = PATHS.bundle_outputs(SEMANTIC_CONTROL)
-
-
-rule train_factorial:
-    input:
-        **DEV_DATA,
-        selection=selection_input,
-    output:
-        **FACTORIAL_BUNDLE,
-    log:
-        log_for(FACTORIAL_BUNDLE),
-    benchmark:
-        benchmark_for(FACTORIAL_BUNDLE)
-    resources:
-        gpu=GPUS_PER_JOB,
-    params:
-        **code("stages.training", script="train_bundle"),
-        config=lambda wildcards: cell_config(wildcards.dataset),
-        kind=FACTORIAL_KIND,
-        cells=bundle_cells(config, FACTORIAL_KIND),
-    conda:
-        ENVIRONMENT
-    script:
-        SCRIPT
-
-
 # The outer splits (section 5.5): each arm's epochs chosen on the split's validation side (one
-# job per split, every arm), then each arm's cell trained on the split's train side for them.
+# job per split, every arm), then each arm's cell trained on the split's train side for them (below).
 use rule tune as select_outer_durations with:
     input:
         **DEV_DATA,
@@ -120,37 +96,11 @@ use rule tune as select_outer_durations with:
         aggregation=OUTER_AGGREGATION,
 
 
-# A loss added to the factorial (factorial.losses, plugins.objectives): its cells on every
-# geometry and seed, one bundle of their own, so that editing the plugin retrains them alone.
-ADDED_LOSS_BUNDLE = PATHS.bundle_outputs(ADDED_LOSS)
-# Their objectives' files (found, not run): part of the code hash of the jobs that train them,
-# with the added geometries' (the bundle holds the loss's cells on every geometry).
-ADDED_OBJECTIVE_FILES = [str(path) for path in plugin_sources(config).values()]
-ADDED_GEOMETRY_FILES = [str(path) for path in geometry_sources(config).values()]
-
-
-use rule train_factorial as train_added_loss with:
-    output:
-        **ADDED_LOSS_BUNDLE,
-    log:
-        log_for(ADDED_LOSS_BUNDLE),
-    benchmark:
-        benchmark_for(ADDED_LOSS_BUNDLE)
-    wildcard_constraints:
-        loss=alternatives(added_losses(config)),
-    params:
-        **code("stages.training", script="train_bundle", files=ADDED_OBJECTIVE_FILES + ADDED_GEOMETRY_FILES),
-        config=lambda wildcards: cell_config(wildcards.dataset, plugins=True),
-        kind=ADDED_LOSS,
-        cells=bundle_cells(config, ADDED_LOSS),
-
-
 # A geometry added to the factorial (factorial.geometries, plugins.geometries): its own
 # temperature search and selection (the paper geometries' stay as they are), then its cells
 # under the paper's losses, every seed, one bundle of their own; its plugin's file is part of
 # the code hash of each job that trains or scores its cells.
 ADDED_GEOMETRY_TUNING = [run_path(TUNING_SCORE, tau=run["tau"]) for run in tuning_runs(config, ["{geometry}"])]
-ADDED_GEOMETRY_BUNDLE = PATHS.bundle_outputs(ADDED_GEOMETRY)
 ADDED_GEOMETRY_CHOICE = run_path(ADDED_GEOMETRY_SELECTION)
 
 
@@ -162,9 +112,9 @@ use rule tune as tune_added_geometry with:
     benchmark:
         benchmark_for(ADDED_GEOMETRY_TUNING)
     wildcard_constraints:
-        geometry=alternatives(added_geometries(config)),
+        geometry=alternatives(ADDED_LEVELS["geometry"]),
     params:
-        **code("stages.tuning", script="tune", files=ADDED_GEOMETRY_FILES),
+        **code("stages.tuning", script="tune", files=PLUGIN_FILES["geometries"]),
         config=lambda wildcards: training_config(config, wildcards.dataset, plugins=True),
         aggregation=lambda wildcards: registered_aggregation(config, wildcards.dataset),
         runs=lambda wildcards: tuning_runs(config, [wildcards.geometry]),
@@ -176,119 +126,59 @@ use rule tuning_selection as added_geometry_tuning_selection with:
     log:
         log_for(ADDED_GEOMETRY_CHOICE),
     wildcard_constraints:
-        geometry=alternatives(added_geometries(config)),
+        geometry=alternatives(ADDED_LEVELS["geometry"]),
 
 
-use rule train_factorial as train_added_geometry with:
-    output:
-        **ADDED_GEOMETRY_BUNDLE,
-    log:
-        log_for(ADDED_GEOMETRY_BUNDLE),
-    benchmark:
-        benchmark_for(ADDED_GEOMETRY_BUNDLE)
-    wildcard_constraints:
-        geometry=alternatives(added_geometries(config)),
-    params:
-        **code("stages.training", script="train_bundle", files=ADDED_GEOMETRY_FILES),
-        config=lambda wildcards: cell_config(wildcards.dataset, plugins=True),
-        kind=ADDED_GEOMETRY,
-        cells=bundle_cells(config, ADDED_GEOMETRY),
+# Every kind of trained cell (hierbench.cellkinds.TRAINING_RULES), one rule each: the
+# factorial (every cell of a dataset, E/H x R/S x seeds, one bundle job; its manifest lists the
+# cells, each cell's three files those a cell alone writes), a loss or geometry added to it (a
+# bundle of their own, so editing the plugin retrains them alone), the curvature control (a
+# bundle per point, own epochs), the semantic control (a bundle per arm, Euclidean SupCon on the
+# arm's labels for its chosen epochs), and one job per cell: the HIER-style baseline (the
+# factorial's Poincare head, seeds, batch order, optimiser and epochs, HIER's objective), the
+# outer splits' cells (section 5.5) and the companion method's E_A and L_A (the
+# angle-entailment objective; its record adds the validation embeddings' norms).
+TRAINING_READS = {  # the input groups a training rule reads, by the registry's names
+    "data": DEV_DATA,
+    "selection": {"selection": selection_input},
+    "taxonomies": TAXONOMIES,
+    "duration": {"duration": DURATION},
+    "durations": {"durations": OUTER_DURATION},
+    "crops": {"crops": companion_crops},
+}
+TRAINING_PARAMS = {  # what else a training script is told, by the registry's names
+    "kind": lambda trained: trained.trains,
+    "cells": lambda trained: bundle_cells(config, trained.trains),
+    "epochs": lambda trained: lambda wildcards: control_epochs(config, wildcards.dataset),
+}
 
 
-# The curvature control: H_R at another operating point (or the matched E_R), own epochs; one
-# bundle per point, its cell of every seed.
-use rule train_factorial as train_curvature with:
-    input:
-        **DEV_DATA,
-    output:
-        **CURVATURE_BUNDLE,
-    log:
-        log_for(CURVATURE_BUNDLE),
-    benchmark:
-        benchmark_for(CURVATURE_BUNDLE)
-    params:
-        **code("stages.training", script="train_bundle"),
-        config=lambda wildcards: cell_config(wildcards.dataset),
-        kind=CURVATURE_CONTROL,
-        cells=bundle_cells(config, CURVATURE_CONTROL),
-        epochs=lambda wildcards: control_epochs(config, wildcards.dataset),
+for trained in training_rules():
+    trained_outputs = PATHS.training_outputs(trained.trains)
 
-
-# The semantic control: Euclidean SupCon on an arm's labels, for the arm's chosen epochs; one
-# bundle per arm, its cell of every seed.
-use rule train_factorial as train_semantic with:
-    input:
-        **DEV_DATA,
-        **TAXONOMIES,
-        duration=DURATION,
-    output:
-        **SEMANTIC_BUNDLE,
-    log:
-        log_for(SEMANTIC_BUNDLE),
-    benchmark:
-        benchmark_for(SEMANTIC_BUNDLE)
-    params:
-        **code("stages.semantic", script="train_semantic_bundle"),
-        config=lambda wildcards: cell_config(wildcards.dataset, controls=(SEMANTIC_CONTROL,)),
-        cells=bundle_cells(config, SEMANTIC_CONTROL),
-
-
-# The HIER-style baseline: the factorial's Poincaré head, seeds, batch order, optimiser and
-# epochs, HIER's objective; one job per cell. The companion cells are this rule too (use rule
-# ... with: below): own inputs, cell folder, config keys and code, the same three files.
-rule train_hier_cell:
-    input:
-        **DEV_DATA,
-    output:
-        **CELL[HIER],
-    log:
-        log_for(CELL[HIER]),
-    benchmark:
-        benchmark_for(CELL[HIER])
-    resources:
-        gpu=GPUS_PER_JOB,
-    params:
-        **code("stages.hier", script="train_hier_cell"),
-        config=lambda wildcards: cell_config(wildcards.dataset, controls=(BASELINES,)),
-    conda:
-        ENVIRONMENT
-    script:
-        SCRIPT
-
-
-use rule train_hier_cell as train_outer with:
-    input:
-        **DEV_DATA,
-        selection=selection_input,
-        durations=OUTER_DURATION,
-    output:
-        **CELL[OUTER_CONTROL],
-    log:
-        log_for(CELL[OUTER_CONTROL]),
-    benchmark:
-        benchmark_for(CELL[OUTER_CONTROL])
-    params:
-        **code("stages.outer_training", script="train_outer_cell"),
-        config=lambda wildcards: cell_config(wildcards.dataset, controls=(OUTER_CONTROL,)),
-
-
-# The companion method's cells, E_A and L_A: the factorial's head (E: unnormalised; L: a Lorentz
-# output with learnable curvature), seeds, batch order, optimiser and epochs; the
-# angle-entailment objective. The record adds the norms of the validation images' embeddings.
-use rule train_hier_cell as train_companion_cell with:
-    input:
-        features=run_path(DEV_FEATURES),
-        crops=companion_crops,
-        splits=run_path(DEV_SPLITS),
-    output:
-        **CELL[COMPANION_KIND],
-    log:
-        log_for(CELL[COMPANION_KIND]),
-    benchmark:
-        benchmark_for(CELL[COMPANION_KIND])
-    params:
-        **code("stages.companion", script="train_companion_cell"),
-        config=lambda wildcards: companion_config(wildcards.dataset),
+    rule:
+        name:
+            trained.rule
+        input:
+            **{key: files for group in trained.reads for key, files in TRAINING_READS[group].items()},
+        output:
+            **trained_outputs,
+        log:
+            log_for(trained_outputs),
+        benchmark:
+            benchmark_for(trained_outputs)
+        wildcard_constraints:
+            **({trained.added: alternatives(ADDED_LEVELS[trained.added])} if trained.added else {}),
+        resources:
+            gpu=GPUS_PER_JOB,
+        params:
+            **code(trained.stage, script=trained.script, files=[f for k in trained.plugins for f in PLUGIN_FILES[k]]),
+            config=lambda wildcards, trained=trained: trained_config(wildcards.dataset, trained),
+            **{name: TRAINING_PARAMS[name](trained) for name in trained.params},
+        conda:
+            ENVIRONMENT
+        script:
+            SCRIPT
 
 
 # The context baseline PCA, fitted on final/train features.

@@ -8,6 +8,7 @@ from conftest import REPO
 
 from hierbench.cellkinds import (
     CELL_KINDS,
+    TRAINING_RULES,
     audited_kinds,
     cell_kind,
     locked_kinds,
@@ -35,11 +36,35 @@ def test_bundled_kinds_are_those_with_a_manifest_pattern():
     assert bundled == {"factorial", "curvature", "semantic"} == set(BUNDLE_MANIFESTS) & set(CELLS)
 
 
-def test_each_kind_names_rules_the_workflow_defines():
+def test_each_kind_is_trained_by_rules_the_workflow_defines():
+    trained = {rule.cell_kind for rule in TRAINING_RULES}
+    assert trained == set(CELL_KINDS)
+    assert {rule.rule for rule in TRAINING_RULES} <= RULES
     for kind in CELL_KINDS.values():
-        assert kind.training_rule in RULES, kind.name
         assert kind.evaluation_rule is None or kind.evaluation_rule in RULES, kind.name
         assert (kind.evaluation_rule is not None) == kind.locked, kind.name  # sealed iff locked
+
+
+def test_a_bundle_rule_trains_a_bundle_kind_and_the_others_a_cell_each():
+    bundled = {rule.rule for rule in TRAINING_RULES if rule.bundled}
+    assert bundled == {
+        "train_factorial",
+        "train_added_loss",
+        "train_added_geometry",
+        "train_curvature",
+        "train_semantic",
+    }
+    assert all("cells" in rule.params for rule in TRAINING_RULES if rule.bundled)
+    alone = [rule for rule in TRAINING_RULES if not rule.bundled]
+    assert all(CELL_KINDS[rule.trains].bundled is False for rule in alone)
+
+
+def test_an_added_level_names_the_plugins_it_runs():
+    added = {rule.rule: (rule.added, rule.plugins) for rule in TRAINING_RULES if rule.added}
+    assert added == {
+        "train_added_loss": ("loss", ("objectives", "geometries")),
+        "train_added_geometry": ("geometry", ("geometries",)),
+    }
 
 
 def test_an_unknown_kind_names_the_known_ones():

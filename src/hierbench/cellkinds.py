@@ -20,8 +20,18 @@ from hierbench.controls.curvature_points import control_variants, point_geometry
 from hierbench.controls.outer import outer_arms, outer_seeds, outer_splits
 from hierbench.controls.semantic import semantic_arms
 from hierbench.factorial import factorial_geometries, factorial_losses
-from hierbench.layout import BUNDLE_MANIFESTS, CELL_FILES, CELLS, PCA_FILES, cell_folder
+from hierbench.layout import (
+    ADDED_GEOMETRY,
+    ADDED_LOSS,
+    BUNDLE_CELLS_OF,
+    BUNDLE_MANIFESTS,
+    CELL_FILES,
+    CELLS,
+    PCA_FILES,
+    cell_folder,
+)
 from hierbench.protocol import (
+    BASELINES,
     COMPANION_CELLS,
     COMPANION_KIND,
     CURVATURE_CONTROL,
@@ -40,11 +50,11 @@ Instances = Callable[[Config, str], Iterator[dict]]
 @dataclass(frozen=True)
 class CellKind:
     """One kind of trained cell. ``instances(config, dataset)`` yields the wildcard values of
-    every cell of the kind the config implies, in the order the rules list them."""
+    every cell of the kind the config implies, in the order the rules list them; the rules that
+    train it are in :data:`TRAINING_RULES`."""
 
     name: str
     instances: Instances
-    training_rule: str
     evaluation_rule: str | None  # scored on the sealed test by this rule; None: not sealed
     locked: bool  # recorded by the Final lock
     audited: bool  # checked by the fairness audit
@@ -119,7 +129,6 @@ CELL_KINDS: dict[str, CellKind] = {
         CellKind(
             FACTORIAL_KIND,
             _factorial_instances,
-            training_rule="train_factorial",
             evaluation_rule="evaluate_cell",
             locked=True,
             audited=True,
@@ -128,7 +137,6 @@ CELL_KINDS: dict[str, CellKind] = {
         CellKind(
             CURVATURE_CONTROL,
             _curvature_instances,
-            training_rule="train_curvature",
             evaluation_rule="evaluate_curvature_cell",
             locked=True,
             audited=True,
@@ -137,7 +145,6 @@ CELL_KINDS: dict[str, CellKind] = {
         CellKind(
             SEMANTIC_CONTROL,
             _semantic_instances,
-            training_rule="train_semantic",
             evaluation_rule="evaluate_semantic_cell",
             locked=True,
             audited=False,
@@ -146,7 +153,6 @@ CELL_KINDS: dict[str, CellKind] = {
         CellKind(
             HIER,
             _hier_instances,
-            training_rule="train_hier_cell",
             evaluation_rule="evaluate_hier_cell",
             locked=True,
             audited=True,
@@ -154,7 +160,6 @@ CELL_KINDS: dict[str, CellKind] = {
         CellKind(
             OUTER_CONTROL,
             _outer_instances,
-            training_rule="train_outer",
             evaluation_rule=None,  # an outer split's test side is development data
             locked=False,
             audited=False,
@@ -162,7 +167,6 @@ CELL_KINDS: dict[str, CellKind] = {
         CellKind(
             COMPANION_KIND,
             _companion_instances,
-            training_rule="train_companion_cell",
             evaluation_rule="evaluate_companion_cell",
             locked=True,
             audited=True,
@@ -170,6 +174,101 @@ CELL_KINDS: dict[str, CellKind] = {
         ),
     )
 }
+
+
+@dataclass(frozen=True)
+class TrainingRule:
+    """One rule of the training family: the cells it writes (a bundle kind of
+    :data:`~hierbench.layout.BUNDLE_MANIFESTS`, one job per bundle, or a kind trained a cell
+    per job), the stage and script that train them, the workflow's input groups it reads
+    besides the development data, and what its cells' config holds besides the training keys."""
+
+    rule: str
+    trains: str
+    stage: str
+    script: str
+    reads: tuple[str, ...] = ("data",)  # input groups the workflow names (rules/training.smk)
+    controls: tuple[str, ...] = ()  # the dataset's control blocks its cells read
+    blocks: tuple[str, ...] = ()  # top-level config blocks its cells read
+    plugins: tuple[str, ...] = ()  # plugin kinds whose files join its code hash and config
+    added: str | None = None  # the wildcard its rule limits to the config's added levels
+    params: tuple[str, ...] = ()  # what else its script is told: kind, cells, epochs
+
+    @property
+    def cell_kind(self) -> str:
+        """The kind of the cells it writes (an added loss's bundle holds factorial cells)."""
+        return BUNDLE_CELLS_OF.get(self.trains, self.trains)
+
+    @property
+    def bundled(self) -> bool:
+        """Whether one job trains a bundle of cells (its manifest lists them)."""
+        return self.trains in BUNDLE_MANIFESTS
+
+
+_BUNDLE = ("kind", "cells")  # what the bundle trainer is told: the bundle's kind and cells
+_PLAIN_BUNDLE = {"stage": "stages.training", "script": "train_bundle"}
+# The training family in rule order; rules/training.smk generates one rule from each.
+TRAINING_RULES: tuple[TrainingRule, ...] = (
+    TrainingRule(
+        "train_factorial",
+        FACTORIAL_KIND,
+        **_PLAIN_BUNDLE,
+        reads=("data", "selection"),
+        params=_BUNDLE,
+    ),
+    TrainingRule(
+        "train_added_loss",
+        ADDED_LOSS,
+        **_PLAIN_BUNDLE,
+        reads=("data", "selection"),
+        plugins=("objectives", "geometries"),  # its bundle holds its cells on added geometries
+        added="loss",
+        params=_BUNDLE,
+    ),
+    TrainingRule(
+        "train_added_geometry",
+        ADDED_GEOMETRY,
+        **_PLAIN_BUNDLE,
+        reads=("data", "selection"),
+        plugins=("geometries",),
+        added="geometry",
+        params=_BUNDLE,
+    ),
+    TrainingRule(
+        "train_curvature", CURVATURE_CONTROL, **_PLAIN_BUNDLE, params=(*_BUNDLE, "epochs")
+    ),
+    TrainingRule(
+        "train_semantic",
+        SEMANTIC_CONTROL,
+        "stages.semantic",
+        "train_semantic_bundle",
+        reads=("data", "taxonomies", "duration"),
+        controls=(SEMANTIC_CONTROL,),
+        params=("cells",),
+    ),
+    TrainingRule("train_hier_cell", HIER, "stages.hier", "train_hier_cell", controls=(BASELINES,)),
+    TrainingRule(
+        "train_outer",
+        OUTER_CONTROL,
+        "stages.outer_training",
+        "train_outer_cell",
+        reads=("data", "selection", "durations"),
+        controls=(OUTER_CONTROL,),
+    ),
+    TrainingRule(
+        "train_companion_cell",
+        COMPANION_KIND,
+        "stages.companion",
+        "train_companion_cell",
+        reads=("data", "crops"),  # the crops' features where its pairs need them
+        blocks=("companion",),  # the config's companion block
+    ),
+)
+
+
+def training_rules() -> tuple[TrainingRule, ...]:
+    """Every rule of the training family, in the order the workflow generates them."""
+    return TRAINING_RULES
 
 
 def cell_kind(name: str) -> CellKind:

@@ -134,6 +134,13 @@ class RunPaths:
         """The three file patterns of a cell of ``kind``, by output name."""
         return {key: self.at(f"{cell_folder(kind)}/{name}") for key, name in CELL_FILES.items()}
 
+    def training_outputs(self, trains: str) -> dict[str, str]:
+        """What one job of a training rule writes (``TrainingRule.trains``): a bundle's
+        manifest and cells, or one cell's three files."""
+        if trains in BUNDLE_MANIFESTS:
+            return self.bundle_outputs(trains)
+        return self.cell_outputs(trains)
+
     def bundle_outputs(self, kind: str) -> dict[str, str]:
         """What one bundle job writes: its ``manifest``, then every file of its cells by output
         name ``<file>_<cell>`` (see :func:`bundle_cells`), the bundle's own wildcards (the

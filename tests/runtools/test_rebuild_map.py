@@ -73,6 +73,8 @@ def test_every_rule_that_runs_a_script_declares_its_code():
     assert declared["train_factorial"] == ("stages.training",)
     assert declared["train_outer"] == ("stages.outer_training",)  # its own, alone
     assert declared["train_hier_cell"] == ("stages.hier",)  # its own
+    assert declared["train_semantic"] == ("stages.semantic",)  # generated: the entry's stage
+    assert declared["train_companion_cell"] == ("stages.companion",)
     assert declared["final_lock"] == ("stages.lock",)
 
 
@@ -105,6 +107,26 @@ def test_a_rule_with_two_code_declarations_is_an_error(tmp_path: Path):
     )
     with pytest.raises(RebuildMapError, match=r"x\.smk: rule a declares code\(\) twice"):
         declared_modules(tmp_path)
+
+
+def test_a_generated_family_declares_each_entrys_code(tmp_path: Path):
+    """``code(trained.stage, script=trained.script)`` in a loop reads as each entry's own."""
+    from hierbench.cellkinds import training_rules
+
+    (tmp_path / "x.smk").write_text(
+        "for trained in training_rules():\n\n    rule:\n        name:\n"
+        "            trained.rule\n        params:\n"
+        "            **code(trained.stage, script=trained.script, files=[]),\n"
+    )
+    assert code_declarations(tmp_path) == {t.rule: ((t.stage,), t.script) for t in training_rules()}
+
+
+def test_a_generated_family_needs_its_rules_named_by_its_entries(tmp_path: Path):
+    (tmp_path / "x.smk").write_text(
+        "for trained in training_rules():\n\n    rule:\n        name:\n            'a'\n"
+    )
+    with pytest.raises(RebuildMapError, match=r"need 'name: trained\.<attribute>'"):
+        list(rule_blocks(tmp_path))
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import importlib
+import json
 import queue
 import re
 from collections import Counter
@@ -84,16 +85,19 @@ def rule_blocks(rules_dir: Path) -> Iterator[RuleBlock]:
         for header, following in zip(headers, [*headers[1:], None], strict=False):
             body = text[header.end() : following.start() if following else len(text)]
             if header["family"]:
-                for name in generated_names(header["family"], header["item"], body, path):
-                    yield RuleBlock(path, name, None, body)
+                for name, text_of_rule in generated_rules(
+                    header["family"], header["item"], body, path
+                ):
+                    yield RuleBlock(path, name, None, text_of_rule)
                 continue
             name, parent = header["name"] or header["child"], header["parent"]
             yield RuleBlock(path, name, parent, body)
 
 
-def generated_names(family: str, item: str, body: str, path: Path) -> list[str]:
-    """The names of the rules a ``for ITEM in FAMILY():`` loop generates: ``ITEM.ATTRIBUTE``
-    (its ``name:`` directive) of every entry the registry's ``FAMILY()`` returns."""
+def generated_rules(family: str, item: str, body: str, path: Path) -> list[tuple[str, str]]:
+    """The rules a ``for ITEM in FAMILY():`` loop generates, each as its name (``ITEM.ATTRIBUTE``
+    of its ``name:`` directive) and its body with every string attribute of its entry spelled
+    out (``code(trained.stage, ...)`` reads as ``code("stages.training", ...)``)."""
     named = GENERATED_NAME.search(body)
     if not named or named["item"] != item:
         raise RebuildMapError(
@@ -102,7 +106,17 @@ def generated_names(family: str, item: str, body: str, path: Path) -> list[str]:
     registry = importlib.import_module(FAMILY_REGISTRY)
     if not callable(getattr(registry, family, None)):
         raise RebuildMapError(f"{path}: {FAMILY_REGISTRY} has no family {family}()")
-    return [getattr(entry, named["attribute"]) for entry in getattr(registry, family)()]
+    attribute = re.compile(rf"\b{item}\.(\w+)\b")
+
+    def spelled(entry: Any) -> str:
+        def value(match: re.Match[str]) -> str:
+            found = getattr(entry, match[1])
+            return json.dumps(found) if isinstance(found, str) else match[0]
+
+        return attribute.sub(value, body)
+
+    entries = getattr(registry, family)()
+    return [(getattr(entry, named["attribute"]), spelled(entry)) for entry in entries]
 
 
 def code_declarations(rules_dir: Path) -> dict[str, tuple[tuple[str, ...], str | None]]:
