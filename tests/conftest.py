@@ -8,6 +8,7 @@ tests that take a repository copy (:data:`SLOW_FIXTURES`) are marked at collecti
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -20,7 +21,8 @@ import pytest
 
 from hierbench.config import load_yaml
 from hierbench.runs import logs_folder, run_folder
-from hierbench.runtools.rebuild import dag_jobs, job_counts
+from hierbench.runtools.dag import dag_jobs, job_counts
+from hierbench.runtools.rebuild import PLUGIN_ROWS
 from hierbench.runtools.rundiff import COPY_IGNORED
 from hierbench.taxonomy import (
     load_alias_file,
@@ -155,6 +157,24 @@ def scheduled_rules(repo: Path, *args: str) -> Counter[str]:
     if result.returncode != 0:
         raise AssertionError(f"snakemake --dag {' '.join(args)} failed:\n{result.stderr}")
     return job_counts(dag_jobs(result.stdout))
+
+
+REBUILD_MAP = REPO / "tests/fixtures/rebuild_map.json"
+
+
+def assert_plugin_row(plugin: str, rules: Counter[str]) -> None:
+    """The rules an edit to an example plugin reruns are the rebuild map's row for it
+    (docs/rebuilds.md); ``HIERBENCH_RECORD_PLUGIN_ROWS=1`` records the measured row instead,
+    after a deliberate change (then ``python tools/rebuild_map.py --write`` renders it)."""
+    measured = dict(sorted(rules.items()))
+    table = json.loads(REBUILD_MAP.read_text(encoding="utf-8"))
+    if os.environ.get("HIERBENCH_RECORD_PLUGIN_ROWS") == "1":
+        table.setdefault(PLUGIN_ROWS, {})[plugin] = measured
+        REBUILD_MAP.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", "utf-8")
+    assert measured == table[PLUGIN_ROWS][plugin], (
+        f"an edit to {plugin} reruns {measured}; the rebuild map says "
+        f"{table[PLUGIN_ROWS][plugin]} (HIERBENCH_RECORD_PLUGIN_ROWS=1 records it)"
+    )
 
 
 @functools.cache

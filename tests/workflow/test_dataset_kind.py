@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import TINY, TINY_RUN, scheduled_rules, snakemake
+from conftest import TINY, TINY_RUN, assert_plugin_row, scheduled_rules, snakemake
 from table_collections import example_lineage_folder
 
 from hierbench.config import load_yaml
@@ -75,3 +75,4 @@ def test_editing_the_kind_reruns_the_collections_jobs_alone(lineage_repo: Path, 
     assert rules["image_table"] == 1 and rules["taxonomy_table"] == 1
     assert rules["splits"] == 1 and rules["final_lock"] == 1 and rules["effect_tables"] == 1
     assert "demo_cub" not in rules and "taxonomy_cub" not in rules
+    assert_plugin_row("examples/lineage.py", rules)

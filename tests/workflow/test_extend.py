@@ -15,7 +15,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import TINY, TINY_RUN, TINY_SEEDS, scheduled_rules, snakemake
+from conftest import (
+    TINY,
+    TINY_RUN,
+    TINY_SEEDS,
+    assert_plugin_row,
+    scheduled_rules,
+    snakemake,
+)
 
 EXAMPLE = (
     "examples/triplet.yaml",
@@ -145,6 +152,7 @@ def test_editing_the_plugin_reruns_its_training_and_what_reads_its_cells(
     assert not [rule for rule in rules if rule.startswith(upstream)]
     assert "tuning_selection" not in rules and "fit_pca" not in rules
     assert rules["final_lock"] == 1 and rules["effect_tables"] == 1
+    assert_plugin_row("examples/triplet_margin.py", rules)
 
 
 @pytest.mark.slow
@@ -162,6 +170,7 @@ def test_editing_the_geometry_reruns_its_search_its_cells_and_what_reads_them(
     upstream = ("taxonomy", "demo", "image_table", "layout", "backbone", "features", "splits")
     assert not [rule for rule in rules if rule.startswith(upstream)]
     assert rules["final_lock"] == 1 and rules["effect_tables"] == 1
+    assert_plugin_row("examples/sphere.py", rules)
 
 
 @pytest.mark.slow
@@ -188,3 +197,4 @@ def test_editing_the_metric_reruns_the_evaluations_and_tables_alone(
     assert rules["effect_tables"] == 1
     made = ("train", "tune", "select", "final_lock", "fairness", "features", "splits", "score")
     assert not [rule for rule in rules if rule.startswith(made)]
+    assert_plugin_row("examples/ndcg.py", rules)

@@ -15,7 +15,6 @@ import importlib
 import json
 import queue
 import re
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -60,6 +59,10 @@ CONFIG_PROBES: tuple[tuple[str, Any], ...] = (
 )
 
 RebuildMap = dict[str, dict[str, dict[str, int]]]
+# The map's rows for an edit to each example plugin, which need the example's own run: the
+# workflow tests that edit them measure them (tests/workflow/test_extend.py,
+# test_dataset_kind.py); the rest of the map is measured here.
+PLUGIN_ROWS = "plugins"
 Scheduler = Callable[[Sequence[str]], Mapping[str, int]]
 
 
@@ -311,8 +314,8 @@ def _escaped(text: str) -> str:
 
 
 def render_markdown(rebuild: RebuildMap) -> str:
-    """Two tables: module groups (cheapest first) and config keys, with the rules they rerun
-    and the number of jobs."""
+    """Three tables: module groups (cheapest first), config keys and the example plugins
+    (measured by the workflow tests that edit them), with the rules they rerun and their jobs."""
     universe = frozenset(rule for rules in rebuild["modules"].values() for rule in rules)
     by_rules: dict[str, list[str]] = {}
     totals: dict[str, int] = {}
@@ -330,6 +333,9 @@ def render_markdown(rebuild: RebuildMap) -> str:
     lines += ["", "| Edit this config key | Jobs | These rules rerun |", "|---|---:|---|"]
     for key, rules in sorted(rebuild["config"].items()):
         lines.append(f"| `{key}` | {_jobs(rules)} | {_escaped(rule_list(rules, universe))} |")
+    lines += ["", "| Edit this example plugin | Jobs | These rules rerun |", "|---|---:|---|"]
+    for plugin, rules in sorted(rebuild.get(PLUGIN_ROWS, {}).items()):
+        lines.append(f"| `{plugin}` | {_jobs(rules)} | {_escaped(rule_list(rules, universe))} |")
     return "\n".join(lines) + "\n"
 
 
@@ -346,55 +352,3 @@ def with_page_section(page: str, table: str) -> str:
     before = page.split(PAGE_START, 1)[0]
     after = page.split(PAGE_END, 1)[1]
     return f"{before}{PAGE_START}\n\n{table}\n{PAGE_END}{after}"
-
-
-# `snakemake --dag` (DOT): one node per job of the DAG, up-to-date jobs drawn dashed.
-DOT_HEADER = (
-    "digraph snakemake_dag {",
-    "graph[bgcolor=white, margin=0];",
-    re.compile(r"node\[shape=box, style=rounded, fontname=sans, +fontsize=10, penwidth=2\];"),
-    "edge[penwidth=2, color=grey];",
-)
-DOT_NODE = re.compile(
-    r'(?P<id>\d+)\[label = "(?P<label>[^"]*)", color = "[0-9. ]+", '
-    r'style="(?P<style>rounded|rounded,dashed)"\];'
-)
-DOT_EDGE = re.compile(r"\d+ -> \d+")
-DOT_TO_RUN = "rounded"
-
-
-def dag_jobs(dot: str) -> list[tuple[str, bool]]:
-    """``(rule, will run)`` for every job node of ``snakemake --dag`` output; strict."""
-    return [(label.split("\\n", 1)[0], runs) for label, runs in dag_labels(dot)]
-
-
-def dag_labels(dot: str) -> list[tuple[str, bool]]:
-    """``(label, will run)`` for every job node of ``snakemake --dag`` output; strict.
-
-    A node's label is its rule name, then its wildcards, separated by a literal ``\\n``;
-    Snakemake styles jobs that need no run ``rounded,dashed``. Any line that is not the fixed
-    header, a node, an edge or the closing brace is an error, so a format change cannot
-    silently drop jobs.
-    """
-    lines = [line.strip() for line in dot.strip().splitlines()]
-    if len(lines) < len(DOT_HEADER) + 1 or lines[-1] != "}":
-        raise ValueError(f"not a Snakemake DAG in DOT:\n{dot}")
-    for line, expected in zip(lines, DOT_HEADER, strict=False):
-        if not (expected.fullmatch(line) if isinstance(expected, re.Pattern) else line == expected):
-            raise ValueError(f"unexpected DOT header line {line!r} (expected {expected!r})")
-    jobs, ids = [], set()
-    for line in lines[len(DOT_HEADER) : -1]:
-        node = DOT_NODE.fullmatch(line)
-        if node:
-            if node["id"] in ids:
-                raise ValueError(f"job node {node['id']} listed twice")
-            ids.add(node["id"])
-            jobs.append((node["label"], node["style"] == DOT_TO_RUN))
-        elif not DOT_EDGE.fullmatch(line):
-            raise ValueError(f"unexpected DOT line {line!r}")
-    return jobs
-
-
-def job_counts(jobs: Sequence[tuple[str, bool]]) -> Counter[str]:
-    """Rules with the number of their jobs that would run, from ``(rule, runs)`` pairs."""
-    return Counter(rule for rule, runs in jobs if runs)

@@ -32,7 +32,7 @@ from hierbench.runlogs import INFO_PREFIX
 from hierbench.runs import logs_folder
 from hierbench.runtools import jobstats
 from hierbench.runtools.configs import run_configs, snakemake_logs
-from hierbench.runtools.rebuild import dag_jobs
+from hierbench.runtools.dag import dag_jobs
 from hierbench.shipped import rules_folder, snakefile_arguments
 
 SCHEDULING_LINE = "Provided cores:"  # a run that executes jobs logs its cores; a dry run does not
