@@ -22,6 +22,7 @@ from hierbench.effects.variants import (
 from hierbench.protocol import (
     ARM_ORDER,
     BASELINE_ARMS,
+    FACTORIAL_KIND,
     FROZEN,
     HIER,
     LEVELS,
@@ -59,7 +60,7 @@ def baselines_table(per_seed: pd.DataFrame, dimensions: int) -> pd.DataFrame:
         title = ARM_TITLES.get(arm, arm).format(dimensions=dimensions)
         entry: dict[str, str | int] = {
             "arm": title,
-            "kind": "context" if arm in BASELINE_ARMS else "factorial",
+            "kind": "context" if arm in BASELINE_ARMS else FACTORIAL_KIND,
         }
         for level in LEVELS_SHOWN:
             entry[level] = seeds_mean_sd(part[part["level"] == level]["value"])
