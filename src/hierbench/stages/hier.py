@@ -6,6 +6,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hierbench.cells.spec import CellSpec, cell_spec, own_epoch_budgets
 from hierbench.features.store import role_data
 from hierbench.losses.hier import HierObjective, HierSettings
@@ -25,6 +27,16 @@ def hier_cell_spec(
     return cell_spec(dataset, POINCARE, HIER, seed, config, epochs=epochs), settings
 
 
+def hier_objective(
+    spec: CellSpec, settings: HierSettings, labels: np.ndarray, seed: int
+) -> HierObjective:
+    """HIER's objective for a cell of ``spec`` trained on rows with ``labels``: a proxy per
+    leaf class among them, the head's output width and curvature."""
+    leaves = sorted({int(code) for code in labels[:, 0]})
+    curvature = float(spec.curvature or 0.0)
+    return HierObjective(leaves, spec.embedding_dim, curvature, settings, seed, spec.distance_clip)
+
+
 def train_hier_cell(
     dataset: str,
     seed: int,
@@ -39,14 +51,7 @@ def train_hier_cell(
     objective on leaf labels only."""
     spec, settings = hier_cell_spec(dataset, seed, config)
     x, y = role_data(features, splits, "final", "train")
-    objective = HierObjective(
-        sorted({int(code) for code in y[:, 0]}),
-        spec.embedding_dim,
-        float(spec.curvature or 0.0),
-        settings,
-        seed,
-        spec.distance_clip,
-    )
+    objective = hier_objective(spec, settings, y, seed)
     extra = {
         "hier": dataclasses.asdict(settings),
         "objective_parameters": sum(p.numel() for p in objective.parameters()),

@@ -1,0 +1,72 @@
+"""benchmarks/budgets.py: the HIER-style and companion cells trained once per setting, scored on
+held-out images after each reported epoch, with the training CPU they had taken (issue #53)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+import torch
+from test_companion_demo import _load
+
+from hierbench.protocol import HIER
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One torch thread: the heads are tiny."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _curves(triplets: list[int], pairs: list[str]):
+    budgets, sanity = _load("budgets"), _load("companion_sanity")
+    collection = sanity.make_collection(42)
+    config = sanity.sanity_config(epochs=3, lr=1e-3, batch_size=32)
+    block = {"proxies": 8, "topk": 3, "triplets_per_anchor": 50}
+    config["datasets"][sanity.DATASET]["controls"] = {"baselines": {"hier": block}}
+    args = argparse.Namespace(
+        dataset=sanity.DATASET, seeds=[42], report_epochs=[1, 3], triplets=triplets, pairs=pairs
+    )
+    return budgets, config, budgets.budget_curves(collection, config, args)
+
+
+def test_each_setting_trains_once_and_is_scored_after_each_reported_epoch():
+    budgets, config, frame = _curves([2, 6], ["method"])
+    assert list(zip(frame["arm"], frame["setting"], frame["epoch"], strict=True)) == [
+        ("frozen", "-", 0),
+        (HIER, "triplets 2", 1),
+        (HIER, "triplets 2", 3),
+        (HIER, "triplets 6", 1),
+        (HIER, "triplets 6", 3),
+        ("E_A", "pairs method", 1),
+        ("E_A", "pairs method", 3),
+        ("L_A", "pairs method", 1),
+        ("L_A", "pairs method", 3),
+    ]
+    # each setting on its own copy of the config
+    assert (
+        config["datasets"]["sanity"]["controls"]["baselines"]["hier"]["triplets_per_anchor"] == 50
+    )
+    trained = frame[frame["arm"] != "frozen"]
+    for _, rows in trained.groupby(["arm", "setting"]):
+        first, last = rows["cpu_s"]
+        assert 0 < first < last  # training's CPU accumulates over the epochs
+    hier = trained[trained["arm"] == HIER].set_index(["setting", "epoch"])["mean_hierarchy"]
+    assert hier[("triplets 2", 3)] != hier[("triplets 6", 3)]  # the triplets differ
+    table = budgets.markdown(frame, "heading")
+    assert table.count(f"\n| {HIER} | triplets 2 | ") == 2
+
+
+def test_the_method_pairs_leave_the_taxonomy_pairs_out():
+    budgets, sanity = _load("budgets"), _load("companion_sanity")
+    collection = sanity.make_collection(42)
+    config = sanity.sanity_config(
+        epochs=1, lr=1e-3, batch_size=32, pairs={"boxes": True, "cross_image": 2, "taxonomy": True}
+    )
+    _, mine = budgets.companion_cell(collection, config, sanity.DATASET, 42, "E_A", "config")
+    _, method = budgets.companion_cell(collection, config, sanity.DATASET, 42, "E_A", "method")
+    assert mine.sources.taxonomy and not method.sources.taxonomy
+    assert config["companion"]["pairs"]["taxonomy"] is True
