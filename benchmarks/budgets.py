@@ -37,11 +37,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from companion_demo import SOURCES, development_collection
-from companion_sanity import Collection, arm_spec, retrieval, show
+from companion_sanity import Collection, arm_spec, held_out_scores, retrieval, show
 
-from hierbench.cells.checkpoints import embed, learned_curvature
 from hierbench.config import load_config
-from hierbench.protocol import HEAD_NAMES, HIER, REGISTERED_AGGREGATION
+from hierbench.protocol import HIER, REGISTERED_AGGREGATION
 from hierbench.relations import LEVELS
 from hierbench.runs import run_folder
 from hierbench.stages.hier import hier_cell_spec, hier_objective
@@ -67,14 +66,7 @@ def scored_training(
     def score(epoch: int, model: torch.nn.Module) -> dict[str, float]:
         clock["training"] += time.process_time() - clock["since"]
         if epoch in epochs:
-            scores = retrieval(
-                collection,
-                embed(model, collection.query),
-                embed(model, collection.gallery),
-                HEAD_NAMES[spec.geometry],
-                learned_curvature(model, spec),
-                aggregation,
-            )
+            scores = held_out_scores(collection, model, spec, aggregation)
             rows.append({"epoch": epoch, "cpu_s": clock["training"], **scores})
         clock["since"] = time.process_time()
         return {}

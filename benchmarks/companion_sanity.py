@@ -217,6 +217,21 @@ def retrieval(
     }
 
 
+def held_out_scores(
+    collection: Collection, model: torch.nn.Module, spec: Any, aggregation: str
+) -> dict[str, float]:
+    """The retrieval scores of a trained cell's embeddings of the held-out images, by its
+    head's distance (at its learned curvature)."""
+    return retrieval(
+        collection,
+        embed(model, collection.query),
+        embed(model, collection.gallery),
+        HEAD_NAMES[spec.geometry],
+        learned_curvature(model, spec),
+        aggregation,
+    )
+
+
 def arm_scores(
     arm: str,
     collection: Collection,
@@ -251,14 +266,7 @@ def arm_scores(
         """Held-out scores after a reported epoch (eval mode; training sets train mode again
         before the next epoch, and neither embedding nor scoring draws random numbers)."""
         if epoch in epochs:
-            scores[epoch] = retrieval(
-                collection,
-                embed(model, collection.query),
-                embed(model, collection.gallery),
-                HEAD_NAMES[spec.geometry],
-                learned_curvature(model, spec),
-                aggregation,
-            )
+            scores[epoch] = held_out_scores(collection, model, spec, aggregation)
         if epoch == spec.epochs and objective is not None:  # nothing trains after it
             scores[epoch] |= pair_geometry(model, objective, collection.train)
         return {}

@@ -5,20 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-import pytest
-import torch
-from test_companion_demo import _load
+from test_companion_demo import _load, _one_thread  # noqa: F401 (autouse: one torch thread)
 
 from hierbench.protocol import HIER
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread: the heads are tiny."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _curves(triplets: list[int], pairs: list[str]):
