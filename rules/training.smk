@@ -154,7 +154,7 @@ TRAINING_PARAMS = {  # what else a training script is told, by the registry's na
 
 
 for trained in training_rules():
-    trained_outputs = PATHS.training_outputs(trained.trains)
+    trained_outputs = PATHS.training_outputs(trained)
 
     rule:
         name:

@@ -11,7 +11,13 @@ from functools import partial
 from typing import Any
 
 from hierbench.baselines import baselines_enabled
-from hierbench.cellkinds import SealedEvaluation, cell_instances, evaluation_cells, locked_kinds
+from hierbench.cellkinds import (
+    SealedEvaluation,
+    TrainingRule,
+    cell_instances,
+    evaluation_cells,
+    locked_kinds,
+)
 from hierbench.cells.companion import companion_enabled
 from hierbench.controls.curvature_points import control_variants
 from hierbench.controls.outer import outer_splits
@@ -134,12 +140,12 @@ class RunPaths:
         """The three file patterns of a cell of ``kind``, by output name."""
         return {key: self.at(f"{cell_folder(kind)}/{name}") for key, name in CELL_FILES.items()}
 
-    def training_outputs(self, trains: str) -> dict[str, str]:
-        """What one job of a training rule writes (``TrainingRule.trains``): a bundle's
-        manifest and cells, or one cell's three files."""
-        if trains in BUNDLE_MANIFESTS:
-            return self.bundle_outputs(trains)
-        return self.cell_outputs(trains)
+    def training_outputs(self, trained: TrainingRule) -> dict[str, str]:
+        """What one job of a training rule writes: a bundle's manifest and cells, or one
+        cell's three files."""
+        if trained.bundled:
+            return self.bundle_outputs(trained.trains)
+        return self.cell_outputs(trained.trains)
 
     def bundle_outputs(self, kind: str) -> dict[str, str]:
         """What one bundle job writes: its ``manifest``, then every file of its cells by output
