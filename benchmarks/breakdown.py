@@ -1,17 +1,18 @@
-"""Where a finished run's CPU went: by stage, and within each stage what its jobs' start-up cost.
+"""Where a finished run's CPU went: by stage, and within each stage by kind of cost.
 
 A run's CPU seconds (every process Snakemake started, Snakemake included: the caller measures
 them with ``getrusage(RUSAGE_CHILDREN)``) split into:
 
-- each stage's jobs (``rules/<stage>.smk``), from the jobs' own ``benchmark:`` files, and within
-  them the **start-up**: the jobs' count times the CPU seconds a bare interpreter takes to run
-  that rule's workflow script's imports and Snakemake's script preamble (measured here, best of
-  ``repeats``); the rest is each job's **work** (reading inputs, computing, publishing and
-  hashing, which these files cannot tell apart);
-- what the benchmark files do not hold, the total less their CPU seconds: **Snakemake's own
-  process** (planning, scheduling, bookkeeping; when the caller measured it, as
-  ``workflow.py`` does), and the rest: jobs without a benchmark file, and job processes that
-  ended between the samples Snakemake's benchmark takes (data-loader workers, short jobs).
+- each stage's jobs (``rules/<stage>.smk``), from the split each job wrote as its log's last line
+  (``hierbench.jobcost``, measured by the job's own process and its data-loader workers):
+  **start-up** (the interpreter, Snakemake's script preamble, the script's imports),
+  **loading** (features, splits, checkpoints; image decoding in the workers), **compute**, and
+  **publishing and hashing** (artifacts with their records, inputs verified against theirs);
+  beside them what the jobs' ``benchmark:`` files hold, which sample the job's processes and so
+  miss what ends between samples;
+- what no job's split holds, the total less their CPU seconds: **Snakemake's own process**
+  (planning, scheduling, bookkeeping; when the caller measured it, as ``workflow.py`` does),
+  and the rest (the shells that start each job, jobs that run no workflow script).
 
 Run on a finished run: ``.venv/bin/python benchmarks/breakdown.py REPO --cpu SECONDS
 [--run results]``, where REPO is the repository copy that ran it; ``workflow.py --demo`` calls
@@ -21,99 +22,80 @@ it on the demo it times.
 from __future__ import annotations
 
 import argparse
-import ast
-import os
-import resource
-import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from hierbench.runtools.jobstats import job_costs, rule_stages
-from hierbench.runtools.rebuild import code_declarations
+from hierbench import jobcost
+from hierbench.runtools.jobstats import job_cost_splits, job_costs, rule_stages
 
-SNAKEMAKE_OVERHEAD = "Snakemake and unmeasured jobs"
+SNAKEMAKE_OVERHEAD = "Snakemake and jobs without a split"
 SNAKEMAKE_OWN = "Snakemake's own process"
-UNMEASURED = "jobs' CPU their benchmark files miss"
-COLUMNS = ("stage", "jobs", "cpu_s", "start_up_s", "work_s", "share")
+UNSPLIT = "job shells and jobs without a split"
+KIND_COLUMNS = {
+    jobcost.START_UP: "start_up_s",
+    jobcost.LOADING: "loading_s",
+    jobcost.COMPUTE: "compute_s",
+    jobcost.PUBLISHING: "publishing_s",
+}
+COLUMNS = ("stage", "jobs", "cpu_s", *KIND_COLUMNS.values(), "benchmark_cpu_s", "share")
 
 
-def import_lines(script: Path) -> str:
-    """The import statements of a workflow script, as source (what a job runs before work)."""
-    tree = ast.parse(script.read_text(encoding="utf-8"))
-    imports = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
-    return "\n".join(["import snakemake.script", *(ast.unparse(node) for node in imports)])
-
-
-def start_up_cpu(script: Path, repeats: int = 3) -> float:
-    """CPU seconds of a fresh interpreter running ``script``'s imports (best of ``repeats``)."""
-    env = {**os.environ, "PYTHONPATH": str(script.parents[1] / "src")}
-    best = float("inf")
-    for _ in range(repeats):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run([sys.executable, "-c", import_lines(script)], env=env, check=True)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        best = min(best, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return best
-
-
-def rule_start_up(repo: Path, rules: set[str], repeats: int = 3) -> dict[str, float]:
-    """Each rule's start-up CPU seconds per job, measured once per workflow script."""
-    scripts = {rule: script for rule, (_, script) in code_declarations(repo / "rules").items()}
-    measured: dict[str, float] = {}
-    for script in sorted({scripts[rule] for rule in rules if scripts.get(rule)}):
-        measured[script] = start_up_cpu(repo / "workflow_scripts" / f"{script}.py", repeats)
-    return {rule: measured.get(scripts.get(rule) or "", 0.0) for rule in rules}
+def stage_costs(repo: Path, run: str) -> pd.DataFrame:
+    """Per stage: its jobs, their CPU seconds by kind and in all, and what their benchmark
+    files hold; largest first."""
+    stages = rule_stages(repo / "rules")
+    logs = repo / run / "logs"
+    splits = job_cost_splits(logs, stages).rename(columns=KIND_COLUMNS)
+    splits["cpu_s"] = splits[list(KIND_COLUMNS.values())].sum(axis=1)
+    sums = {name: (name, "sum") for name in ("cpu_s", *KIND_COLUMNS.values())}
+    table = splits.groupby("stage").agg(jobs=("rule", "size"), **sums)
+    sampled = job_costs(repo / run, logs, stages).groupby("stage")["cpu_s"].sum()
+    table["benchmark_cpu_s"] = sampled.reindex(table.index)
+    return table.reset_index().sort_values("cpu_s", ascending=False, ignore_index=True)
 
 
 def cost_breakdown(
-    repo: Path,
-    run: str,
-    total_cpu_s: float,
-    repeats: int = 3,
-    *,
-    snakemake_cpu_s: float | None = None,
+    repo: Path, run: str, total_cpu_s: float, *, snakemake_cpu_s: float | None = None
 ) -> pd.DataFrame:
-    """One row per stage (jobs, CPU seconds, their start-up and work, share of the total),
-    largest first, then what the jobs' benchmark files do not hold: Snakemake's own process
-    (when ``snakemake_cpu_s`` was measured) and the rest (jobs without a benchmark file, and
-    job processes Snakemake's sampling missed)."""
-    jobs = job_costs(repo / run, repo / run / "logs", rule_stages(repo / "rules"))
-    start_up = rule_start_up(repo, set(jobs["rule"]), repeats)
-    jobs = jobs.assign(start_up_s=jobs["rule"].map(start_up))
-    stages = jobs.groupby("stage").agg(
-        jobs=("rule", "size"), cpu_s=("cpu_s", "sum"), start_up_s=("start_up_s", "sum")
-    )
-    stages = stages.reset_index().sort_values("cpu_s", ascending=False, ignore_index=True)
-    unmeasured = total_cpu_s - float(jobs["cpu_s"].sum())
+    """One row per stage (jobs, CPU seconds by kind of cost, share of the total), largest
+    first, then what no job's split holds: Snakemake's own process (when ``snakemake_cpu_s``
+    was measured) and the rest."""
+    stages = stage_costs(repo, run)
+    outside = total_cpu_s - float(stages["cpu_s"].sum())
     if snakemake_cpu_s is None:
-        rest = [(SNAKEMAKE_OVERHEAD, unmeasured)]
+        rest = [(SNAKEMAKE_OVERHEAD, outside)]
     else:
-        rest = [(SNAKEMAKE_OWN, snakemake_cpu_s), (UNMEASURED, unmeasured - snakemake_cpu_s)]
-    rows = [
-        {"stage": name, "jobs": 0, "cpu_s": cpu, "start_up_s": float("nan")} for name, cpu in rest
-    ]
-    table = pd.concat([stages, pd.DataFrame(rows)], ignore_index=True)
-    table["work_s"] = table["cpu_s"] - table["start_up_s"]
+        rest = [(SNAKEMAKE_OWN, snakemake_cpu_s), (UNSPLIT, outside - snakemake_cpu_s)]
+    rows = pd.DataFrame([{"stage": name, "jobs": 0, "cpu_s": cpu} for name, cpu in rest])
+    table = pd.concat([stages, rows], ignore_index=True)
     table["share"] = table["cpu_s"] / total_cpu_s
     return table[list(COLUMNS)]
+
+
+def _seconds(value: float) -> str:
+    return "" if pd.isna(value) else f"{value:,.0f}"
 
 
 def render(table: pd.DataFrame, total_cpu_s: float) -> str:
     """The breakdown as a Markdown table, its total last."""
     lines = [
-        "| stage | jobs | CPU s | of which start-up | work | share |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| stage | jobs | CPU s | start-up | loading | compute | publishing and hashing "
+        "| benchmark files | share |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in table.itertuples(index=False):
-        start = "" if pd.isna(row.start_up_s) else f"{row.start_up_s:,.0f}"
-        work = "" if pd.isna(row.work_s) else f"{row.work_s:,.0f}"
+        kinds = " | ".join(_seconds(getattr(row, name)) for name in KIND_COLUMNS.values())
         lines.append(
-            f"| {row.stage} | {row.jobs or ''} | {row.cpu_s:,.0f} | {start} | {work} "
-            f"| {row.share:.0%} |"
+            f"| {row.stage} | {row.jobs or ''} | {row.cpu_s:,.0f} | {kinds} "
+            f"| {_seconds(row.benchmark_cpu_s)} | {row.share:.0%} |"
         )
-    lines.append(f"| total | {int(table['jobs'].sum())} | {total_cpu_s:,.0f} | | | 100% |")
+    totals = " | ".join(f"{table[name].sum():,.0f}" for name in KIND_COLUMNS.values())
+    sampled = f"{table['benchmark_cpu_s'].sum():,.0f}"
+    lines.append(
+        f"| total | {int(table['jobs'].sum())} | {total_cpu_s:,.0f} | {totals} | {sampled} | 100% |"
+    )
     return "\n".join(lines)
 
 
@@ -124,10 +106,9 @@ def main() -> int:
     parser.add_argument("--cpu", type=float, required=True, help="the run's CPU seconds")
     parser.add_argument("--snakemake-cpu", type=float, help="Snakemake's own process's")
     parser.add_argument("--run", default="results", help="its run folder (default: results)")
-    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     table = cost_breakdown(
-        args.repo.resolve(), args.run, args.cpu, args.repeats, snakemake_cpu_s=args.snakemake_cpu
+        args.repo.resolve(), args.run, args.cpu, snakemake_cpu_s=args.snakemake_cpu
     )
     print(render(table, args.cpu))
     return 0

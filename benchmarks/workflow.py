@@ -6,10 +6,11 @@ input function) is timed against ``snakemake -n`` on a Snakefile with one rule `
 input, in a temporary folder: the reference is Snakemake's own start-up, measured in the same
 run. Each is timed ``--repeats`` times, each time in a fresh copy, and the best time counts.
 ``--demo`` also times the whole demo (``snakemake --cores 2`` on config.yaml in a fresh copy;
-about an hour on 2 cores), recorded without a reference or a goal, and then a no-op
+about 20 minutes on 2 cores), recorded without a reference or a goal, and then a no-op
 ``snakemake -n`` on the finished demo against the empty Snakefile (goal: within 2.5x, about 5 s
-at this machine's 2 s start-up). The demo's CPU seconds are split by stage and start-up
-(``breakdown.py``), each stage's a row with the whole run's CPU as its reference.
+at this machine's 2 s start-up). The demo's CPU seconds are split by stage and by kind of cost
+(``breakdown.py``: start-up, loading, compute, publishing and hashing, Snakemake's own), each
+stage's and each kind's a row with the whole run's CPU as its reference.
 
 Run: ``.venv/bin/python benchmarks/workflow.py [--repeats 3] [--demo]``; exits 1 when the DAG
 build takes more than 5x the empty run.
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from benchrows import Row, row
-from breakdown import cost_breakdown, render
+from breakdown import KIND_COLUMNS, cost_breakdown, render
 
 from hierbench.runtools.rundiff import copy_repository
 
@@ -162,6 +163,18 @@ def demo_rows(cores: int = DEMO_CORES, repeats: int = 3) -> list[Row]:
             )
             for stage in breakdown.itertuples(index=False)
         ),
+        *(
+            row(
+                "workflow",
+                f"demo CPU: {kind}, all stages' jobs",
+                float(breakdown[column].sum()),
+                cpu,
+                "CPU s",
+                None,
+                note=f"its share of the demo's {cpu:,.0f} CPU s (the jobs' own splits)",
+            )
+            for kind, column in KIND_COLUMNS.items()
+        ),
         row(
             "workflow",
             "no-op snakemake -n on the finished demo vs an empty Snakefile",
@@ -178,7 +191,7 @@ def main() -> int:
     """Time the dry runs (and the demo when asked) and report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--demo", action="store_true", help="also run the whole demo (~1 h)")
+    parser.add_argument("--demo", action="store_true", help="also run the whole demo (~20 min)")
     args = parser.parse_args()
     rows = dag_rows(args.repeats) + (demo_rows(repeats=args.repeats) if args.demo else [])
     for r in rows:

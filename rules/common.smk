@@ -63,6 +63,7 @@ from hierbench.protocol import (
     SEMANTIC_TABLES, SENSITIVITY_FOLDER, SUMMARY_PAGE,
 )
 from hierbench.provenance.codehash import code_hash
+from hierbench.provenance.hashing import sha256_bytes
 from hierbench.provenance.hashing import source_fingerprint
 from hierbench.provenance.seal import SealPaths
 from hierbench.runlogs import check_no_legacy_logs
@@ -138,11 +139,14 @@ def collection_constraint():
     return name_constraint(own_collections(config, DATASETS))
 
 
-def dataset_code():
-    """A param: a dataset kind plugin's code hash for the jobs that read its datasets' folders
-    ("" for others); no param without such plugins, so the other jobs keep their params."""
+def with_dataset_code(params):
+    """``code(...)``'s params where datasets' folders are read. A dataset of a plugin kind has
+    the kind's source in its ``code``; every other dataset keeps the code hash it had without
+    plugins, so adding a plugin reruns none of their jobs."""
     hashes = {kind: code_hash((), [path]) for kind, path in kind_sources(config).items()}
-    return {"dataset_code": lambda wildcards: hashes.get(dataset_kind(config, wildcards.dataset), "")} if hashes else {}
+    own = params["code"]
+    with_plugin = {kind: sha256_bytes(f"{own} {plugin}".encode()) for kind, plugin in hashes.items()}
+    return {**params, "code": lambda wildcards: with_plugin.get(dataset_kind(config, wildcards.dataset), own)} if hashes else params
 
 
 def cub_taxonomy_config(wildcards):

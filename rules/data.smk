@@ -94,8 +94,7 @@ rule layout_fingerprint:
     benchmark:
         benchmark_for(LAYOUT_FILES)
     params:
-        **code("stages.images", script="fingerprint"),
-        **dataset_code(),
+        **with_dataset_code(code("stages.images", script="fingerprint")),
         kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
         part="layout",
         content=folder_content("layout"),
@@ -114,8 +113,7 @@ use rule layout_fingerprint as image_fingerprint with:
     benchmark:
         benchmark_for(IMAGE_FILES)
     params:
-        **code("stages.images", script="fingerprint"),
-        **dataset_code(),
+        **with_dataset_code(code("stages.images", script="fingerprint")),
         kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
         part="images",
         content=folder_content("images"),
@@ -137,8 +135,7 @@ use rule layout_fingerprint as taxonomy_fingerprint with:
     wildcard_constraints:
         dataset=collection_constraint(),
     params:
-        **code("stages.images", script="fingerprint"),
-        **dataset_code(),
+        **with_dataset_code(code("stages.images", script="fingerprint")),
         kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
         part="taxonomy",
         content=folder_content("taxonomy"),
@@ -155,8 +152,7 @@ rule image_table:
     benchmark:
         benchmark_for(IMAGES)
     params:
-        **code("stages.images", script="image_table"),
-        **dataset_code(),
+        **with_dataset_code(code("stages.images", script="image_table")),
         kind=lambda wildcards: dataset_kind(config, wildcards.dataset),
     conda:
         ENVIRONMENT

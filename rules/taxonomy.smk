@@ -72,8 +72,7 @@ rule taxonomy_table:
     wildcard_constraints:
         dataset=collection_constraint(),
     params:
-        **code("stages.taxonomy", script="taxonomy_table"),
-        **dataset_code(),
+        **with_dataset_code(code("stages.taxonomy", script="taxonomy_table")),
         levels=lambda wildcards: level_names(config, wildcards.dataset),
     conda:
         ENVIRONMENT

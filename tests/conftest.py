@@ -108,7 +108,10 @@ def _built_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     snakemake(target, *TINY)
     keep = os.environ.get(KEEP_TINY_RUN)
     if keep:  # .ci/run compares the SLURM check's run with this one (tools/cluster.py)
-        shutil.copytree(target / TINY_RUN, Path(keep) / TINY_RUN, symlinks=True)
+        kept = Path(keep) / TINY_RUN
+        partial = kept.with_name(f".{kept.name}.partial")  # whole or absent: .ci/run waits on it
+        shutil.copytree(target / TINY_RUN, partial, symlinks=True)
+        partial.rename(kept)
     return target
 
 

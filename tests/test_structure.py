@@ -24,7 +24,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer.split())
     for layer in (
         "shipped",
-        "protocol relations runs devices idnames plugins",
+        "protocol relations runs devices idnames plugins jobcost",
         "layout",
         "provenance geometry taxonomy splits levelnames runlogs factorial metricnames",
         "data cells jobs runtools features effects",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import difflib
 import functools
+import json
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -305,13 +306,15 @@ def locked_config(config: dict[str, Any], dataset: str) -> dict[str, Any]:
     """The resolved config as it concerns one dataset: what its Final lock covers.
 
     Other datasets' blocks are left out (changing one dataset never re-seals another), and so is
-    the seal policy, which says how a changed lock is handled rather than what it covers.
+    the seal policy, which says how a changed lock is handled rather than what it covers. Keys
+    are sorted: the order the config files gave them in is no change to the lock.
     """
     shared = {k: v for k, v in config.items() if k != "datasets" and k not in UNLOCKED_KEYS}
     if "plugins" in shared:
         kind = config["datasets"][dataset].get("kind")
         shared["plugins"] = dataset_plugins(shared["plugins"], kind)
-    return {**shared, "datasets": {dataset: config["datasets"][dataset]}}
+    locked = {**shared, "datasets": {dataset: config["datasets"][dataset]}}
+    return json.loads(json.dumps(locked, sort_keys=True))
 
 
 # Evaluation keys that only the sealed evaluation reads: changing them must not retrain.

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hierbench import jobcost
 from hierbench.provenance.integrity import verify_recorded_inputs
 from hierbench.provenance.records import JobContext
 from hierbench.runlogs import LOG_FORMAT
@@ -82,14 +83,19 @@ def report_user_errors(kind: type, error: BaseException, trace: Any) -> None:
 def start_job(smk: Any) -> JobContext:
     """Send the job's stderr to its log file, cap its threads, report user errors in one line,
     refuse inputs that no longer match their provenance records, and return the job's
-    provenance context."""
+    provenance context. Its CPU split by kind of cost (:mod:`hierbench.jobcost`) is the log's
+    last line."""
+    jobcost.mark_start_up()
     sys.excepthook = report_user_errors
     if smk.log:
         send_stderr_to_log(smk.log[0])
     limit_threads(getattr(smk, "threads", 1))
     job = job_context(smk)
-    verify_recorded_inputs(job.inputs)
+    with jobcost.charged(jobcost.PUBLISHING):
+        verify_recorded_inputs(job.inputs)
     logging.getLogger("hierbench").info(
         "rule %s wildcards %s code %s", job.rule, job.wildcards, job.code[:12]
     )
+    if smk.log:
+        jobcost.report_at_exit(job.rule, smk.log[0])
     return job

@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import REPO, TINY_LOGS, TINY_RUN
 
-from hierbench.runtools.jobstats import job_costs, rule_stages
+from hierbench import jobcost
+from hierbench.runtools.jobstats import job_cost_splits, job_costs, rule_stages
 
 BENCHMARKS = REPO / "benchmarks"
 
@@ -171,47 +172,41 @@ def test_the_quick_run_measures_every_benchmark(tmp_path):
     assert "Mode: **quick**" in markdown.read_text()
 
 
-def test_a_jobs_start_up_is_its_scripts_imports_and_snakemakes_preamble(tmp_path):
-    breakdown = _module("breakdown")
-    lines = breakdown.import_lines(REPO / "workflow_scripts/evaluate.py").splitlines()
-    assert lines[0] == "import snakemake.script"
-    assert "from hierbench.jobs import start_job" in lines
-    assert not [line for line in lines if "start_job(" in line]  # imports only, no work
-    bare = tmp_path / "workflow_scripts/bare.py"
-    bare.parent.mkdir()
-    bare.write_text("import json\nprint(json.dumps(1))\n")
-    assert (
-        0
-        < breakdown.start_up_cpu(bare, repeats=1)
-        < breakdown.start_up_cpu(REPO / "workflow_scripts/evaluate.py", repeats=1)
-    )  # torch and the stage's modules cost more than json
-
-
 @pytest.mark.slow
-def test_the_breakdown_splits_a_runs_cpu_by_stage_start_up_and_snakemake(built_repo, monkeypatch):
+def test_the_breakdown_splits_a_runs_cpu_by_stage_and_kind_of_cost(built_repo):
     breakdown = _module("breakdown")
-    monkeypatch.setattr(breakdown, "start_up_cpu", lambda script, repeats: 0.5)
-    jobs = job_costs(built_repo / TINY_RUN, built_repo / TINY_LOGS, rule_stages(REPO / "rules"))
-    total = float(jobs["cpu_s"].sum()) + 100.0  # as if Snakemake itself had taken 100 CPU s
-    table = breakdown.cost_breakdown(built_repo, TINY_RUN, total, repeats=1)
+    stages = rule_stages(REPO / "rules")
+    jobs = job_cost_splits(built_repo / TINY_LOGS, stages)
+    sampled = job_costs(built_repo / TINY_RUN, built_repo / TINY_LOGS, stages)
+    # every job that ran a workflow script wrote its split: one per benchmark file
+    assert sorted(jobs["output"]) == sorted(sampled["output"])
+    assert (jobs[list(jobcost.KINDS)] >= 0).all().all()
+    assert (jobs[jobcost.START_UP] > 0).all()
+    training = jobs[jobs["stage"] == "training"]
+    assert (training[jobcost.LOADING] > 0).all()  # each reads its features
+    assert (training[jobcost.PUBLISHING] > 0).all()  # and publishes its cells
+    own = float(jobs[list(jobcost.KINDS)].to_numpy().sum())
+    total = own + 100.0  # as if Snakemake and the job shells had taken 100 CPU s
+    table = breakdown.cost_breakdown(built_repo, TINY_RUN, total)
     assert table["cpu_s"].sum() == pytest.approx(total)
     assert table["share"].sum() == pytest.approx(1.0)
     assert table.iloc[-1]["stage"] == breakdown.SNAKEMAKE_OVERHEAD
     assert table.iloc[-1]["cpu_s"] == pytest.approx(100.0)
-    stages = table.set_index("stage")
-    evaluation = jobs[jobs["stage"] == "evaluation"]
-    assert stages.loc["evaluation", "jobs"] == len(evaluation)
-    assert stages.loc["evaluation", "cpu_s"] == pytest.approx(evaluation["cpu_s"].sum())
-    assert stages.loc["evaluation", "start_up_s"] == pytest.approx(0.5 * len(evaluation))
+    rows = table.set_index("stage")
+    assert rows.loc["training", "jobs"] == len(training)
+    kinds = list(breakdown.KIND_COLUMNS.values())
+    assert rows.loc["training", kinds].sum() == pytest.approx(rows.loc["training", "cpu_s"])
+    assert rows.loc["training", "compute_s"] == pytest.approx(training[jobcost.COMPUTE].sum())
+    assert rows.loc["training", "benchmark_cpu_s"] == pytest.approx(
+        sampled.loc[sampled["stage"] == "training", "cpu_s"].sum()
+    )
     measured = table.iloc[:-1]["cpu_s"].tolist()
     assert measured == sorted(measured, reverse=True)  # largest first
     assert "| total |" in breakdown.render(table, total)
-    # with Snakemake's own process measured apart, the rest is what the files missed
-    split = breakdown.cost_breakdown(built_repo, TINY_RUN, total, repeats=1, snakemake_cpu_s=30.0)
+    # with Snakemake's own process measured apart, the rest is the job shells'
+    split = breakdown.cost_breakdown(built_repo, TINY_RUN, total, snakemake_cpu_s=30.0)
     tail = split.iloc[-2:].set_index("stage")["cpu_s"]
-    assert tail.to_dict() == pytest.approx(
-        {breakdown.SNAKEMAKE_OWN: 30.0, breakdown.UNMEASURED: 70.0}
-    )
+    assert tail.to_dict() == pytest.approx({breakdown.SNAKEMAKE_OWN: 30.0, breakdown.UNSPLIT: 70.0})
     assert split["cpu_s"].sum() == pytest.approx(total)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -28,15 +29,35 @@ def _args() -> tuple[str, ...]:
 
 
 @pytest.fixture(scope="module")
-def lineage_repo(_built_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The built tiny run with the example collection (labels.csv layout) added and run."""
+def lineage_run(
+    _built_repo: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Counter[str]]:
+    """The built tiny run with the example collection (labels.csv layout) added and run, and
+    the jobs that adding it scheduled."""
     target = tmp_path_factory.mktemp("lineage") / "repo"
     shutil.copytree(_built_repo, target, symlinks=True)
     root = load_yaml(target / EXAMPLE)["datasets"][NAME]["root"]
     example_lineage_folder(target / root)
     (target / "lineage-overlay.yaml").write_text(yaml.safe_dump(OVERLAY))
+    scheduled = scheduled_rules(target, *_args())
     snakemake(target, *_args())
-    return target
+    return target, scheduled
+
+
+@pytest.fixture(scope="module")
+def lineage_repo(lineage_run: tuple[Path, Counter[str]]) -> Path:
+    return lineage_run[0]
+
+
+@pytest.mark.slow
+def test_adding_the_collection_schedules_its_jobs_alone(lineage_run: tuple[Path, Counter[str]]):
+    scheduled = lineage_run[1]
+    # one of each per-dataset job: the collection's; none of the birds' (a plugin kind in the
+    # config changes no bird job's params)
+    assert scheduled["image_table"] == 1 and scheduled["splits"] == 1
+    assert scheduled["train_factorial"] == 1 and scheduled["final_lock"] == 1
+    assert scheduled["effect_tables"] == 1 and scheduled["figures"] == 1
+    assert "demo_cub" not in scheduled and "taxonomy_nabirds" not in scheduled
 
 
 @pytest.mark.slow

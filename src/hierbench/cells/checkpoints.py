@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from hierbench import jobcost
 from hierbench.cells.spec import CellSpec
 from hierbench.factorial import GEOMETRY_ENTRY_POINT_GROUP, GeometryError
 from hierbench.geometry import PlainGeometry, PluginHead, Projector, build_head
@@ -93,6 +94,7 @@ def checkpoint_writer(model: torch.nn.Module, spec: CellSpec) -> Callable[[Path]
     return lambda path: save_file(tensors, str(path), metadata=metadata)
 
 
+@jobcost.charged(jobcost.LOADING)
 def load_checkpoint(path: str | Path, spec: CellSpec, in_dim: int) -> torch.nn.Module:
     """A fresh head of the spec's architecture with the checkpoint's weights, in eval mode."""
     model = head_for(spec, in_dim)

@@ -26,6 +26,7 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
+from hierbench import jobcost
 from hierbench.devices import use_deterministic_torch
 from hierbench.features.backbones import architecture_name, weights_sha256
 from hierbench.features.store import FeatureError
@@ -107,9 +108,11 @@ class ImageDataset(Dataset):
         return len(self.paths)
 
     def __getitem__(self, index: int) -> torch.Tensor | LoadFailure:
-        """The preprocessed image at ``index`` (or its failure, when capturing errors)."""
+        """The preprocessed image at ``index`` (or its failure, when capturing errors); its CPU
+        is loading, in a worker process or in this one."""
         try:
-            return self.load(index)
+            with jobcost.charged(jobcost.LOADING):
+                return self.load(index)
         except FeatureError as error:
             if self.capture_errors:
                 return LoadFailure(str(error))
@@ -240,6 +243,7 @@ def extract_features(
     failures: list[LoadFailure] = []
     start = time.perf_counter()
     with (
+        jobcost.charged(jobcost.LOADING, own=False),  # the decoding workers' CPU
         torch.inference_mode(),
         tqdm(
             total=len(dataset), file=sys.stderr, unit="img", desc="features", mininterval=5

@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hierbench import jobcost
 from hierbench.provenance.artifacts import METADATA_KEY, PARQUET_WRITE_OPTIONS, publish
 from hierbench.provenance.hashing import canonical_json
 from hierbench.provenance.records import JobContext
@@ -107,6 +108,7 @@ def write_feature_parquet(
     )
 
 
+@jobcost.charged(jobcost.LOADING)
 def read_feature_matrix(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, np.ndarray]:
     """Ids and label codes (a DataFrame) and the float32 (n, dim) matrix of a feature parquet."""
     table = pq.read_table(path)
@@ -133,6 +135,7 @@ def read_labelled_features(
     return frame["image_id"].astype(str), frame[list(LABEL_COLUMNS)].to_numpy(np.int64), matrix
 
 
+@jobcost.charged(jobcost.LOADING)
 def role_arrays(
     features: str | Path, splits: str | Path, roles: list[tuple[str, str]]
 ) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -23,6 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hierbench import jobcost
 from hierbench.provenance.hashing import TREE_HASH_IGNORED, canonical_json, sha256_file, sha256_tree
 from hierbench.provenance.records import JobContext, build_record
 
@@ -99,7 +100,7 @@ def publish(
     worth keeping in the record (row counts, columns).
     """
     target = Path(target)
-    with atomic_path(target) as tmp:
+    with jobcost.charged(jobcost.PUBLISHING), atomic_path(target) as tmp:
         write(tmp)
         record = build_record(target, sha256_file(tmp), tmp.stat().st_size, job, extra=extra)
         target.unlink(missing_ok=True)
@@ -124,8 +125,9 @@ def record_folder(
         for p in folder.rglob("*")
         if p.is_file() and p.name not in TREE_HASH_IGNORED
     )
-    record = build_record(folder, sha256_tree(folder), size, job, extra=facts)
-    write_json_plain(record, provenance_path(folder))
+    with jobcost.charged(jobcost.PUBLISHING):
+        record = build_record(folder, sha256_tree(folder), size, job, extra=facts)
+        write_json_plain(record, provenance_path(folder))
     return folder
 
 

@@ -1,5 +1,6 @@
 """What each job of a run cost: wall and CPU seconds and peak resident memory, read from
-Snakemake's ``benchmark:`` files, per job, per rule and per stage.
+Snakemake's ``benchmark:`` files, per job, per rule and per stage; and the split of each job's
+CPU by kind of cost that the job wrote as its log's last line (:mod:`hierbench.jobcost`).
 
 Every rule's benchmark file mirrors its first output's path under the run's log folder
 (``<run>/logs/<output>.benchmark.tsv``), and every output carries a provenance record naming the
@@ -17,10 +18,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from hierbench import jobcost
 from hierbench.provenance.artifacts import provenance_path
 from hierbench.runtools.rebuild import rule_blocks
 
 BENCHMARK_SUFFIX = ".benchmark.tsv"
+LOG_SUFFIX = ".log"
 NO_RECORD = "(no record)"  # the rule of a job whose output has no provenance record
 NO_STAGE = "(other)"  # the stage of a rule not defined in any rules/*.smk file
 # Snakemake's benchmark columns that are read, and their names here.
@@ -81,6 +84,35 @@ def job_costs(run: Path, logs: Path, stages: dict[str, str] | None = None) -> pd
             | read_benchmark(benchmark)
         )
     return pd.DataFrame(rows, columns=list(JOB_COLUMNS))
+
+
+def last_cost_split(log: Path) -> tuple[str, dict[str, float]] | None:
+    """The rule and CPU split of a job log's last cost line (its latest run), or None."""
+    found = None
+    with open(log, encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            if jobcost.LINE_PREFIX in line:
+                found = jobcost.parse_cost_line(line) or found
+    return found
+
+
+def job_cost_splits(logs: Path, stages: dict[str, str] | None = None) -> pd.DataFrame:
+    """One row per job log under ``logs`` that holds a CPU split: the output it belongs to, its
+    rule and stage, and the CPU seconds of each kind of cost (:data:`jobcost.KINDS`); sorted by
+    output. A job that ended before starting its work (or ran no workflow script) has no row."""
+    stages = stages or {}
+    rows = []
+    for log in sorted(Path(logs).rglob("*" + LOG_SUFFIX)):
+        split = last_cost_split(log)
+        if split is None:
+            continue
+        rule, costs = split
+        output = log.relative_to(logs).as_posix()[: -len(LOG_SUFFIX)]
+        rows.append(
+            {"output": output, "rule": rule, "stage": stages.get(rule, NO_STAGE)}
+            | {kind: costs.get(kind, math.nan) for kind in jobcost.KINDS}
+        )
+    return pd.DataFrame(rows, columns=["output", "rule", "stage", *jobcost.KINDS])
 
 
 def rule_costs(jobs: pd.DataFrame, by: str = "rule") -> pd.DataFrame:

@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from hierbench import jobcost
 from hierbench.runlogs import INFO_PREFIX
 from hierbench.runs import logs_folder
 from hierbench.runtools import jobstats
@@ -114,9 +115,14 @@ SHOWN_CHARACTERS = 120  # of a log line, at most
 def last_line(path: Path) -> str:
     """The last line of a log file that says something: non-empty and not indented (the
     source line Python prints under a warning is), its time and logger left out of an INFO
-    line, cut to ``SHOWN_CHARACTERS``; a progress bar's newest state (after its last ``\\r``)."""
+    line, cut to ``SHOWN_CHARACTERS``; a progress bar's newest state (after its last ``\\r``).
+    The CPU split a job appends as it exits is not what it said, and is passed over."""
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()  # "\r" too
-    said = [line for line in lines if line.strip() and not line[0].isspace()]
+    said = [
+        line
+        for line in lines
+        if line.strip() and not line[0].isspace() and not line.startswith(jobcost.LINE_PREFIX)
+    ]
     chosen = said or [line for line in lines if line.strip()]
     line = INFO_PREFIX.sub("", chosen[-1].strip()) if chosen else ""
     return line if len(line) <= SHOWN_CHARACTERS else line[: SHOWN_CHARACTERS - 1] + "…"
