@@ -103,6 +103,9 @@ def test_ctrl_c_stops_the_run_with_one_line_and_the_same_command_continues_it(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C as in a terminal, even where the suite itself runs with SIGINT ignored (a
+        # background job of a script)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 300
     while not (log.is_file() and "1 of " in log.read_text()) and time.monotonic() < deadline:
