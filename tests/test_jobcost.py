@@ -78,20 +78,12 @@ def test_a_job_appends_its_split_to_its_log_as_it_exits_and_status_passes_over_i
 ):
     log = tmp_path / "logs" / "job.log"
     script = f"""
-        from types import SimpleNamespace
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_jobs import Named, fake_job  # the fake Snakemake job of the jobs' own tests
         from hierbench.jobs import start_job
 
-        class Named(list):
-            def __init__(self, **named):
-                super().__init__(named.values())
-                self._named = named
-
-            def items(self):
-                return self._named.items()
-
-        smk = SimpleNamespace(rule="tune", wildcards=Named(), params=Named(code="0" * 64),
-                              input=Named(), log=Named(log={str(log)!r}), threads=1)
-        start_job(smk)
+        start_job(fake_job(rule="tune", input=Named(), log=Named(log={str(log)!r})))
         raise SystemExit("the work failed")
     """
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], check=False)
