@@ -24,6 +24,7 @@ from hierbench.geometry import (
 from hierbench.geometry.lorentz import CURVATURE_RANGE, MAX_SCALED_NORM
 from hierbench.metrics import pairwise_distances
 from hierbench.protocol import EXTRA_GEOMETRY_NAMES, GEOMETRIES, HEAD_NAMES, LORENTZ
+from hierbench.training.trainer import head_param_groups
 
 SETTINGS = {"hidden_dim": 256, "embedding_dim": 32, "dropout": 0.1}
 CURVATURES = [0.1, 1.0, 2.0]
@@ -208,6 +209,8 @@ def test_heads_start_from_identical_projector_weights_and_rng_state():
         after[geometry] = torch.rand(4)
     lorentz = dict(states["L"])
     assert lorentz.pop("log_curvature").item() == pytest.approx(math.log(0.5), rel=1e-7)
+    # meru's tangent scale starts at 1/√D (D = 32): no random draw either
+    assert lorentz.pop("log_tangent_scale").item() == pytest.approx(-0.5 * math.log(32), rel=1e-7)
     for geometry in ("E", "H"):
         assert list(lorentz) == list(states[geometry])
         for key, value in states[geometry].items():
@@ -217,16 +220,18 @@ def test_heads_start_from_identical_projector_weights_and_rng_state():
 
 def test_lorentz_head_parameters_and_checkpoint_round_trip():
     head = _head("L", curvature=2.0)
-    assert "log_curvature" in dict(head.named_parameters())
+    assert {"log_curvature", "log_tangent_scale"} <= set(dict(head.named_parameters()))
     assert (
         sum(p.numel() for p in head.parameters())
-        == sum(p.numel() for p in head.projector.parameters()) + 1
+        == sum(p.numel() for p in head.projector.parameters()) + 2
     )
     with torch.no_grad():
         head.log_curvature.fill_(math.log(3.0))
+        head.log_tangent_scale.fill_(math.log(0.4))
     fresh = _head("L", seed=7, curvature=2.0)
     fresh.load_state_dict(head.state_dict(), strict=True)
     assert fresh.curvature.item() == pytest.approx(3.0, rel=1e-6)
+    assert fresh.tangent_scale.item() == pytest.approx(0.4, rel=1e-6)
     x = torch.randn(5, 16)
     torch.testing.assert_close(fresh.eval()(x), head.eval()(x), rtol=0, atol=0)
 
@@ -248,8 +253,9 @@ def test_head_forward_is_expmap0_of_the_projector_at_its_curvature(c):
     head = LorentzHead(Projector(16), c).double().eval()
     with torch.no_grad():
         head.log_curvature.fill_(math.log(1.5 * c))
+        head.log_tangent_scale.fill_(math.log(0.3))
     x = torch.randn(9, 16, dtype=torch.float64)
-    tangent = head.projector(x).detach()
+    tangent = 0.3 * head.projector(x).detach()  # meru's α times the projector's output
     norm = tangent.norm(dim=1, keepdim=True)
     sqrt_c = math.sqrt(1.5 * c)
     expected = torch.sinh(sqrt_c * norm) * tangent / (sqrt_c * norm)
@@ -290,6 +296,28 @@ def test_curvature_stays_in_its_range_under_adamw_and_leaves_a_bound(direction):
     bound = low if direction > 0 else high
     assert seen[7] == pytest.approx(bound, rel=1e-5)  # pinned at the bound ...
     assert abs(seen[-1] - bound) > 0.1 * low  # ... and free to leave it
+
+
+def test_the_tangent_scale_never_scales_up_and_learns_without_weight_decay():
+    """meru's α: starts at 1/√D, a training forward clamps log α at 0 (α ≤ 1, where gradients
+    still move it), an eval forward clamps only its value; the optimiser's head groups give it
+    no weight decay."""
+    head = _head("L", curvature=1.0)
+    assert head.tangent_scale.item() == pytest.approx(32**-0.5, rel=1e-6)
+    features = torch.randn(8, 16)
+    head.train()(features).sum().backward()
+    assert head.log_tangent_scale.grad is not None and head.log_tangent_scale.grad != 0
+    with torch.no_grad():
+        head.log_tangent_scale.fill_(0.7)
+    head.eval()(features)
+    assert head.log_tangent_scale.item() == pytest.approx(0.7) and head.tangent_scale.item() == 1.0
+    head.train()(features)
+    assert head.log_tangent_scale.item() == 0.0
+    groups = head_param_groups(head)
+    decayed = {
+        id(p) for group in groups if group.get("weight_decay") != 0.0 for p in group["params"]
+    }
+    assert id(head.log_tangent_scale) not in decayed and id(head.log_curvature) not in decayed
 
 
 def test_eval_forward_does_not_touch_the_parameter_but_clamps_the_curvature():

@@ -10,8 +10,9 @@ class has ``build`` and ``distance``, and one entry in ``HEADS`` (its code in
 A researcher's geometry joins as a plain geometry in a file of their own, named in the config
 (:mod:`hierbench.geometry.plain`), with no entry here.
 
-``EXTRA_HEADS`` holds heads beside the factorial's two: the Lorentz head (L), which adds one
-parameter, its learnable curvature, but likewise draws no random numbers of its own. The
+``EXTRA_HEADS`` holds heads beside the factorial's two: the Lorentz head (L), which adds two
+parameters, its learnable curvature and meru's learnable tangent scale, but likewise draws no
+random numbers of its own. The
 Euclidean head also comes unnormalised (``normalise=False``), for the companion method's E_A.
 """
 

@@ -196,13 +196,18 @@ class LorentzHead(nn.Module):
     """Projector output as a tangent vector at the origin, mapped onto the hyperboloid of a
     learnable curvature by ``expmap0``; the hyperboloid's geodesic distance.
 
-    The projector is built first (it makes all the random draws), then ``log_curvature`` is set
-    to log(c_init) without any: heads built after the same seed have the projector weights of
-    the E and H heads, and the state dict is the projector's plus ``log_curvature``. The
-    curvature in use is exp(log_curvature) clamped to [c_init/10, c_init·10]; a training-mode
-    forward first projects the parameter itself into that range (as meru does), so an update
-    that overshoots a bound leaves it at the bound, where gradients still move it. Unlike meru,
-    no learnable scale multiplies the tangent vector and its norm has no radius bound.
+    As meru's ``MERU.encode_image`` does, the projector's output is multiplied by a learnable
+    scale α before the exponential map: α starts at 1/√D (D the embedding dimension, meru's
+    ``embed_dim**-0.5``), is never above 1 (meru clamps log α at 0 on every forward) and has
+    no weight decay (``trainer.head_param_groups``, as meru's ``exclude_params``).
+
+    The projector is built first (it makes all the random draws), then ``log_curvature`` and
+    ``log_tangent_scale`` are set to log(c_init) and log(1/√D) without any: heads built after
+    the same seed have the projector weights of the E and H heads, and the state dict is the
+    projector's plus those two. The curvature in use is exp(log_curvature) clamped to
+    [c_init/10, c_init·10]; a training-mode forward first projects both parameters into their
+    ranges (as meru does), so an update that overshoots a bound leaves it at the bound, where
+    gradients still move it. The tangent vector's norm has no radius bound (meru has none).
     """
 
     geometry = "L"
@@ -217,11 +222,22 @@ class LorentzHead(nn.Module):
             math.log(curvature * CURVATURE_RANGE),
         )
         self.log_curvature = nn.Parameter(torch.tensor(math.log(curvature)))
+        self.log_tangent_scale = nn.Parameter(
+            torch.tensor(-0.5 * math.log(projector.output.out_features))
+        )
 
     def extra_repr(self) -> str:
         """Initial curvature and the range of the learned one in the module's printout."""
         low, high = (math.exp(bound) for bound in self.log_bounds)
         return f"initial_curvature={self.initial_curvature}, range=[{low:g}, {high:g}]"
+
+    @property
+    def tangent_scale(self) -> torch.Tensor:
+        """α (0-d tensor): exp(log_tangent_scale), the exponent clamped at 0 straight-through
+        (α ≤ 1; training-mode forwards project the parameter itself, so the clamp is the
+        identity there)."""
+        log_alpha = self.log_tangent_scale
+        return (log_alpha + (log_alpha.clamp(max=0.0) - log_alpha).detach()).exp()
 
     @property
     def curvature(self) -> torch.Tensor:
@@ -240,7 +256,8 @@ class LorentzHead(nn.Module):
         """Space components (batch, D) of the hyperboloid points of (batch, in_dim) features."""
         if self.training:
             self.log_curvature.data.clamp_(*self.log_bounds)
-        return expmap0(self.projector(features), self.curvature)
+            self.log_tangent_scale.data.clamp_(max=0.0)
+        return expmap0(self.projector(features) * self.tangent_scale, self.curvature)
 
     def distance(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Pairwise geodesic distances at the current curvature, shape (n_a, n_b)."""

@@ -3,6 +3,7 @@ norms of their embeddings of the validation images (the radial freedom loss A re
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from hierbench.cells.companion import companion_spec
 from hierbench.cells.spec import CellSpec
 from hierbench.features.store import role_arrays
 from hierbench.losses.entailment_objective import companion_objective
+from hierbench.losses.entailment_pairs import short_of_partners
 from hierbench.protocol import EUCLIDEAN, LORENTZ
 from hierbench.provenance.records import JobContext
 from hierbench.training.publishing import train_and_publish
@@ -27,6 +29,8 @@ NORM_MEASURES = {
     LORENTZ: "Euclidean norm of the space components (the hyperbolic distance to the origin is "
     "asinh(sqrt(c) * norm) / sqrt(c), increasing in it)",
 }
+
+log = logging.getLogger(__name__)
 
 
 def train_companion_cell(
@@ -60,6 +64,7 @@ def train_companion_cell(
         "companion": {
             "pairs": config["companion"]["pairs"],
             "temperature_init": config["companion"]["temperature"],
+            "cross_image_partners": partner_counts(objective.partners, dataset, spec.cell),
         }
     }
     return train_and_publish(
@@ -77,6 +82,24 @@ def train_companion_cell(
             "validation_norms": validation_norms(model, spec, validation_images, validation_crops)
         },
     )
+
+
+def partner_counts(partners: torch.Tensor | None, dataset: str, cell: str) -> dict[str, int]:
+    """K and how many training rows have fewer than K cross-image partners (their leaf has
+    fewer than K other images), logged; zeros without cross-image pairs."""
+    k = 0 if partners is None else partners.shape[1]
+    short = 0 if partners is None else short_of_partners(partners)
+    if short:
+        log.info(
+            "%s %s: %d of %d training rows have fewer than %d cross-image partners (their leaf "
+            "has fewer other images); each entails the crops of those it has",
+            dataset,
+            cell,
+            short,
+            len(partners),
+            k,
+        )
+    return {"k": k, "rows": 0 if partners is None else len(partners), "rows_short_of_k": short}
 
 
 def validation_norms(
