@@ -146,7 +146,7 @@ use rule semantic_tables as outer_tables with:
         benchmark_for(OUTER_OUTPUTS)
     params:
         **code("stages.controls", script="outer_tables"),
-        aggregation=OUTER_AGGREGATION,  # group-macro on every dataset (the paper's 5.5)
+        aggregation=OUTER_AGGREGATION,  # group-macro on every dataset (see controls/outer.py)
         levels=dataset_levels,
         intervals=config["effects"]["intervals"],
 

@@ -255,12 +255,12 @@ def test_pipeline_tables_write_every_paper_table_and_summary(tmp_path: Path):
     page = summary_markdown("toy", plan, "group_macro")
     assert page.startswith("# toy: results (group-macro, mean ± SD over training seeds)")
     assert "The query-micro sensitivity tables are in `sensitivity/`." in page
-    assert "## OT@K per arm" in page and "## Simple effects on OT@K" in page
+    assert "## Our OT scores per arm" in page and "## Simple effects on our OT scores" in page
     assert "| toy | ot@50 | geom_R | +0.8000 ± 0.0000 | 2/2 |" in page
     # The planned endpoints lead, then the exploratory intervals, then the paper's sections
     lead = page.index("## Planned endpoints: the five simple effects on mean hierarchy mAP")
     assert lead < page.index("## Exploratory") < page.index("## mAP per arm")
-    assert page.index("## mAP per arm") < page.index("## Recall@K") < page.index("## OT@K")
+    assert page.index("## mAP per arm") < page.index("## Recall@K") < page.index("## Our OT scores")
     assert "Intervals: 95% t intervals over the training seeds alone" in page
     assert "excludes zero" not in page and "significant" not in page
 

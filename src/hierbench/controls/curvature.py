@@ -4,7 +4,9 @@ geometry contrast?
 H_R cells are trained at several Poincaré operating points (c, r), the dataset's own operating
 point (the base) among them, beside a matched Euclidean E_R, all within the control: the
 factorial's seeds, initial weights, batch order and optimiser, and the control's own epoch
-budget (``controls.curvature.epochs``; the paper's 84, by default the factorial's). So every
+budget (``controls.curvature.epochs``; 84 in the paper config, the paper's budget for its four
+new points, whose base and Euclidean controls' epochs it does not give; by default the
+factorial's). So every
 contrast among the points is measured under one recipe. Each point has a role against the base
 when it differs in one coordinate: near-flat (the smallest c), strong curvature (the largest c),
 small and large radius; the contrasts are those of the paper's text.

@@ -4,13 +4,14 @@ trains for them.
 Each outer split holds out whole middle groups (CUB genera, NABirds parents) of the development
 data as its test side, and another share of its train side's groups as its validation side.
 The arms are the paper's: the frozen features, the matched Euclidean and matched Hyperbolic
-regression controls (E_R, H_R) and Taxonomy-SupCon, each "in its validation-frozen
-configuration rather than the new fixed-100-epoch factorial": the factorial's head, recipe and
-temperatures, for the epochs chosen on the split's own validation side (the best validation
-mean hierarchy mAP, group-macro, as the semantic control chooses), then trained on the split's
-whole train side. The paper does not say which geometry its SupCon arm used; ours is a config
-key (``controls.outer.supcon_geometry``, default H: SupCon − matched H is then the objective's
-effect at a matched geometry). The splits lie inside the development data, so no seal is
+controls (which we read as the regression cells E_R, H_R; the paper does not say) and
+Taxonomy-SupCon; the paper: "These earlier experiments use validation-frozen configurations
+rather than the new fixed-100-epoch factorial" (its § 5.5). Ours: the factorial's head, recipe
+and temperatures, for the epochs chosen on the split's own validation side (the best
+validation mean hierarchy mAP, group-macro, as the semantic control chooses), then trained on
+the split's whole train side. The paper does not say which geometry its SupCon arm used; ours
+is a config key (``controls.outer.supcon_geometry``, default H: SupCon − matched H is then the
+objective's effect at a matched geometry). The splits lie inside the development data, so no seal is
 involved. The tables over the splits are :mod:`hierbench.controls.outer_tables` (apart, so that
 editing them retrains and rescores nothing).
 """
@@ -21,7 +22,8 @@ from typing import Any
 
 from hierbench.protocol import EUCLIDEAN, POINCARE, REGRESSION, SUPCON, cell_name
 
-# The outer splits' endpoint: mean hierarchy mAP, group-macro on both datasets (the paper's 5.5).
+# The outer splits' endpoint: mean hierarchy mAP, group-macro on both datasets (the paper's 5.5
+# names group-macro for CUB; NABirds' registered aggregation is group-macro too).
 OUTER_AGGREGATION = "group_macro"
 MATCHED_E, MATCHED_H = f"{EUCLIDEAN}_{REGRESSION}", f"{POINCARE}_{REGRESSION}"
 

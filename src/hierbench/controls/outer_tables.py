@@ -20,7 +20,8 @@ from hierbench.effects.schema import arm_labels
 from hierbench.effects.variants import paired_summary
 from hierbench.protocol import ARM_ORDER, MEAN_HIERARCHY
 
-# The arms' roles in the paper's words.
+# The arms' roles, after the paper's names (its 5.5: "Frozen DINOv2", "matched Euclidean",
+# "matched Hyperbolic", "Taxonomy-SupCon").
 ROLES = {"frozen": "Frozen features", "E_R": "matched E", "H_R": "matched H"}
 SUPCON_ROLE = "SupCon"
 # The paper's paired gains per split, as (minuend, subtrahend) roles, and the levels of each.

@@ -219,7 +219,8 @@ MIDDLE_DISJOINT_TEST_SHARE = 0.2  # of the images, roughly (whole middle groups 
 
 
 def fitting_ot_ks(images: int, test_images: int | None) -> list[int]:
-    """The paper's OT@K cut-offs that fit half the expected gallery (the split draws vary), or
+    """The paper config's OT@K cut-offs (ours: the papers give none for these galleries) that fit
+    half the expected gallery (the split draws vary), or
     three smaller ones when none fits: a K larger than a gallery stops the evaluation."""
     test = test_images if test_images is not None else images * MIDDLE_DISJOINT_TEST_SHARE
     room = int(test * GALLERY_SHARE) // 2

@@ -9,10 +9,12 @@
   level (prototype = the group's mean tangent vector mapped back onto the ball);
 - baselines: mAP by level of the context baselines (frozen, PCA, HIER-style) beside the
   factorial's arms;
-- OT@K by K: the optimal-transport hierarchy score against K for each arm and the frozen
-  baseline (lower is better: how far the relation mix of the top K is from the ideal mix);
-  where the tree-referenced scores are present, beside it ot_tree@K against K and ot_tree@tree
-  per arm (how far the top K's mix is from the query's tree).
+- OT@K by K: our ideal-referenced optimal-transport hierarchy score against K for each arm and
+  the frozen baseline (lower is better: how far the relation mix of the top K is from the ideal
+  mix); where our taxonomy-tree-referenced scores are present, beside it ot_tree@K against K and
+  ot_tree@tree per arm (how far the top K's mix is from that of the query's taxonomy tree).
+  Both are our adaptations of the companion method's score to relation levels, and the labels
+  say so.
 """
 
 from __future__ import annotations
@@ -128,11 +130,11 @@ def ot_by_k_figure(arms: pd.DataFrame, title: str) -> Figure:
     axes = figure.subplots(1, 3, width_ratios=(3, 3, 2)) if tree else [figure.subplots()]
     present = [arm for arm in ARM_ORDER if arm in set(arms["arm"])]
     present += sorted(set(arms["arm"]) - set(ARM_ORDER))  # an added loss's, after the paper's
-    _ot_against_k(axes[0], ideal, present, "OT@K (query-micro; lower is better)")
+    _ot_against_k(axes[0], ideal, present, "OT@K (ours; query-micro; lower is better)")
     axes[0].set_title(title)
     if tree:
-        _ot_against_k(axes[1], by_k, present, "ot_tree@K (query-micro; lower is better)")
-        axes[1].set_title("ot_tree@K: distance to the query's tree")
+        _ot_against_k(axes[1], by_k, present, "ot_tree@K (ours; query-micro; lower is better)")
+        axes[1].set_title("ot_tree@K: to the query's taxonomy tree")
         _ot_at_tree(axes[2], at_tree, present)
     # Under the middle panel when there are three: centred under the figure.
     legend_axis = axes[1] if tree else axes[0]
@@ -182,8 +184,8 @@ def _ot_at_tree(axis: Axes, arms: pd.DataFrame, present: list[str]) -> None:
         )
     axis.set_xticks(range(len(present)), present, fontsize=7)
     axis.set_xlim(-0.5, len(present) - 0.5)
-    axis.set_ylabel("ot_tree@tree (query-micro)")
-    axis.set_title("K = the query's tree size")
+    axis.set_ylabel("ot_tree@tree (ours; query-micro; lower is better)")
+    axis.set_title("K = the query's taxonomy-tree size")
 
 
 def norms_figure(

@@ -24,11 +24,11 @@ int, loss_AS_E, loss_AS_hyp, geom_A; the index is a plain range):
   its floor with ``n`` seeds: :mod:`hierbench.effects.intervals`).
 
 Levels and metrics: mAP and Recall@K are scored at leaf, middle and high (and their
-mean_hierarchy); the OT scores (lower is better), OT@K (``ot@K``, ideal-referenced) and the
-companion method's tree-referenced ``ot_tree@K`` and ``ot_tree@tree``, are one score per query over
-the whole relation mix, so they are scored only at level ``all``
-(:data:`hierbench.protocol.ALL_LEVELS`). A per-seed row that pairs a metric with a level where it
-is not scored is an error.
+mean_hierarchy); the OT scores (lower is better), our adaptations of the companion method's
+score to relation levels, OT@K (``ot@K``, ideal-referenced) and the taxonomy-tree-referenced
+``ot_tree@K`` and ``ot_tree@tree``, are one score per query over the whole relation mix, so they
+are scored only at level ``all`` (:data:`hierbench.protocol.ALL_LEVELS`). A per-seed row that
+pairs a metric with a level where it is not scored is an error.
 
 NaN values (a level without valid queries) are skipped by the summaries: ``n`` counts the
 non-NaN values, ``sd`` is NaN when ``n`` < 2, ``positive_seeds`` counts values > 0 and

@@ -55,7 +55,8 @@ def exploratory(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def agreeing_seeds(row: pd.Series) -> str:
-    """How many seeds agree in sign with the mean, as the paper counts them ("3/3")."""
+    """How many seeds agree in sign with the mean ("3/3"; the paper counts them in words, as in
+    "positive for all three training seeds")."""
     if not math.isfinite(float(row["mean"])):
         return ""
     agree = row["positive_seeds"] if row["mean"] > 0 else row["negative_seeds"]

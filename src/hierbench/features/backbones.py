@@ -8,10 +8,11 @@ Backbones (``backbone.name`` / ``backbone.weights`` in the config; nothing is ev
   tensor to timm's, and the architecture built is timm's ``tf_efficientnet_lite0`` (same keys
   as ``efficientnet_lite0``, but TensorFlow "SAME" padding, BatchNorm eps 1e-3 and inputs
   normalised to [-1, 1], as the weights were trained).
-- ``vit_base_patch14_dinov2.lvd142m`` (the paper's) with a local file: timm's safetensors or
+- ``vit_base_patch14_dinov2.lvd142m`` (timm's name for the paper's DINOv2 ViT-B/14; the paper
+  names no checkpoint) with a local file: timm's safetensors or
   Meta's original ``dinov2_vitb14_pretrain.pth``. timm's ViT ``checkpoint_filter_fn`` drops
   Meta's ``mask_token`` and resizes the 37x37 position grid to ``image_size / 14``. The feature
-  is the CLS token (768-D).
+  is the CLS token (768-D; the token is our choice, the paper does not say which).
 - Any other timm model name with a local weights file in timm's own key layout.
 
 A weights path may also be a folder: a Hugging Face snapshot folder holding

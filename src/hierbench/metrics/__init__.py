@@ -19,10 +19,12 @@ Definitions (the protocol's "Evaluation", strict positives from :mod:`hierbench.
   on the ordinal support leaf = 0, middle = 1, high = 2, other = 3; the 1-D Wasserstein-1
   distance between the relation histogram of the top K of the ranking and that of the ideal
   top K (the gallery sorted by relation), both divided by K. One value per query, every query
-  scored; K may not exceed the gallery size. This is our ideal-referenced adaptation of the
-  companion method's score.
-- ot_tree@K (lower is better), the companion method's own tree-referenced form: the same W1,
-  with the reference the query's tree (the gallery items sharing at least its high group, i.e.
+  scored; K may not exceed the gallery size. This is our ideal-referenced adaptation, to the
+  query's relation levels, of the companion method's score (which compares the label
+  distribution of the query's own hierarchy tree with that of what was retrieved).
+- ot_tree@K (lower is better), our second adaptation, taxonomy-tree-referenced and also over
+  relation levels (not the method's part tree): the same W1, with the reference the query's
+  taxonomy tree (the gallery items sharing at least its high group, i.e.
   its strict positives) as a histogram over leaf, middle and high divided by the tree's size,
   against the top K's histogram over the four relations divided by K; the same K as OT@K.
   ot_tree@tree takes K = the tree's size T (it then equals OT@T). A query whose tree holds no

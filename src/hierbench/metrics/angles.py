@@ -1,11 +1,14 @@
-"""Exterior angles as a retrieval score: the companion method's entailment score, for the metric
-engine to rank a gallery by (``evaluate(..., pair_scores=...)``).
+"""Exterior angles as a retrieval score: the companion method's entailment angle, for the metric
+engine to rank a gallery by (``evaluate(..., pair_scores=...)``). The digest of the companion's
+paper names its retrieval metric ``Euc Ang.*`` / ``Hyp Ang.*`` without defining it; ranking by
+this angle is our reading.
 
 For a query q and a gallery item g the score is ext(q, g), the exterior angle at q of the
 geodesic q → g (the angle between the continuation of O → q beyond q and q → g; see
 ``hierbench.losses.entailment``). It is the companion's parent → child entailment score with the
-query in the parent's role: an item inside q's entailment cone has a small angle. The engine ranks
-the gallery by ascending angle, ties by gallery index, exactly as it ranks distances.
+query in the parent's role (our choice of role): an item inside q's entailment cone has a small
+angle. The engine ranks the gallery by ascending angle, ties by gallery index, exactly as it ranks
+distances.
 
 ext is not symmetric (ext(q, g) ≠ ext(g, q) in general) and, unlike a distance, depends on where
 q lies relative to the origin, so the angle ranking may differ from the distance ranking. On a

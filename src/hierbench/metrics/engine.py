@@ -1,6 +1,6 @@
-"""The metric engine: AP and Recall@K per query and level, and OT@K and its tree-referenced form
-per query, chunk by chunk, without a full comparison sort (see :mod:`hierbench.metrics` for the
-definitions and the method)."""
+"""The metric engine: AP and Recall@K per query and level, and our OT scores (OT@K and the
+taxonomy-tree-referenced ot_tree) per query, chunk by chunk, without a full comparison sort (see
+:mod:`hierbench.metrics` for the definitions and the method)."""
 
 from __future__ import annotations
 

@@ -11,8 +11,11 @@ cumulative share up to relation t. It is 0 when the top K holds the ideal mix an
 below the actual ones, so OT@K also equals the mean relation of the top K minus that of the
 ideal top K, and the ranking that puts "other" first, then high, middle, leaf, scores the most.
 
-OT@K is our ideal-referenced adaptation of the companion method's score. Its own form is
-tree-referenced, ``ot_tree@K``: the reference is the query's tree, the gallery items that share at
+OT@K is our ideal-referenced adaptation of the companion method's score to the query's relation
+levels. The method's own score compares the label distribution of the query's own hierarchy
+tree (its part tree) with that of what was retrieved; our images have no part tree. Our second
+adaptation, also over relation levels, is taxonomy-tree-referenced, ``ot_tree@K``: the
+reference is the query's taxonomy tree, the gallery items that share at
 least the query's high group (every strict positive), as a relation histogram h over leaf,
 middle and high divided by the tree's size; the top K's histogram r over all four relations is
 divided by K; the score is the same W1 on the support 0..3, Σ_{t=0}^{2} |R(t) − H(t)|.

@@ -1,5 +1,5 @@
-"""Figures stage: effects, mAP by level, hyperbolic prototype norms and OT@K by K (with the
-tree-referenced ot_tree beside it) for one dataset."""
+"""Figures stage: effects, mAP by level, hyperbolic prototype norms and our OT scores by K
+(ideal-referenced OT@K, with the taxonomy-tree-referenced ot_tree beside it) for one dataset."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def build_figures(
         effects_figure(chosen, intervals, f"{dataset}: simple effects (mean hierarchy mAP)"),
         map_by_level_figure(arms, f"{dataset}: mAP by level", labels=labels),
         norms_figure(norms, f"{dataset}: prototype norms, Poincaré cells", labels),
-        ot_by_k_figure(ot, f"{dataset}: OT@K by K (distance to the ideal relation mix)"),
+        ot_by_k_figure(ot, f"{dataset}: our OT@K by K (to the ideal relation mix)"),
     )
     for name, figure in zip(FIGURES, drawn, strict=True):
         for target in outputs[name]:

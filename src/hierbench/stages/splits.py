@@ -30,7 +30,7 @@ SORT_TABLE = ["split", "role", "image_id"]
 SORT_MANIFEST = ["split", "role"]
 
 
-# The papers' development and test images of a kind, beside which a partition's own are logged.
+# The study's development and test images of a kind, beside which a partition's own are logged.
 PAPER_IMAGES = {"nabirds": {"development": 19_021, "test": 5_017}}
 
 

@@ -64,14 +64,15 @@ SUMMARY_SECTIONS: dict[str, str] = {
     TABLE_EFFECTS_MAP: "Simple effects on mean hierarchy mAP",
     TABLE_RECALL: "Recall@K per arm and level",
     TABLE_OT: (
-        "OT@K per arm (lower is better; level all, whole relation mix: ot@K against the ideal "
-        "top K, every query; ot_tree@K and ot_tree@tree against the query's tree, the queries "
-        "that have one)"
+        "Our OT scores per arm, adaptations of the companion method's score to relation levels "
+        "(lower is better; level all, whole relation mix: ot@K against the ideal top K, every "
+        "query; ot_tree@K and ot_tree@tree against the relation mix of the query's taxonomy "
+        "tree, the queries that have one)"
     ),
     TABLE_EFFECTS_OT: (
-        "Simple effects on OT@K and ot_tree (lower is better: a negative effect moves the top K "
-        "closer to the reference mix of relations; positive seeds are seeds where the score "
-        "grew)"
+        "Simple effects on our OT scores, ot@K and ot_tree (lower is better: a negative effect "
+        "moves the top K closer to the reference mix of relations; positive seeds are seeds "
+        "where the score grew)"
     ),
 }
 

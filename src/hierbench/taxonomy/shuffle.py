@@ -1,8 +1,9 @@
 """The shuffled control taxonomy: a seeded, structure-preserving shuffle of the levels.
 
 How many middle groups keep their high group is a setting (``fixed_points``): ``paper``, the 15
-Parent-to-Supergroup fixed points the paper's NABirds shuffle "necessarily retains under the
-group-size constraints" (its own procedure is not given, so we match its count); ``minimum``,
+Parent-to-Supergroup fixed points of the paper's NABirds shuffle, which "necessarily retains 15
+Parent-to-Supergroup fixed points under the group-size constraints" (its supplement, S9; its
+own procedure is not given, so we match its count); ``minimum``,
 the fewest any count-preserving permutation allows (6 on NABirds: the largest Supergroup holds
 205 of 404 Parents); or a number. Fewer fixed points make a stronger shuffle, and so a larger
 Full − Shuffle contrast for that reason alone.
