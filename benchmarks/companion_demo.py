@@ -14,20 +14,31 @@ recipe; only
 the last epoch (``companion_sanity.pair_geometry``): how often a crop lies farther out than its
 image, for entailed pairs and for the others, and their mean exterior angle.
 
+The frozen features are scored as the sealed evaluation scores them: L2-normalised, Euclidean
+(``frozen_scores``). Two controlled variants of the method's own pairs (issue #60) train beside
+the pair sources: ``no_scale``, L_A with the Lorentz head's tangent scale (meru's α) held at 1;
+and ``middle_partners``, each image's K cross-image partners drawn among the other images of
+its middle group that are of another leaf (its strict middle positives) instead of its leaf's,
+to test whether the method's pairs lift only the leaf because they carry only leaf identity.
+
 Run, after the run's development features exist (for the demo:
 ``snakemake results/cub/features/dev.parquet results/cub/features/dev_crops.parquet``):
 ``.venv/bin/python benchmarks/companion_demo.py [--config config.yaml] [--dataset cub]
-[--seeds 42] [--sources method boxes cross_image taxonomy all] [--markdown FILE]``.
+[--seeds 42] [--sources method no_scale middle_partners boxes cross_image taxonomy all]
+[--markdown FILE]``.
 The findings are in docs/companion_sanity.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -35,10 +46,14 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from companion_sanity import Collection, arm_scores, geometry_table, show
+from companion_sanity import Collection, arm_scores, geometry_table, retrieval, show
 
 from hierbench.config import load_config
 from hierbench.features.store import role_arrays
+from hierbench.geometry.lorentz import LorentzHead
+from hierbench.losses import entailment_objective
+from hierbench.losses.entailment_pairs import NO_PARTNER
+from hierbench.metrics.scoring import l2_normalised
 from hierbench.protocol import REGISTERED_AGGREGATION
 from hierbench.relations import LEVELS
 from hierbench.runs import run_folder
@@ -57,7 +72,58 @@ SOURCES: dict[str, dict[str, Any]] = {
     "taxonomy": {"boxes": False, "cross_image": 0, "taxonomy": True},
     "all": {"boxes": True, "cross_image": 2, "taxonomy": True},
 }
+# Controlled variants of the method's own pairs: what each changes, and the arms it applies to.
+VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "no_scale": ("the Lorentz head's tangent scale held at 1 (meru's α off)", ("L_A",)),
+    "middle_partners": (
+        "cross-image partners from the image's middle group and another leaf",
+        ("E_A", "L_A"),
+    ),
+}
 A_ARMS = ("E_A", "L_A")
+
+
+def frozen_scores(collection: Collection, aggregation: str) -> dict[str, float]:
+    """The frozen features' validation scores as the sealed evaluation scores them: rows
+    L2-normalised, Euclidean distance (``stages.evaluation``'s frozen baseline)."""
+    return retrieval(
+        collection,
+        l2_normalised(collection.query),
+        l2_normalised(collection.gallery),
+        aggregation=aggregation,
+    )
+
+
+def strict_middle_partners(labels: np.ndarray, k: int, generator: torch.Generator) -> torch.Tensor:
+    """(N, k) partner rows like ``cross_image_partners``, drawn among the other rows of the
+    row's middle group that are of another leaf (``labels`` (N, 3) leaf, middle, high codes),
+    without replacement; ``NO_PARTNER`` where there are fewer than k such rows."""
+    partners = torch.full((len(labels), k), NO_PARTNER, dtype=torch.long)
+    for row in range(len(labels)):
+        leaf, middle = labels[row, 0], labels[row, 1]
+        pool = np.flatnonzero((labels[:, 1] == middle) & (labels[:, 0] != leaf))
+        order = torch.randperm(len(pool), generator=generator)[:k]
+        partners[row, : len(order)] = torch.as_tensor(pool[order.numpy()])
+    return partners
+
+
+@contextlib.contextmanager
+def variant(name: str, labels: np.ndarray) -> Iterator[None]:
+    """Within the block, the cells train and embed as the variant ``name`` asks (nothing
+    changes for a pair source)."""
+    if name == "no_scale":
+        unit = property(lambda head: torch.ones((), dtype=head.log_tangent_scale.dtype))
+        with mock.patch.object(LorentzHead, "tangent_scale", unit):
+            yield
+    elif name == "middle_partners":
+
+        def draw(_leaves: torch.Tensor, k: int, generator: torch.Generator) -> torch.Tensor:
+            return strict_middle_partners(labels, k, generator)
+
+        with mock.patch.object(entailment_objective, "cross_image_partners", draw):
+            yield
+    else:
+        yield
 
 
 def development_collection(
@@ -87,19 +153,22 @@ def run_sources(
     seeds: list[int],
     sources: list[str],
 ) -> pd.DataFrame:
-    """Validation mAP per seed, pair source and arm (frozen once per seed), in that order."""
+    """Validation mAP per seed, pair source (or variant of the method's pairs) and arm (frozen
+    once per seed, as the sealed evaluation scores it), in that order."""
     aggregation = REGISTERED_AGGREGATION.get(dataset, "query_micro")
     rows = []
     for seed in seeds:
-        frozen = arm_scores("frozen", collection, seed, config, aggregation=aggregation)
-        rows.append({"seed": seed, "source": "-", "arm": "frozen", **frozen.popitem()[1]})
+        frozen = frozen_scores(collection, aggregation)
+        rows.append({"seed": seed, "source": "-", "arm": "frozen", **frozen})
         for source in sources:
             settings = copy.deepcopy(config)
-            settings["companion"]["pairs"] = dict(SOURCES[source])
-            for arm in A_ARMS:
-                scores = arm_scores(
-                    arm, collection, seed, settings, dataset=dataset, aggregation=aggregation
-                )
+            settings["companion"]["pairs"] = dict(SOURCES.get(source, SOURCES["method"]))
+            arms = VARIANTS[source][1] if source in VARIANTS else A_ARMS
+            for arm in arms:
+                with variant(source, collection.train_labels):
+                    scores = arm_scores(
+                        arm, collection, seed, settings, dataset=dataset, aggregation=aggregation
+                    )
                 rows.append({"seed": seed, "source": source, "arm": arm, **scores.popitem()[1]})
                 print(f"seed {seed} {source:<11} {arm}: {rows[-1]['mean_hierarchy']:.4f}")
     return pd.DataFrame(rows)
@@ -127,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=Path("config.yaml"))
     parser.add_argument("--dataset", default="cub")
     parser.add_argument("--seeds", type=int, nargs="+", default=[42])
-    parser.add_argument("--sources", nargs="+", choices=list(SOURCES), default=list(SOURCES))
+    choices = [*SOURCES, *VARIANTS]
+    parser.add_argument("--sources", nargs="+", choices=choices, default=choices)
     parser.add_argument("--markdown", type=Path, help="write the table to this Markdown file")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
     args = parser.parse_args(argv)

@@ -11,6 +11,7 @@ rule effect_tables:
         per_query=lambda wildcards: PATHS.summaries(
             wildcards.dataset, FACTORIAL_SUMMARIES, file="per_query"
         ),
+        companion_angle=lambda wildcards: PATHS.companion_angle_table(wildcards.dataset),
     output:
         PATHS.effect_table_files(TABLES),
         PATHS.effect_table_files(f"{TABLES}/{SENSITIVITY_FOLDER}"),

@@ -13,4 +13,5 @@ build_tables(
     levels=tuple(snakemake.params.levels),
     intervals=snakemake.params.intervals,
     per_query=list(snakemake.input.per_query),
+    companion_angle=list(snakemake.input.companion_angle),
 )

@@ -293,6 +293,14 @@ class RunPaths:
         per_seed = [self.at(f"{TABLES}/{name}_{PER_SEED_TABLE}.parquet", dataset=dataset)]
         return {"per_seed": per_seed, "table": self.table_files(TABLES, [name], dataset)}
 
+    def companion_angle_table(self, dataset: str) -> list[str]:
+        """The companion ranking table's parquet file, which ``summary.md`` shows, or none when
+        the companion cells do not run."""
+        if not companion_enabled(self.config):
+            return []
+        tables = self.companion_angle_outputs(dataset)["table"]
+        return [path for path in tables if path.endswith(".parquet")]
+
     def final_targets(self, datasets: Sequence[str]) -> list[str]:
         """What a run makes for each enabled dataset: its summary page and figures, the
         shuffled taxonomies (NABirds kind, or any with the semantic control: one per fixed-point

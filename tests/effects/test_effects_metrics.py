@@ -265,6 +265,27 @@ def test_pipeline_tables_write_every_paper_table_and_summary(tmp_path: Path):
     assert "excludes zero" not in page and "significant" not in page
 
 
+def test_the_summary_shows_the_companion_cells_ranked_by_angle_beside_distance():
+    """The method ranks by exterior angle: summary.md shows its ranking table right after the
+    mAP per arm, with the dataset's level names."""
+    plan = plan_effects(per_seed_from_evaluations(evaluation_summaries()))
+    ranking = pd.DataFrame(
+        {
+            "arm": ["E_A", "E_A", "E_A"],
+            "ranking": ["distance", "angle", "angle − distance"],
+            "leaf": ["0.1383 ± 0.0069", "0.0756 ± 0.0007", ""],
+            "mean_hierarchy": ["0.0907 ± 0.0019", "0.0818 ± 0.0026", "-0.0090 ± 0.0016"],
+        }
+    )
+    labels = {"leaf": "class", "middle": "genus", "high": "family"}
+    page = summary_markdown("toy", plan, "query_micro", labels, ranking)
+    heading = page.index("## The companion cells ranked both ways")
+    assert page.index("## mAP per arm") < heading < page.index("## Simple effects on mean")
+    assert "| arm | ranking | class | mean_hierarchy |" in page[heading:]
+    assert "| E_A | angle | 0.0756 ± 0.0007 | 0.0818 ± 0.0026 |" in page[heading:]
+    assert "ranked both ways" not in summary_markdown("toy", plan, "query_micro", labels)
+
+
 def test_tree_referenced_ot_goes_beside_ot_at_k_in_every_table(tmp_path: Path):
     per_seed = per_seed_from_evaluations(evaluation_summaries(tree=True))
     order = ["map", "r@1", "ot@5", "ot@50", "ot_tree@5", "ot_tree@50", "ot_tree@tree"]

@@ -6,12 +6,14 @@ from __future__ import annotations
 import importlib.util
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
 from conftest import REPO, TINY_RUN, TINY_SEEDS
 
 from hierbench.cells.companion import pair_sources
+from hierbench.metrics.scoring import l2_normalised
 
 
 def _load(name: str):
@@ -61,6 +63,49 @@ def test_each_source_trains_its_own_cells_and_the_table_has_a_row_each():
     table = demo.markdown(frame, "heading")
     assert table.count("\n| boxes | ") == 2 and table.count("\n| taxonomy | ") == 2
     assert "| boxes E_A | " in table  # pair geometry per source and arm
+
+
+def test_strict_middle_partners_share_the_middle_group_and_never_the_leaf():
+    demo = _load("companion_demo")
+    # leaf, middle, high: middle 0 holds leaves 0 and 1, middle 1 a single leaf (2)
+    labels = np.array([[0, 0, 0]] * 3 + [[1, 0, 0]] * 2 + [[2, 1, 0]] * 3)
+    partners = demo.strict_middle_partners(labels, 2, torch.Generator().manual_seed(0))
+    for row, chosen in enumerate(partners.tolist()):
+        found = [c for c in chosen if c != demo.NO_PARTNER]
+        assert len(found) == len(set(found))
+        assert all(labels[c, 1] == labels[row, 1] and labels[c, 0] != labels[row, 0] for c in found)
+    assert [len([c for c in chosen if c >= 0]) for chosen in partners.tolist()] == [2] * 5 + [0] * 3
+
+
+def test_the_variants_train_their_arms_and_the_frozen_features_are_scored_as_sealed():
+    demo, sanity = _load("companion_demo"), _load("companion_sanity")
+    collection = sanity.make_collection(42)
+    config = sanity.sanity_config(epochs=2, lr=1e-3, batch_size=32)
+    sources = ["method", "no_scale", "middle_partners"]
+    frame = demo.run_sources(collection, config, sanity.DATASET, [42], sources)
+    assert list(zip(frame["source"], frame["arm"], strict=True)) == [
+        ("-", "frozen"),
+        ("method", "E_A"),
+        ("method", "L_A"),
+        ("no_scale", "L_A"),
+        ("middle_partners", "E_A"),
+        ("middle_partners", "L_A"),
+    ]
+    by_cell = frame.set_index(["source", "arm"])["mean_hierarchy"]
+    assert by_cell[("no_scale", "L_A")] != by_cell[("method", "L_A")]
+    assert by_cell[("middle_partners", "E_A")] != by_cell[("method", "E_A")]
+    raw = sanity.retrieval(collection, collection.query, collection.gallery)
+    sealed = sanity.retrieval(
+        collection, l2_normalised(collection.query), l2_normalised(collection.gallery)
+    )
+    assert raw["leaf"] != sealed["leaf"]  # the two scorings differ on this collection
+    assert by_cell[("-", "frozen")] == pytest.approx(sealed["mean_hierarchy"])
+    # outside the variant's block, the tangent scale and the partner draw are the pipeline's
+    from hierbench.geometry.lorentz import LorentzHead
+    from hierbench.losses import entailment_objective, entailment_pairs
+
+    assert LorentzHead.__dict__["tangent_scale"].fget.__name__ == "tangent_scale"
+    assert entailment_objective.cross_image_partners is entailment_pairs.cross_image_partners
 
 
 @pytest.mark.slow  # reads the tiny run's development features

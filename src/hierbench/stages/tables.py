@@ -77,12 +77,24 @@ SUMMARY_SECTIONS: dict[str, str] = {
 }
 
 
+# The section that shows the companion cells ranked both ways (``companion_angle``).
+COMPANION_RANKING_HEADING = (
+    "The companion cells ranked both ways: by their head's distance (as every arm above) and by "
+    "the exterior angle at the query (the method's own ranking), with the paired difference"
+)
+
+
 def summary_markdown(
-    dataset: str, plan: EffectsPlan, aggregation: str, labels: dict[str, str] | None = None
+    dataset: str,
+    plan: EffectsPlan,
+    aggregation: str,
+    labels: dict[str, str] | None = None,
+    companion_angle: pd.DataFrame | None = None,
 ) -> str:
     """The paper's tables for one dataset that its metrics support, as Markdown, headed by the
     aggregation they use (the dataset's registered one) and the dataset's level names, led by
-    the planned endpoints (:mod:`hierbench.effects.verdicts`) and then the exploratory ones."""
+    the planned endpoints (:mod:`hierbench.effects.verdicts`) and then the exploratory ones;
+    the companion cells' ranking table after the mAP per arm when given."""
     labels = labels or level_labels(None)
     label = AGGREGATION_LABELS[aggregation]
     sensitivity = AGGREGATION_LABELS[sensitivity_aggregation(aggregation)]
@@ -109,6 +121,9 @@ def summary_markdown(
     for name, heading in SUMMARY_SECTIONS.items():
         if name in plan.paper:
             parts += [f"## {heading}", "", render_markdown(for_readers(plan.paper[name], labels))]
+        if name == TABLE_ARMS_MAP and companion_angle is not None:
+            shown = for_readers(companion_angle, labels)
+            parts += [f"## {COMPANION_RANKING_HEADING}", "", render_markdown(shown)]
     return "\n".join(parts)
 
 
@@ -212,12 +227,14 @@ def build_tables(
     levels: tuple[str, str, str] | None = None,
     intervals: Mapping[str, Any] | None = None,
     per_query: list[str | Path] | None = None,
+    companion_angle: list[str | Path] | None = None,
 ) -> pd.DataFrame:
     """Aggregate a dataset's evaluation summaries into every table of the study: the main
     tables under its registered ``aggregation``, the other one's in ``sensitivity/``; what a
     person reads names the levels as ``levels`` (leaf, middle, high) do; the effects'
     uncertainty as the config's ``effects.intervals`` asks, with the test images' share from
-    the cells' ``per_query`` scores when given."""
+    the cells' ``per_query`` scores when given. ``companion_angle`` (none or one parquet file,
+    the companion ranking table) joins ``summary.md`` beside the mAP per arm."""
     out = Path(out_dir)
     labels = level_labels(levels)
     settings = IntervalSettings.from_config({"effects": {"intervals": dict(intervals or {})}})
@@ -226,7 +243,11 @@ def build_tables(
     per_seed, plan = _write_aggregation(frames, aggregation, out, job, labels, settings, scores)
     other = sensitivity_aggregation(aggregation)
     _write_aggregation(frames, other, out / SENSITIVITY_FOLDER, job, labels, settings, scores)
-    write_text(summary_markdown(dataset, plan, aggregation, labels), out / SUMMARY_PAGE, job)
+    if companion_angle and len(companion_angle) != 1:
+        raise EffectsError(f"summary.md shows one companion ranking table, got {companion_angle}")
+    ranking = pd.read_parquet(companion_angle[0]) if companion_angle else None
+    page = summary_markdown(dataset, plan, aggregation, labels, ranking)
+    write_text(page, out / SUMMARY_PAGE, job)
     log.info(
         "%s tables (%s; %s in %s/) written to %s",
         dataset,
