@@ -254,7 +254,7 @@ def test_the_whole_loss_matches_a_plain_loop(geometry: str, sources: PairSources
         temperature=0.3,
         init_seed=2,
     ).double()
-    c = float(model.curvature) if geometry == "L" else None
+    c = model.curvature.item() if geometry == "L" else None
     for batch in (
         torch.tensor([0, 1, 2, 5, 8]),
         torch.tensor([3, 4, 6, 7, 9, 10]),
@@ -264,4 +264,4 @@ def test_the_whole_loss_matches_a_plain_loop(geometry: str, sources: PairSources
             model, features[batch], torch.as_tensor(labels)[batch], batch
         )
         expected = _loop_loss(model, objective, features, crops, batch, sources, c)
-        assert float(loss) == pytest.approx(expected, rel=1e-8)
+        assert loss.item() == pytest.approx(expected, rel=1e-8)
