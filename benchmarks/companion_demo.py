@@ -72,14 +72,9 @@ SOURCES: dict[str, dict[str, Any]] = {
     "taxonomy": {"boxes": False, "cross_image": 0, "taxonomy": True},
     "all": {"boxes": True, "cross_image": 2, "taxonomy": True},
 }
-# Controlled variants of the method's own pairs: what each changes, and the arms it applies to.
-VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "no_scale": ("the Lorentz head's tangent scale held at 1 (meru's α off)", ("L_A",)),
-    "middle_partners": (
-        "cross-image partners from the image's middle group and another leaf",
-        ("E_A", "L_A"),
-    ),
-}
+# Controlled variants of the method's own pairs (``variant`` says what each changes) and the
+# arms each applies to: the tangent scale exists on the L head only.
+VARIANTS: dict[str, tuple[str, ...]] = {"no_scale": ("L_A",), "middle_partners": ("E_A", "L_A")}
 A_ARMS = ("E_A", "L_A")
 
 
@@ -163,7 +158,7 @@ def run_sources(
         for source in sources:
             settings = copy.deepcopy(config)
             settings["companion"]["pairs"] = dict(SOURCES.get(source, SOURCES["method"]))
-            arms = VARIANTS[source][1] if source in VARIANTS else A_ARMS
+            arms = VARIANTS.get(source, A_ARMS)
             for arm in arms:
                 with variant(source, collection.train_labels):
                     scores = arm_scores(

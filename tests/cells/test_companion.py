@@ -257,6 +257,9 @@ def test_a_companion_record_reports_the_norms_of_its_validation_embeddings(tmp_p
         assert ("space components" in norms["measure"]) == (head == "L")
     spread = euclidean["validation_norms"]["images"]
     assert spread["std"] > 1e-3 and spread["max"] - spread["min"] > 1e-3
+    # 32 rows of 8 leaves: 3 other images per leaf, so no row is short of its 2 partners
+    partners = euclidean["companion"]["cross_image_partners"]
+    assert partners == {"k": 2, "rows": 32, "rows_short_of_k": 0}
     x, _, _ = _tiny_training_data()
     model = load_checkpoint(
         tmp_path / "EA-42/model.out", CellSpec.from_record(euclidean), x.shape[1]
@@ -287,3 +290,22 @@ def test_the_crops_pass_leaves_the_running_statistics_to_the_images(head: str) -
         assert torch.equal(trained.projector.norm.state_dict()[name], value), name
     assert trained.projector.norm.track_running_stats
     assert int(trained.projector.norm.num_batches_tracked) == 1
+
+
+def test_rows_short_of_partners_are_counted_and_logged(caplog) -> None:
+    """A leaf with fewer than K other images gives its rows fewer partners: the record counts
+    them and the log says so; without cross-image pairs there is nothing to count."""
+    import logging
+
+    import torch
+
+    from hierbench.losses.entailment_pairs import cross_image_partners
+    from hierbench.stages.companion import partner_counts
+
+    leaves = torch.tensor([0, 0, 0, 1, 1, 2])  # leaf 1: one other image; leaf 2: none
+    partners = cross_image_partners(leaves, 2, torch.Generator().manual_seed(0))
+    with caplog.at_level(logging.INFO, logger="hierbench.stages.companion"):
+        counts = partner_counts(partners, "cub", "EA-42")
+    assert counts == {"k": 2, "rows": 6, "rows_short_of_k": 3}
+    assert "cub EA-42: 3 of 6 training rows have fewer than 2 cross-image partners" in caplog.text
+    assert partner_counts(None, "cub", "EA-42") == {"k": 0, "rows": 0, "rows_short_of_k": 0}

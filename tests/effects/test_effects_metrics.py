@@ -286,6 +286,24 @@ def test_the_summary_shows_the_companion_cells_ranked_by_angle_beside_distance()
     assert "ranked both ways" not in summary_markdown("toy", plan, "query_micro", labels)
 
 
+def test_two_companion_ranking_tables_are_refused_before_any_table_is_written(tmp_path: Path):
+    from hierbench.effects import EffectsError
+    from hierbench.stages.tables import build_tables
+
+    summaries = tmp_path / "summaries.parquet"
+    evaluation_summaries().to_parquet(summaries)
+    with pytest.raises(EffectsError, match="one companion ranking table"):
+        build_tables(
+            "toy",
+            [summaries],
+            tmp_path / "tables",
+            JOB,
+            aggregation="query_micro",
+            companion_angle=["a.parquet", "b.parquet"],
+        )
+    assert not (tmp_path / "tables").exists()
+
+
 def test_tree_referenced_ot_goes_beside_ot_at_k_in_every_table(tmp_path: Path):
     per_seed = per_seed_from_evaluations(evaluation_summaries(tree=True))
     order = ["map", "r@1", "ot@5", "ot@50", "ot_tree@5", "ot_tree@50", "ot_tree@tree"]

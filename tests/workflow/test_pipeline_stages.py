@@ -492,6 +492,11 @@ def test_the_companion_cells_ranked_by_angle_and_their_table(built_repo: Path):
         leaf, middle, high = LEVEL_NAMES[dataset]  # the dataset's own level names, for people
         header = f"| arm | ranking | {leaf} | {middle} | {high} | mean_hierarchy | positive seeds |"
         assert (base / "tables/companion_angle.md").read_text(encoding="utf-8").startswith(header)
+        # summary.md shows the same table after the mAP per arm: the method ranks by angle
+        summary = (base / "tables/summary.md").read_text(encoding="utf-8")
+        section = summary.index("## The companion cells ranked both ways")
+        assert summary.index("## mAP per arm") < section
+        assert header in summary[section:]
 
 
 def test_the_bird_datasets_data_artifacts_are_those_made_before_datasets_were_configurable(

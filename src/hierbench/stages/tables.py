@@ -235,6 +235,8 @@ def build_tables(
     uncertainty as the config's ``effects.intervals`` asks, with the test images' share from
     the cells' ``per_query`` scores when given. ``companion_angle`` (none or one parquet file,
     the companion ranking table) joins ``summary.md`` beside the mAP per arm."""
+    if companion_angle and len(companion_angle) != 1:
+        raise EffectsError(f"summary.md shows one companion ranking table, got {companion_angle}")
     out = Path(out_dir)
     labels = level_labels(levels)
     settings = IntervalSettings.from_config({"effects": {"intervals": dict(intervals or {})}})
@@ -243,8 +245,6 @@ def build_tables(
     per_seed, plan = _write_aggregation(frames, aggregation, out, job, labels, settings, scores)
     other = sensitivity_aggregation(aggregation)
     _write_aggregation(frames, other, out / SENSITIVITY_FOLDER, job, labels, settings, scores)
-    if companion_angle and len(companion_angle) != 1:
-        raise EffectsError(f"summary.md shows one companion ranking table, got {companion_angle}")
     ranking = pd.read_parquet(companion_angle[0]) if companion_angle else None
     page = summary_markdown(dataset, plan, aggregation, labels, ranking)
     write_text(page, out / SUMMARY_PAGE, job)
