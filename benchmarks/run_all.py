@@ -73,6 +73,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "hier": Benchmark("hier.py", {"repeats": 5}, {"repeats": 1}),
     "intervals": Benchmark("intervals.py", {"repeats": 3}, {"repeats": 1}),
     "render": Benchmark("render_demo.py", {}, {"classes": 40}),
+    "seeds": Benchmark("seeds_advice.py", {"studies": 400}, {"studies": 20}),
     "stacking": Benchmark("stacking.py", {"repeats": 3}, {"repeats": 1}),
     "training": Benchmark(
         "training.py",

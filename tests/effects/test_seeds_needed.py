@@ -1,5 +1,6 @@
-"""`hierbench seeds`: the power of the reported interval and test with more training seeds, and
-their rate at a true zero (hierbench.effects.seeds_needed)."""
+"""`hierbench seeds`: the power of the reported interval with more training seeds, as the range
+over what the run's seeds allow, its rate at a true zero, and the sign-flip test beside it
+(hierbench.effects.seeds_needed)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,20 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from hierbench.cli import main
 from hierbench.effects.intervals import IntervalSettings, t_interval
-from hierbench.effects.seeds_needed import STUDIES, Noise, measured_noise, seeds_table, simulate
+from hierbench.effects.seeds_needed import (
+    PROMISE,
+    STUDIES,
+    Noise,
+    exclusion_rates,
+    measured_noise,
+    plausible_region,
+    power_table,
+    seeds_table,
+)
 
 SETTINGS = IntervalSettings(level=0.95, replicates=1000, seed=0)
 
@@ -37,7 +48,7 @@ def _row(mean: float, sd: float, shared_sd: float, n: int = 3) -> pd.Series:
 
 def test_the_noise_split_is_the_interval_s_variance_less_the_seeds_part():
     noise = measured_noise(_row(0.01, 0.004, 0.003))
-    assert noise.mean == 0.01 and noise.seed_sd == 0.004
+    assert noise.mean == 0.01 and noise.seed_sd == 0.004 and noise.seeds == 3
     assert noise.shared_sd == pytest.approx(0.003)
     # the same split as the interval the tables print: se² = SD²/n + shared
     interval = t_interval([0.006, 0.010, 0.014], 0.003**2, 0.95)
@@ -53,33 +64,64 @@ MC_ERROR = 3 * math.sqrt(0.05 * 0.95 / STUDIES)  # three Monte-Carlo SEs of a 5 
 @pytest.mark.parametrize("shared_sd", [0.0, 0.002, 0.01])
 @pytest.mark.parametrize("seeds", [3, 10])
 def test_at_a_true_zero_the_interval_excludes_it_at_the_stated_rate(seeds, shared_sd):
-    rates = simulate(Noise(0.02, 0.004, shared_sd), seeds, 0.0, SETTINGS)
-    assert abs(rates.interval_excludes_zero - 0.05) < MC_ERROR
+    rates, _ = exclusion_rates([0.0], [0.004], shared_sd, seeds, SETTINGS)
+    assert abs(rates[0] - 0.05) < MC_ERROR
 
 
-def test_the_sign_flip_test_has_no_power_below_its_floor():
-    strong = simulate(Noise(0.05, 0.001, 0.0), 3, 0.05, SETTINGS)
-    assert strong.interval_excludes_zero == 1.0  # the interval sees it every time
-    assert strong.test_rejects == 0.0  # the test cannot: its floor with 3 seeds is 0.25
-    assert simulate(Noise(0.05, 0.001, 0.0), 5, 0.05, SETTINGS).test_rejects == 0.0  # 0.0625
-    assert simulate(Noise(0.05, 0.001, 0.0), 10, 0.05, SETTINGS).test_rejects == 1.0
+def test_the_plausible_region_is_the_effect_s_interval_and_the_seed_sd_s_chi2_interval():
+    noise = Noise(0.01, 0.004, 0.0, 3)
+    region = plausible_region(noise, 0.95)
+    # with no shared noise the effect's part is Student's t at 97.5 %, two-sided
+    half = stats.t.ppf(1 - 0.0125, 2) * 0.004 / math.sqrt(3)
+    assert region.effect_high == pytest.approx(0.01 + half, rel=1e-3)
+    assert region.effect_low == 0.0  # the interval holds zero: no effect is ruled out
+    assert region.seed_sd_low == pytest.approx(0.004 * math.sqrt(2 / stats.chi2.ppf(0.9875, 2)))
+    assert region.seed_sd_high == pytest.approx(0.004 * math.sqrt(2 / stats.chi2.ppf(0.0125, 2)))
+    clear = plausible_region(Noise(0.05, 0.004, 0.0, 3), 0.95)
+    assert clear.effect_low == pytest.approx(0.05 - half, rel=1e-3)
+    with pytest.raises(ValueError, match="two seeds or more"):
+        plausible_region(Noise(0.05, 0.0, 0.0, 1), 0.95)
 
 
-def test_more_seeds_narrow_the_interval_and_clear_more_studies():
-    # seed noise dominates: more seeds help
-    table = seeds_table(_row(0.005, 0.006, 0.0005), SETTINGS)
+def test_an_effect_whose_interval_holds_zero_is_promised_nothing():
+    table = power_table(Noise(0.005, 0.006, 0.0005, 3), SETTINGS)
     assert table["seeds"].tolist() == [3, 5, 10, 20]
-    assert table["median width"].is_monotonic_decreasing
-    power = table["interval excludes 0, at observed"]
-    assert power.iloc[-1] > 0.9 > power.iloc[0]
-    assert (np.abs(table["interval excludes 0, at zero"] - 0.05) < MC_ERROR).all()
+    assert (table["power low"] < 0.05 + MC_ERROR).all()  # the false-exclusion rate
+    assert (table["power high"] > 0.9).all()  # and an effect at the far end would be seen
+    assert (np.abs(table["at a true zero"] - 0.05) < MC_ERROR).all()
+
+
+def test_a_clear_effect_with_little_seed_noise_is_promised_power_that_grows_with_seeds():
+    table = power_table(Noise(0.05, 0.003, 0.0005, 3), SETTINGS)
+    assert table["power low"].is_monotonic_increasing
+    assert table["power low"].iloc[-1] > 0.95 > table["power low"].iloc[0]
+    assert table["width high"].is_monotonic_decreasing
 
 
 def test_test_image_noise_is_a_floor_no_number_of_seeds_removes():
-    # the effect is smaller than the test images' shared spread: 20 seeds clear it little more
-    table = seeds_table(_row(0.0017, 0.0037, 0.0025), SETTINGS)
-    assert (table["interval excludes 0, at observed"] < 0.4).all()
-    assert table["median width"].iloc[-1] > 2 * 1.96 * 0.0025
+    table = power_table(Noise(0.0017, 0.0037, 0.0025, 3), SETTINGS)
+    assert table["width low"].iloc[-1] > 2 * 1.96 * 0.0025
+
+
+def test_null_studies_are_rarely_promised_power_the_measured_values_would_promise():
+    # 3-seed studies of a true zero, seeds dominating: the measured values taken as the truth
+    # promise 20-seed power of 50 % or more to many of them; the range to few
+    rng = np.random.default_rng(7)
+    values = rng.normal(0.0, 0.01, (40, 3)) + rng.normal(0.0, 0.0018, (40, 1))
+    noises = [Noise(float(v.mean()), float(v.std(ddof=1)), 0.0018, 3) for v in values]
+    told = [power_table(noise, SETTINGS, (20,))["power low"].iloc[0] >= PROMISE for noise in noises]
+    plug_in, _ = exclusion_rates(
+        [n.mean for n in noises], [n.seed_sd for n in noises], 0.0018, 20, SETTINGS
+    )
+    assert np.mean(told) <= 0.1
+    assert np.mean(plug_in >= PROMISE) >= 0.2
+
+
+def test_the_sign_flip_test_beside_it_has_a_floor_and_a_rate_above_alpha_for_new_images():
+    table = seeds_table(_row(0.0, 0.002, 0.003), SETTINGS, (3, 20))
+    assert table["sign-flip floor"].tolist() == [0.25, 2.0**-19]
+    assert table["sign-flip at a true zero"].iloc[0] == 0.0  # it cannot reject with 3 seeds
+    assert table["sign-flip at a true zero"].iloc[1] > 0.3  # the shared offset, for new images
 
 
 def test_the_command_states_its_caveats_and_names_a_missing_effect(tmp_path, capsys):
@@ -89,9 +131,16 @@ def test_the_command_states_its_caveats_and_names_a_missing_effect(tmp_path, cap
     assert main(args) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("nabirds geom_R on map at mean_hierarchy: mean +0.0017")
-    assert "take +0.0017 as the truth, which it is not known to be" in out[1]
-    assert "With 3, 5 seeds the sign-flip test's floor is above 0.05: it has zero power" in out[2]
+    assert out[1].startswith("What 3 seeds allow, jointly at 95%: a true effect of size 0.0000")
+    assert "not at the measured values (which are not known to be the truth)" in out[1]
+    assert "the low end is the false-exclusion rate" in out[2]
+    assert "The sign-flip p the tables print is about these test images only" in out[3]
+    assert "With 3, 5 seeds the sign-flip test's floor is above 0.05" in out[4]
     table = out[out.index(next(line for line in out if line.startswith("| seeds"))) :]
-    assert [line.split("|")[1].strip() for line in table[2:6]] == ["3", "5", "10", "20"]
+    cells = [line.split("|") for line in table[2:6]]
+    assert [c[1].strip() for c in cells] == ["3", "5", "10", "20"]
+    assert all("%–" in c[2] for c in cells)  # a range, not one figure
+    assert main([*args, "--seeds", "4"]) == 0
+    assert "| 4 |" in capsys.readouterr().out
     assert main(["seeds", str(path), "--effect", "loss_E", "--dataset", "nabirds"]) == 2
     assert "no effect 'loss_E'; it has ['geom_R']" in capsys.readouterr().err

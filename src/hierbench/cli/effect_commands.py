@@ -12,7 +12,13 @@ from hierbench.effects import plan_effects, read_per_seed
 from hierbench.effects import render_markdown as markdown_table
 from hierbench.effects.intervals import IntervalSettings
 from hierbench.effects.query_intervals import query_noise_table
-from hierbench.effects.seeds_needed import choose_row, describe, measured_noise, seeds_table
+from hierbench.effects.seeds_needed import (
+    SEED_COUNTS,
+    choose_row,
+    describe,
+    measured_noise,
+    seeds_table,
+)
 from hierbench.provenance.codehash import code_hash
 from hierbench.provenance.records import JobContext
 from hierbench.stages.tables import read_per_query, write_plan
@@ -56,14 +62,31 @@ def _seeds(args: argparse.Namespace) -> int:
     settings = IntervalSettings(level=args.confidence)
     for line in describe(row, measured_noise(row), args.confidence):
         print(line)
-    table = seeds_table(row, settings)
-    for column in table.columns:
-        if "α" in column or "excludes" in column:
-            table[column] = table[column].map("{:.1%}".format)
-    table["sign-flip floor"] = table["sign-flip floor"].map("{:.3g}".format)
-    table["median width"] = table["median width"].map("{:.4f}".format)
-    print(markdown_table(table))
+    print(markdown_table(readable_seeds_table(seeds_table(row, settings, args.seeds))))
     return 0
+
+
+def readable_seeds_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The seeds table as the terminal shows it: ranges as "low–high", rates in percent."""
+    percent = "{:.1%}".format
+    return pd.DataFrame(
+        {
+            "seeds": table["seeds"],
+            "power (range the data allow)": [
+                f"{percent(low)}–{percent(high)}"
+                for low, high in zip(table["power low"], table["power high"], strict=True)
+            ],
+            "interval excludes a true 0": table["at a true zero"].map(percent),
+            "median width": [
+                f"{low:.4f}–{high:.4f}"
+                for low, high in zip(table["width low"], table["width high"], strict=True)
+            ],
+            "sign-flip floor": table["sign-flip floor"].map("{:.3g}".format),
+            "sign-flip p ≤ α at a true 0 for new images": table["sign-flip at a true zero"].map(
+                percent
+            ),
+        }
+    )
 
 
 def add_effect_commands(commands: argparse._SubParsersAction) -> None:
@@ -105,12 +128,14 @@ def add_effect_commands(commands: argparse._SubParsersAction) -> None:
     effects.set_defaults(handler=_effects)
     seeds = commands.add_parser(
         "seeds",
-        help="how many training seeds an effect needs: the reported interval's and test's "
-        "power, and their rate at a true zero",
-        description="Simulate studies of 3, 5, 10 and 20 seeds from an effect's measured "
-        "spread over seeds and its test images' shared noise: how often the t interval "
-        "excludes zero and the sign-flip test reaches the level, at the observed effect (taken "
-        "as the truth) and at a true zero.",
+        help="how many training seeds an effect needs: the interval's power as the range a "
+        "run's seeds allow, and its rate at a true zero",
+        description="Simulate studies of 3, 5, 10 and 20 seeds (--seeds) from what a run's "
+        "effect allows: its power, how often the interval the tables print would exclude zero, "
+        "as the range over every true effect and seed SD the run's seeds allow jointly at the "
+        "level (not at the measured values, which are not known to be the truth), its rate at "
+        "a true zero, and the sign-flip test's floor and its rate at a true zero for new test "
+        "images (that test is about these test images only).",
         epilog="example: hierbench seeds results/nabirds/tables/effects_summary.parquet "
         "--effect geom_R --dataset nabirds",
     )
@@ -130,5 +155,12 @@ def add_effect_commands(commands: argparse._SubParsersAction) -> None:
         default=0.95,
         help="the level the table's intervals were made at, effects.intervals.level "
         "(default: %(default)s)",
+    )
+    seeds.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=list(SEED_COUNTS),
+        help="the seed counts to simulate (default: %(default)s)",
     )
     seeds.set_defaults(handler=_seeds)

@@ -1,22 +1,36 @@
-"""How many training seeds an effect needs (``hierbench seeds``): the power of the interval and
-the test the tables actually report, and their rate at a true zero.
+"""How many training seeds an effect needs (``hierbench seeds``): what more seeds would give the
+interval the tables print, stated as a range that carries what a few seeds cannot tell.
 
-From one row of a run's effects summary: the effect's mean, the SD of its per-seed values
-(σ_seed) and the standard error of its interval. The interval's variance is SD²/n plus the test
-images' shared variance (:mod:`hierbench.effects.intervals`), so the shared part is exactly
-V_shared = se² − SD²/n; more seeds shrink only the first part, as the test set stays the same.
+From one row of a run's effects summary: the effect's mean, the SD of its n per-seed values
+(s) and the standard error of its interval. The interval's variance is s²/n plus the test
+images' shared variance V (:mod:`hierbench.effects.intervals`), so V = se² − s²/n exactly; it
+comes from hundreds of queries and is counted as known, as the interval counts it. More seeds
+shrink only the first part: the test set stays the same.
 
-The simulation draws, for n seeds, per-seed values N(μ, σ_seed²) plus one test-set offset
-N(0, V_shared) shared by every seed of a simulated study, then forms what the tables print:
-the t interval (mean ± t(df) · se, V_shared counted as known) and the sign-flip test over seeds.
-It reports how often the interval excludes zero and how often the test's p falls at or below
-1 − level, with μ the observed mean and with μ = 0. The first takes the observed effect as the
-truth, which it is not known to be: read it as "if the effect is what this run measured". The
-second is the false-exclusion rate, near 1 − level for the interval; the sign-flip test, exact
-for these test images, also reacts to the shared offset, so with many seeds its rate at zero
-rises above 1 − level where the test images' noise is large. With too few seeds the sign-flip
-test cannot reach the level at all (its floor 2¹⁻ⁿ): its power is then zero whatever the
-effect. Seeded: the same row gives the same table.
+Power, the share of studies of m seeds whose interval excludes zero, depends on the true effect
+μ and the true seed SD σ, and three seeds pin down neither: the effect's own interval is wide and
+s can be a third or a ninth of σ by chance. Plugging the measured values in as the truth
+("observed power") promised 20-seed power of 50 % or more to about a third of 3-seed studies
+whose true effect was zero. So the command states power as a range: the smallest and the largest
+power over every (μ, σ) the data allow jointly at the tables' level, μ in its interval at
+1 − α/2 (the tables' calibrated interval) and σ in its χ² interval at 1 − α/2, so the pair
+holds the truth at least at the level (Bonferroni). Power rises with |μ| and falls with σ, and
+the range's ends are the extremes over a grid of that region, widened by the simulation's
+Monte-Carlo error. When the effect's interval holds zero, the low end is the false-exclusion
+rate: the data do not rule out an effect of zero, so nothing can be promised.
+
+Each power is simulated: m per-seed values N(μ, σ²) plus one test-set offset N(0, V) shared by
+every seed of a study (new test images of the same kind), the interval formed as the tables form
+it (:func:`hierbench.effects.intervals.t_intervals`), the same normal draws for every grid point
+(common random numbers, so the grid is smooth). ``benchmarks/seeds_advice.py`` checks, through
+:func:`power_table`, both promises: at a true zero few studies are told "≥ 50 % with 20 seeds",
+and at real effects the range holds the true power at its stated rate.
+
+Beside it stands the sign-flip test the tables print, which is about these test images only
+(:mod:`hierbench.effects.sign_flip`): at a true zero for new test images it rejects far more
+often than α once the seeds can reach the level, because the shared offset is an effect on these
+images that every seed sees. Its floor 2¹⁻ⁿ says when it cannot reject at all. Seeded: the same
+row gives the same tables.
 """
 
 from __future__ import annotations
@@ -26,99 +40,220 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
+from hierbench.effects.calibration import calibrated_quantile
 from hierbench.effects.intervals import IntervalSettings, t_intervals
 from hierbench.effects.sign_flip import sign_flip_pvalues, smallest_p
 
 SEED_COUNTS = (3, 5, 10, 20)
-STUDIES = 4_000  # simulated studies per seed count and truth
+STUDIES = 4_000  # simulated studies per seed count and grid point
+GRID = 5  # grid points per side of the plausible region (|μ| and σ)
+MC_SPREAD = 2.0  # the range's ends widened by this many Monte-Carlo SEs of a simulated rate
 EXACT_UP_TO = 12  # seeds for which the simulated sign-flip test enumerates every assignment
 RANDOM_FLIPS = 1_999  # beyond, random assignments per simulated study
+PROMISE = 0.5  # the power the benchmark asks how often a null study is promised
 
 
 @dataclass(frozen=True)
 class Noise:
-    """An effect's measured mean and the two sources of noise the simulation draws from."""
+    """An effect's measured mean, its seed SD s, its seeds n and the test images' shared SD."""
 
     mean: float
     seed_sd: float
     shared_sd: float
+    seeds: int = 3
 
 
 def measured_noise(row: pd.Series) -> Noise:
-    """The effect's mean, σ_seed (its sample SD over seeds) and the test images' shared SD
-    (√(se² − SD²/n), which the interval added to the seeds' part) from one summary row."""
+    """The effect's mean, s (its sample SD over seeds), n and the test images' shared SD
+    (√(se² − s²/n), which the interval added to the seeds' part) from one summary row."""
     seed_sd = float(row["sd"]) if np.isfinite(row["sd"]) else 0.0
     seeds = max(int(row["n"]), 1)
     shared = max(0.0, float(row["se"]) ** 2 - seed_sd**2 / seeds)
-    return Noise(float(row["mean"]), seed_sd, float(np.sqrt(shared)))
+    return Noise(float(row["mean"]), seed_sd, float(np.sqrt(shared)), seeds)
 
 
 @dataclass(frozen=True)
-class Rates:
-    """What ``seeds`` seeds give over the simulated studies at one true effect."""
+class Plausible:
+    """The true effects |μ| and seed SDs σ the data allow jointly at ``level``."""
 
-    interval_excludes_zero: float
-    test_rejects: float
-    median_width: float
+    effect_low: float
+    effect_high: float
+    seed_sd_low: float
+    seed_sd_high: float
+    level: float
 
 
-def simulate(noise: Noise, seeds: int, truth: float, settings: IntervalSettings) -> Rates:
-    """Simulated studies of ``seeds`` seeds whose true effect is ``truth``: how often the t
-    interval excludes zero, how often the sign-flip p is at most 1 − level, and the
-    interval's median width."""
-    rng = np.random.default_rng(settings.seed)
-    values = rng.normal(truth, noise.seed_sd, size=(STUDIES, seeds))
-    values += rng.normal(0.0, noise.shared_sd, size=(STUDIES, 1))
-    low, high, _, _ = t_intervals(values, noise.shared_sd**2, settings.level)
-    p = sign_flip_pvalues(values, settings.seed, exact_up_to=EXACT_UP_TO, flips=RANDOM_FLIPS)
-    return Rates(
-        interval_excludes_zero=float(np.mean((low > 0) | (high < 0))),
-        test_rejects=float(np.mean(p <= 1 - settings.level)),
-        median_width=float(np.median(high - low)),
+def plausible_region(noise: Noise, level: float) -> Plausible:
+    """|μ| over the tables' calibrated interval and σ over its χ² interval, each at
+    1 − (1 − level)/2, so that together they hold the truth at least at ``level``."""
+    if noise.seeds < 2:
+        raise ValueError(f"what more seeds would give needs two seeds or more, got {noise.seeds}")
+    each = 1 - (1 - level) / 2
+    seeds_part = noise.seed_sd**2 / noise.seeds
+    shared = noise.shared_sd**2
+    ratio = shared / seeds_part if seeds_part > 0 else np.inf
+    half = float(calibrated_quantile(noise.seeds, each)(np.array([ratio]))[0])
+    half *= float(np.sqrt(seeds_part + shared))
+    low, high = noise.mean - half, noise.mean + half
+    nearest = 0.0 if low <= 0 <= high else min(abs(low), abs(high))
+    df = noise.seeds - 1
+    tail = (1 - each) / 2
+    scale = noise.seed_sd * np.sqrt(df)
+    return Plausible(
+        effect_low=nearest,
+        effect_high=max(abs(low), abs(high)),
+        seed_sd_low=float(scale / np.sqrt(stats.chi2.ppf(1 - tail, df))),
+        seed_sd_high=float(scale / np.sqrt(stats.chi2.ppf(tail, df))),
+        level=level,
     )
+
+
+def exclusion_rates(
+    effects: np.ndarray,
+    seed_sds: np.ndarray,
+    shared_sd: float,
+    seeds: int,
+    settings: IntervalSettings,
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each (effect, seed SD) pair: the share of simulated ``seeds``-seed studies whose
+    interval excludes zero, and the interval's median width (the same draws for every pair)."""
+    effects = np.asarray(effects, dtype=np.float64)
+    seed_sds = np.asarray(seed_sds, dtype=np.float64)
+    rng = np.random.default_rng(settings.seed)
+    seed_draws = rng.standard_normal((STUDIES, seeds))
+    offsets = shared_sd * rng.standard_normal((STUDIES, 1))
+    values = effects[:, None, None] + seed_sds[:, None, None] * seed_draws + offsets
+    flat = values.reshape(-1, seeds)
+    low, high, _, _ = t_intervals(flat, shared_sd**2, settings.level)
+    excluded = ((low > 0) | (high < 0)).reshape(len(effects), STUDIES)
+    widths = (high - low).reshape(len(effects), STUDIES)
+    return excluded.mean(axis=1), np.median(widths, axis=1)
+
+
+def _grid(low: float, high: float, geometric: bool) -> np.ndarray:
+    """GRID points from ``low`` to ``high`` (geometric when both are positive and asked)."""
+    if geometric and low > 0:
+        return np.geomspace(low, high, GRID)
+    return np.linspace(low, high, GRID)
+
+
+@dataclass(frozen=True)
+class PowerRange:
+    """What ``seeds`` seeds give over the plausible region: power's ends and width's ends."""
+
+    seeds: int
+    power_low: float
+    power_high: float
+    width_low: float
+    width_high: float
+    at_zero: float
+
+
+def power_range(
+    region: Plausible, shared_sd: float, seeds: int, settings: IntervalSettings
+) -> PowerRange:
+    """The smallest and largest power and median width of ``seeds``-seed studies over the
+    region's grid, the power's ends widened by MC_SPREAD Monte-Carlo SEs; and the rate at a
+    true zero (σ at the region's middle), which the calibration keeps near 1 − level."""
+    effect, sd = np.meshgrid(
+        _grid(region.effect_low, region.effect_high, geometric=False),
+        _grid(region.seed_sd_low, region.seed_sd_high, geometric=True),
+    )
+    middle_sd = float(np.sqrt(region.seed_sd_low * region.seed_sd_high))
+    effects = np.append(effect.ravel(), 0.0)
+    sds = np.append(sd.ravel(), middle_sd)
+    rates, widths = exclusion_rates(effects, sds, shared_sd, seeds, settings)
+    grid_rates, grid_widths = rates[:-1], widths[:-1]
+    low, high = float(grid_rates.min()), float(grid_rates.max())
+    return PowerRange(
+        seeds=seeds,
+        power_low=max(0.0, low - _mc_error(low)),
+        power_high=min(1.0, high + _mc_error(high)),
+        width_low=float(grid_widths.min()),
+        width_high=float(grid_widths.max()),
+        at_zero=float(rates[-1]),
+    )
+
+
+def _mc_error(rate: float) -> float:
+    """MC_SPREAD Monte-Carlo SEs of a rate simulated over STUDIES studies."""
+    return MC_SPREAD * float(np.sqrt(max(rate * (1 - rate), 1 / STUDIES) / STUDIES))
+
+
+def power_table(
+    noise: Noise, settings: IntervalSettings, counts: Sequence[int] = SEED_COUNTS
+) -> pd.DataFrame:
+    """For each number of seeds: the interval's power as a range over what the data allow
+    (``power low``, ``power high``), its rate at a true zero and its median width's range."""
+    region = plausible_region(noise, settings.level)
+    rows = [power_range(region, noise.shared_sd, seeds, settings) for seeds in counts]
+    return pd.DataFrame(
+        {
+            "seeds": [r.seeds for r in rows],
+            "power low": [r.power_low for r in rows],
+            "power high": [r.power_high for r in rows],
+            "at a true zero": [r.at_zero for r in rows],
+            "width low": [r.width_low for r in rows],
+            "width high": [r.width_high for r in rows],
+        }
+    )
+
+
+def sign_flip_at_zero(noise: Noise, seeds: int, settings: IntervalSettings) -> float:
+    """How often the sign-flip test's p is at most 1 − level in ``seeds``-seed studies whose
+    effect on new test images is zero (σ and the shared SD as measured): its rate beyond α is
+    the shared offset, an effect on these test images, which is what the test is about."""
+    rng = np.random.default_rng(settings.seed)
+    values = rng.normal(0.0, noise.seed_sd, size=(STUDIES, seeds))
+    values += rng.normal(0.0, noise.shared_sd, size=(STUDIES, 1))
+    p = sign_flip_pvalues(values, settings.seed, exact_up_to=EXACT_UP_TO, flips=RANDOM_FLIPS)
+    return float(np.mean(p <= 1 - settings.level))
 
 
 def seeds_table(
     row: pd.Series, settings: IntervalSettings, counts: Sequence[int] = SEED_COUNTS
 ) -> pd.DataFrame:
-    """For each number of seeds: the interval's and the sign-flip test's rate at the observed
-    effect and at a true zero, the test's floor, and the interval's median width."""
+    """``hierbench seeds``' table: :func:`power_table` with, beside it, the sign-flip test's
+    floor and its rate at a true zero for new test images."""
     noise = measured_noise(row)
-    rows = []
-    for seeds in counts:
-        observed = simulate(noise, seeds, noise.mean, settings)
-        null = simulate(noise, seeds, 0.0, settings)
-        rows.append(
-            {
-                "seeds": seeds,
-                "interval excludes 0, at observed": observed.interval_excludes_zero,
-                "interval excludes 0, at zero": null.interval_excludes_zero,
-                "sign-flip p ≤ α, at observed": observed.test_rejects,
-                "sign-flip p ≤ α, at zero": null.test_rejects,
-                "sign-flip floor": smallest_p(seeds),
-                "median width": observed.median_width,
-            }
-        )
-    return pd.DataFrame(rows)
+    table = power_table(noise, settings, counts)
+    table["sign-flip floor"] = [smallest_p(seeds) for seeds in counts]
+    table["sign-flip at a true zero"] = [sign_flip_at_zero(noise, s, settings) for s in counts]
+    return table
 
 
 def describe(row: pd.Series, noise: Noise, level: float) -> list[str]:
-    """What the simulation starts from, and how to read it."""
+    """What the simulation starts from, what the data allow, and how to read the table."""
     alpha = 1 - level
+    region = plausible_region(noise, level)
     lines = [
         f"{row['dataset']} {row['effect']} on {row['metric']} at {row['level']}: mean "
         f"{noise.mean:+.4f}, SD over seeds {noise.seed_sd:.4f}, the test images' shared SD "
-        f"{noise.shared_sd:.4f} (from its {level:.0%} interval over {int(row['n'])} seeds).",
-        f"Each row simulates {STUDIES} studies. The columns at the observed effect take "
-        f"{noise.mean:+.4f} as the truth, which it is not known to be; those at a true zero "
-        f"give the false-exclusion rate (near {alpha:.0%} for the interval). α = {alpha:.2g}.",
+        f"{noise.shared_sd:.4f} (from its {level:.0%} interval over {noise.seeds} seeds).",
+        f"What {noise.seeds} seeds allow, jointly at {level:.0%}: a true effect of size "
+        f"{region.effect_low:.4f} to {region.effect_high:.4f} and a seed SD of "
+        f"{region.seed_sd_low:.4f} to {region.seed_sd_high:.4f}. Power is given as the range "
+        "over all of them, not at the measured values (which are not known to be the truth); "
+        f"each row simulates {STUDIES} studies per point of a {GRID}×{GRID} grid.",
     ]
+    if region.effect_low == 0:
+        lines.append(
+            "The effect's interval holds zero, so the low end is the false-exclusion rate: "
+            "these data cannot promise that any number of seeds will settle it."
+        )
+    lines.append(
+        f"At a true zero the interval excludes it near {alpha:.0%} of the time. The sign-flip "
+        "p the tables print is about these test images only: a true zero for new images is "
+        "not one for these, whose shared offset every seed sees, so with enough seeds it "
+        f"rejects far more often than {alpha:.0%} (last column); read it for these test images."
+    )
     blind = [n for n in SEED_COUNTS if smallest_p(n) > alpha]
     if blind:
         lines.append(
             f"With {', '.join(map(str, blind))} seeds the sign-flip test's floor is above "
-            f"{alpha:.2g}: it has zero power there, whatever the effect."
+            f"{alpha:.2g}: it cannot reject at that level, whatever the effect."
         )
     return lines
 
