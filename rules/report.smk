@@ -26,6 +26,7 @@ rule effect_tables:
         aggregation=aggregation,
         levels=dataset_levels,
         intervals=config["effects"]["intervals"],
+        margin=config["effects"]["equivalence_margin"],
     conda:
         ENVIRONMENT
     script:

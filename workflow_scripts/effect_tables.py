@@ -14,4 +14,5 @@ build_tables(
     intervals=snakemake.params.intervals,
     per_query=list(snakemake.input.per_query),
     companion_angle=list(snakemake.input.companion_angle),
+    margin=snakemake.params.margin,
 )

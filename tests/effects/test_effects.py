@@ -508,14 +508,18 @@ def test_effects_table_layout():
         "mean ± SD",
         "positive seeds",
         "95% interval",
-        "p (seeds)",
+        "p (seeds, these test images)",
+        "rules out (interval holds 0)",
     ]
     assert table["effect"].tolist()[:5] == ["geom_R", "geom_S", "loss_E", "loss_H", "int"]
     assert _one(table, dataset="toy", effect="loss_H")["positive seeds"] == "3/3"
     row = _one(summary, dataset="toy", level="mean_hierarchy", metric="map", effect="loss_H")
     interval = f"[{row['ci_low']:+.4f}, {row['ci_high']:+.4f}]"
     assert _one(table, dataset="toy", effect="loss_H")["95% interval"] == interval
-    assert _one(table, dataset="toy", effect="loss_H")["p (seeds)"] == "0.25 (floor 0.25)"
+    assert (
+        _one(table, dataset="toy", effect="loss_H")["p (seeds, these test images)"]
+        == "0.25 (floor 0.25)"
+    )
     assert list(effects_table(summary, interval_level=0.9).columns)[4] == "90% interval"
     assert _one(table, dataset="toy", effect="geom_R")["mean ± SD"] == "+0.5000 ± 0.5000"
     assert _one(table, dataset="toy", effect="int")["mean ± SD"].startswith("+0.6667 ± 1.8930")

@@ -126,7 +126,9 @@ def test_published_table_goes_through_hierbench_effects(tmp_path: Path, capsys):
         "not written: table_effects_ot (no OT metric (ot@K or ot_tree@… rows))",
         "intervals: 95% t intervals over the training seeds alone (n − 1 df; a per-seed table "
         "holds no per-query rows, so they hold their level for these test images, not for new "
-        "ones); p (seeds): the sign-flip test over seeds",
+        "ones); p (seeds, these test images): the sign-flip test over seeds, whether the seeds' "
+        "effect on these test images is zero; the test images' own noise is not in it, so it is "
+        "no evidence about new images",
         f"16 files -> {tmp_path / 'out'}",
     ]
     written = sorted(p.name for p in (tmp_path / "out").iterdir() if ".prov" not in p.name)
@@ -236,7 +238,8 @@ def test_effects_on_ot_and_their_tables():
         "mean ± SD",
         "positive seeds",
         "95% interval",
-        "p (seeds)",
+        "p (seeds, these test images)",
+        "rules out (interval holds 0)",
     ]
     assert table["metric"].tolist() == ["ot@5"] * 5 + ["ot@50"] * 5
     assert _one(table, metric="ot@50", effect="geom_R")["mean ± SD"] == "+0.8000 ± 0.0000"

@@ -74,7 +74,7 @@ def test_the_planned_endpoints_are_the_five_effects_on_mean_hierarchy_map():
     assert table["effect"].tolist() == ["geom_R", "geom_S", "loss_E", "loss_H", "int"]
     first = table.iloc[0]
     assert first["estimate"] == "+0.0100" and first["95% interval"] == "[+0.0050, +0.0150]"
-    assert first["p (seeds)"] == "0.25 (floor 0.25)"
+    assert first["p (seeds, these test images)"] == "0.25 (floor 0.25)"
     # the seeds that agree with the estimate's sign, as the paper counts them
     assert table["seeds agreeing in sign"].tolist() == ["3/3"] * 5
 

@@ -269,7 +269,7 @@ def test_ranking_table_means_sds_and_the_paired_difference():
         "positive seeds",
         "seeds",
         "interval",
-        "p (seeds)",
+        "p (seeds, these test images)",
     ]
     assert table[["arm", "ranking"]].values.tolist() == [
         ["E_A", "distance"],
@@ -304,7 +304,7 @@ def test_ranking_table_means_sds_and_the_paired_difference():
         scale = stats.sem(diff)
         expected = stats.t.interval(0.95, 2, loc=diff.mean(), scale=scale) if scale else diff[:2]
         assert (low, high) == pytest.approx(tuple(expected), abs=1e-4)  # four decimals
-        assert row["p (seeds)"] == f"{sign_flip_p(diff):.3g} (floor 0.25)"
+        assert row["p (seeds, these test images)"] == f"{sign_flip_p(diff):.3g} (floor 0.25)"
 
 
 def test_ranking_table_refuses_incomplete_or_foreign_evaluations():

@@ -220,6 +220,20 @@ def test_tables_and_figures_of_the_study(built_repo: Path):
             *("geom_R", "geom_S", "loss_E", "loss_H", "int"),  # the factorial's simple effects
             *("loss_AS_E", "loss_AS_hyp", "geom_A"),  # the companion cells' contrasts (tiny: on)
         ]
+        # Every planned endpoint says what its p is about, and a null one what it rules out,
+        # tested at the tiny config's equivalence margin (effects.equivalence_margin: 0.02).
+        planned = summary.split("## Planned endpoints")[1].split("## ")[0]
+        header = "| p (seeds, these test images) | seeds agreeing in sign | rules out (interval "
+        assert header + "holds 0) | within the margin |" in planned
+        endpoints = effects[(effects["level"] == "mean_hierarchy") & (effects["metric"] == "map")]
+        endpoints = endpoints[
+            endpoints["effect"].isin(["geom_R", "geom_S", "loss_E", "loss_H", "int"])
+        ]
+        nulls = int(((endpoints["ci_low"] <= 0) & (endpoints["ci_high"] >= 0)).sum())
+        if nulls:
+            assert f"{nulls} planned endpoint(s) have an interval that holds zero" in planned
+            assert "At the config's equivalence margin ±0.02" in planned
+        assert "the sign-flip test over seeds, whether the seeds' effect on these test" in planned
         # Tiny NABirds has no test supergroup with two parents: no valid high-level query.
         complete = effects[effects["level"].isin(["leaf", "middle"]) | (dataset == "cub")]
         assert (complete["n"] == len(TINY_SEEDS)).all()

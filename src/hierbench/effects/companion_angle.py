@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from hierbench.effects import PER_SEED_COLUMNS, mean_sd
-from hierbench.effects.intervals import DEFAULT_INTERVALS, IntervalSettings
+from hierbench.effects.intervals import DEFAULT_INTERVALS, P_SEEDS, IntervalSettings
 from hierbench.effects.query_contrasts import QueryContrasts
 from hierbench.effects.render import interval_text, p_text
 from hierbench.effects.variants import paired_contrast, per_seed_by_variant, seeds_mean_sd
@@ -30,7 +30,7 @@ from hierbench.protocol import (
 LEVELS_SHOWN: tuple[str, ...] = (*LEVELS, MEAN_HIERARCHY)
 DIFFERENCE = f"{ANGLE_RANKING} − {DISTANCE_RANKING}"
 POSITIVE_SEEDS = "positive seeds"
-INTERVAL, P_SEEDS = "interval", "p (seeds)"  # the difference row's; the level is in the metadata
+INTERVAL = "interval"  # the difference row's; the level is in the metadata
 TABLE_COLUMNS: tuple[str, ...] = (
     "arm",
     "ranking",

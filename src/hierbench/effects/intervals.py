@@ -180,6 +180,16 @@ def uncertainty(
     }
 
 
+# The sign-flip p's header wherever it is printed: it is about these test images only (the
+# seeds' effect on them); new images' noise is not in it, as it is in the interval.
+P_SEEDS = "p (seeds, these test images)"
+P_SEEDS_NOTE = (
+    f"{P_SEEDS}: the sign-flip test over seeds, whether the seeds' effect on "
+    "these test images is zero; the test images' own noise is not in it, so it is no evidence "
+    "about new images"
+)
+
+
 def describe_intervals(settings: IntervalSettings, per_query: bool) -> str:
     """One sentence for a table's notes: what its intervals account for."""
     level = f"{settings.level:.0%}"
@@ -188,10 +198,10 @@ def describe_intervals(settings: IntervalSettings, per_query: bool) -> str:
             f"intervals: {level} t intervals, mean ± t(df) · se with se² = SD²/n + the test "
             f"images' shared variance (from {settings.replicates} leaf-stratified query "
             f"resamples, seed {settings.seed}) and a t quantile calibrated on their ratio "
-            "(its effective df in the tables); p (seeds): the sign-flip test over seeds"
+            f"(its effective df in the tables), about new test images like these; {P_SEEDS_NOTE}"
         )
     return (
         f"intervals: {level} t intervals over the training seeds alone (n − 1 df; a per-seed "
         "table holds no per-query rows, so they hold their level for these test images, not "
-        "for new ones); p (seeds): the sign-flip test over seeds"
+        f"for new ones); {P_SEEDS_NOTE}"
     )

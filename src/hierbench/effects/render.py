@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hierbench.effects.intervals import P_SEEDS
 from hierbench.effects.schema import (
     ANY_OT_METRIC,
     ARMS_COLUMNS,
@@ -173,6 +174,26 @@ def interval_text(low: float, high: float, digits: int) -> str:
     return "[{}, {}]".format(*ends)
 
 
+# The column that says what an effect whose interval holds zero still rules out.
+RULES_OUT = "rules out (interval holds 0)"
+
+
+def holds_zero(row: pd.Series) -> bool:
+    """Whether the row's interval exists and holds zero."""
+    low, high = float(row["ci_low"]), float(row["ci_high"])
+    return math.isfinite(low) and math.isfinite(high) and low <= 0 <= high
+
+
+def ruled_out_text(row: pd.Series, digits: int = 4) -> str:
+    """What a null endpoint rules out ("below −0.0050 and above +0.0073"); "" when its
+    interval excludes zero or is undefined."""
+    if not holds_zero(row):
+        return ""
+    low = format_number(float(row["ci_low"]), digits, signed=True)
+    high = format_number(float(row["ci_high"]), digits, signed=True)
+    return f"below {low} and above {high}"
+
+
 def p_text(p: float, floor: float) -> str:
     """A sign-flip p-value beside its floor with this many seeds: "0.25 (floor 0.25)"."""
     return "" if math.isnan(p) else f"{p:.3g} (floor {floor:.3g})"
@@ -187,8 +208,8 @@ def effects_table(
     interval_level: float = 0.95,
 ) -> pd.DataFrame:
     """Paper layout: rows (dataset, effect), signed "mean ± SD" and positive seeds ("3/3"),
-    then ours: the interval at ``interval_level`` and the sign-flip p-value over seeds with
-    its floor."""
+    then ours: the interval at ``interval_level``, the sign-flip p-value over seeds with its
+    floor, and what an effect whose interval holds zero still rules out."""
     require_columns(effects, EFFECTS_SUMMARY_COLUMNS, "effects summary")
     chosen = _select(effects, "metric", metric, "effects summary")
     chosen = _select(chosen, "level", level, f"effects summary (metric {metric!r})")
@@ -208,10 +229,11 @@ def effects_table(
                 interval_text(low, high, digits)
                 for low, high in zip(chosen["ci_low"], chosen["ci_high"], strict=True)
             ],
-            "p (seeds)": [
+            P_SEEDS: [
                 p_text(p, floor)
                 for p, floor in zip(chosen["p_seeds"], chosen["p_min"], strict=True)
             ],
+            RULES_OUT: [ruled_out_text(row, digits) for _, row in chosen.iterrows()],
         }
     )
     return canonical_order(table, ("dataset", "effect"))

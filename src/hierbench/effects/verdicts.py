@@ -18,7 +18,15 @@ from collections.abc import Mapping
 import pandas as pd
 
 from hierbench.effects.formulas import effect_definition
-from hierbench.effects.render import format_number, interval_text, p_text
+from hierbench.effects.intervals import P_SEEDS
+from hierbench.effects.null_results import equivalence_text
+from hierbench.effects.render import (
+    RULES_OUT,
+    format_number,
+    interval_text,
+    p_text,
+    ruled_out_text,
+)
 from hierbench.protocol import (
     COMPANION_EFFECTS,
     EFFECT_ORDER,
@@ -64,10 +72,16 @@ def agreeing_seeds(row: pd.Series) -> str:
     return f"{int(agree)}/{int(row['n'])}"
 
 
-def endpoints_table(summary: pd.DataFrame, level: float) -> pd.DataFrame:
-    """The planned endpoints as summary.md and the README show them."""
+MARGIN_COLUMN = "within the margin"
+
+
+def endpoints_table(
+    summary: pd.DataFrame, level: float, margin: float | None = None
+) -> pd.DataFrame:
+    """The planned endpoints as summary.md and the README show them: with what a null one rules
+    out and, at an equivalence ``margin``, whether it is shown to lie within it."""
     rows = planned_endpoints(summary)
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
             "dataset": rows["dataset"].astype(str),
             "effect": rows["effect"].astype(str),
@@ -78,12 +92,16 @@ def endpoints_table(summary: pd.DataFrame, level: float) -> pd.DataFrame:
                 interval_text(lo, hi, 4)
                 for lo, hi in zip(rows["ci_low"], rows["ci_high"], strict=True)
             ],
-            "p (seeds)": [
+            P_SEEDS: [
                 p_text(p, floor) for p, floor in zip(rows["p_seeds"], rows["p_min"], strict=True)
             ],
             "seeds agreeing in sign": [agreeing_seeds(row) for _, row in rows.iterrows()],
+            RULES_OUT: [ruled_out_text(row) for _, row in rows.iterrows()],
         }
     )
+    if margin is not None:
+        table[MARGIN_COLUMN] = [equivalence_text(r, margin, level) for _, r in rows.iterrows()]
+    return table
 
 
 def undefined_levels(arms: pd.DataFrame, labels: Mapping[str, str]) -> list[str]:
@@ -167,8 +185,9 @@ def caption(summary: pd.DataFrame, level: float) -> str:
     mean hierarchy mAP."""
     planned = planned_endpoints(summary)
     lines = [
-        "Planned endpoints (mean hierarchy mAP): estimate, interval, sign-flip p over seeds "
-        "beside its floor, and the seeds that agree in sign.",
+        "Planned endpoints (mean hierarchy mAP): estimate, interval (about new test images "
+        "like these), sign-flip p over seeds beside its floor (about these test images only), "
+        "and the seeds that agree in sign.",
         "",
         *(_caption_line(row) for _, row in planned.iterrows()),
         "",

@@ -30,12 +30,14 @@ from hierbench.effects import (
 )
 from hierbench.effects.formulas import effect_definition
 from hierbench.effects.intervals import IntervalSettings
+from hierbench.effects.null_results import null_lines
 from hierbench.effects.query_intervals import query_noise_table
 from hierbench.effects.table_files import write_renderings
 from hierbench.effects.verdicts import (
     design_limits,
     endpoints_table,
     exploratory_lines,
+    planned_endpoints,
     undefined_levels,
 )
 from hierbench.levelnames import LEVELS_METADATA, for_readers, legend_line, level_labels
@@ -90,6 +92,7 @@ def summary_markdown(
     aggregation: str,
     labels: dict[str, str] | None = None,
     companion_angle: pd.DataFrame | None = None,
+    margin: float | None = None,
 ) -> str:
     """The paper's tables for one dataset that its metrics support, as Markdown, headed by the
     aggregation they use (the dataset's registered one) and the dataset's level names, led by
@@ -107,8 +110,9 @@ def summary_markdown(
         "",
         "## Planned endpoints: the five simple effects on mean hierarchy mAP",
         "",
-        render_markdown(endpoints_table(plan.summary, level)),
+        render_markdown(endpoints_table(plan.summary, level, margin)),
         *undefined_levels(plan.arms, labels),
+        *null_lines(planned_endpoints(plan.summary), level, margin),
         *design_limits(plan.summary, level),
         "",
         plan.uncertainty[0].upper() + plan.uncertainty[1:] + ".",
@@ -228,13 +232,15 @@ def build_tables(
     intervals: Mapping[str, Any] | None = None,
     per_query: list[str | Path] | None = None,
     companion_angle: list[str | Path] | None = None,
+    margin: float | None = None,
 ) -> pd.DataFrame:
     """Aggregate a dataset's evaluation summaries into every table of the study: the main
     tables under its registered ``aggregation``, the other one's in ``sensitivity/``; what a
     person reads names the levels as ``levels`` (leaf, middle, high) do; the effects'
     uncertainty as the config's ``effects.intervals`` asks, with the test images' share from
     the cells' ``per_query`` scores when given. ``companion_angle`` (none or one parquet file,
-    the companion ranking table) joins ``summary.md`` beside the mAP per arm."""
+    the companion ranking table) joins ``summary.md`` beside the mAP per arm; ``margin`` (the
+    config's ``effects.equivalence_margin``) tests the null planned endpoints against it."""
     if companion_angle and len(companion_angle) != 1:
         raise EffectsError(f"summary.md shows one companion ranking table, got {companion_angle}")
     out = Path(out_dir)
@@ -246,7 +252,7 @@ def build_tables(
     other = sensitivity_aggregation(aggregation)
     _write_aggregation(frames, other, out / SENSITIVITY_FOLDER, job, labels, settings, scores)
     ranking = pd.read_parquet(companion_angle[0]) if companion_angle else None
-    page = summary_markdown(dataset, plan, aggregation, labels, ranking)
+    page = summary_markdown(dataset, plan, aggregation, labels, ranking, margin)
     write_text(page, out / SUMMARY_PAGE, job)
     log.info(
         "%s tables (%s; %s in %s/) written to %s",
