@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 REPO_CONFIG = "{repo}/config.yaml"
+PUBLISHED = "{repo}/tests/fixtures/published/paper_per_seed_map.csv"
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,23 @@ CASES: tuple[UserError, ...] = (
         "effects x.csv --out taken",
         "--out: taken is a file; name a folder for the tables",
         {"taken": "mine"},
+    ),
+    UserError(
+        "`compare --published` naming a table that does not exist",
+        "compare " + PUBLISHED + " --published paper.csv",
+        "--published: no such file or folder paper.csv",
+    ),
+    UserError(
+        "`compare --published` given a table without the per-seed columns",
+        "compare mine.csv --published " + PUBLISHED,
+        "per-seed table mine.csv lacks column(s) ['geometry', 'loss', 'level', 'metric']",
+        {"mine.csv": "dataset,arm,seed,value\ncub,E_R,42,0.5\n"},
+    ),
+    UserError(
+        "`compare --published` on a folder that holds no per-seed tables",
+        "compare photos --published " + PUBLISHED,
+        "RUN_OR_TABLE: photos holds no tables/per_seed.parquet in any dataset folder",
+        {"photos/gulls/a.jpg": "x"},
     ),
     UserError(
         "check-dataset on a dataset the config lacks",

@@ -1,7 +1,8 @@
 """The `hierbench` commands that act on a run folder: list the runs, show where one stands,
-audit it, compare two, say what its jobs cost, resume it, open its seal. Each takes the run
-folder as its first positional argument, always given (the demo's is ``results``), and works
-from any folder: the repository is the one the run lies in."""
+audit it, compare two (or one with published numbers, :mod:`hierbench.cli.compare_command`),
+say what its jobs cost, resume it, open its seal. Each takes the run folder as its first
+positional argument, always given (the demo's is ``results``), and works from any folder: the
+repository is the one the run lies in."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hierbench.cli.compare_command import add_compare_command
 from hierbench.provenance import seal
 from hierbench.provenance.artifacts import write_parquet
 from hierbench.provenance.codehash import code_hash
@@ -25,7 +27,7 @@ from hierbench.provenance.verify import (
 from hierbench.runlogs import noted_repository
 from hierbench.runs import logs_folder
 from hierbench.runtools import jobstats, resume
-from hierbench.runtools.compare import compare_runs_report, render_markdown, require_run
+from hierbench.runtools.compare import require_run
 from hierbench.runtools.configs import run_key
 from hierbench.runtools.index import indexed_runs
 from hierbench.runtools.runs_table import (
@@ -182,29 +184,6 @@ def _add_audit(commands: argparse._SubParsersAction) -> None:
     audit.set_defaults(handler=_audit)
 
 
-def _compare(args: argparse.Namespace) -> int:
-    """Compare two run folders: what differs, why, and the tables side by side (exit 0 either
-    way; a folder that is not a run is an error)."""
-    report = compare_runs_report(args.run_a, args.run_b)
-    print(
-        json.dumps(report, indent=2, ensure_ascii=False) if args.json else render_markdown(report)
-    )
-    return 0
-
-
-def _add_compare(commands: argparse._SubParsersAction) -> None:
-    """The `compare` subcommand."""
-    compare = commands.add_parser(
-        "compare",
-        help="compare two run folders: first differences, stages, tables",
-        epilog="example: hierbench compare runs/tiny runs/tiny-lr6",
-    )
-    compare.add_argument("run_a", type=Path, metavar="RUN_A", help="run folder A (e.g. results)")
-    compare.add_argument("run_b", type=Path, metavar="RUN_B", help="run folder B (e.g. runs/tiny)")
-    compare.add_argument("--json", action="store_true", help="machine-readable output")
-    compare.set_defaults(handler=_compare)
-
-
 def _add_logs_argument(parser: argparse.ArgumentParser) -> None:
     """The run's log folder, for the commands that read or move its logs."""
     parser.add_argument("--logs", type=Path, help="the run's logs (default: RUN/logs)")
@@ -307,7 +286,7 @@ def add_run_commands(commands: argparse._SubParsersAction) -> None:
     add_runs_command(commands)
     add_status_command(commands)
     _add_audit(commands)
-    _add_compare(commands)
+    add_compare_command(commands)  # two runs, or a run against published numbers
     _add_resume(commands)
     _add_unseal(commands)
     _add_jobs(commands)
