@@ -260,6 +260,16 @@ def test_pipeline_tables_write_every_paper_table_and_summary(tmp_path: Path):
     assert "The query-micro sensitivity tables are in `sensitivity/`." in page
     assert "## Our OT scores per arm" in page and "## Simple effects on our OT scores" in page
     assert "| toy | ot@50 | geom_R | +0.8000 ± 0.0000 | 2/2 |" in page
+    assert "Where the data leave the interval's model" not in page
+    from hierbench.effects.noise_regimes import REGIME_COLUMNS
+
+    named = pd.DataFrame(
+        [["toy", "int", "mean_hierarchy", "map", "few images", 0.5, 0.3, "a few test images"]],
+        columns=list(REGIME_COLUMNS),
+    )
+    flagged = summary_markdown("toy", plan, "group_macro", regimes=named)
+    planned = flagged.split("## Planned endpoints")[1].split("## Exploratory")[0]
+    assert "- toy int: a few test images." in planned
     # The planned endpoints lead, then the exploratory intervals, then the paper's sections
     lead = page.index("## Planned endpoints: the five simple effects on mean hierarchy mAP")
     assert lead < page.index("## Exploratory") < page.index("## mAP per arm")

@@ -143,3 +143,17 @@ def test_a_level_without_valid_queries_is_named_as_why_the_endpoints_are_nan():
     assert "the mean of the parent and supergroup levels, is undefined" in line
     arms.loc[(arms["level"] == "high") & (arms["geometry"] == "E"), "mean"] = 0.1
     assert undefined_levels(arms, labels) == []  # one arm scored there: the level is defined
+
+
+def test_regimes_the_data_show_are_said_beside_the_endpoints():
+    from hierbench.effects.noise_regimes import REGIME_COLUMNS
+    from hierbench.effects.verdicts import regime_lines
+
+    assert regime_lines(pd.DataFrame(columns=list(REGIME_COLUMNS))) == []
+    named = pd.DataFrame(
+        [["cub", "geom_R", "mean_hierarchy", "map", "outlying seed", 1.15, 1.15, "one seed lies"]],
+        columns=list(REGIME_COLUMNS),
+    )
+    lines = regime_lines(named)
+    assert lines[0].startswith("Where the data leave the interval's model")
+    assert "- cub geom_R: one seed lies." in lines

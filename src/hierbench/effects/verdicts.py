@@ -124,6 +124,20 @@ def undefined_levels(arms: pd.DataFrame, labels: Mapping[str, str]) -> list[str]
     ]
 
 
+def regime_lines(regimes: pd.DataFrame) -> list[str]:
+    """Where the planned endpoints' data leave the interval's model
+    (:func:`hierbench.effects.noise_regimes.noise_regimes`), one line each, or none."""
+    if regimes.empty:
+        return []
+    lines = [
+        "Where the data leave the interval's model (named by the data; the coverage benchmark "
+        "measures how far such intervals miss):",
+        "",
+    ]
+    lines += [f"- {row.dataset} {row.effect}: {row.detail}." for row in regimes.itertuples()]
+    return [*lines, ""]
+
+
 def design_limits(summary: pd.DataFrame, level: float) -> list[str]:
     """Sentences on what the design can show: the sign-flip floor against the test level, and
     what the t interval assumes."""

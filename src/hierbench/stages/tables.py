@@ -30,21 +30,27 @@ from hierbench.effects import (
 )
 from hierbench.effects.formulas import effect_definition
 from hierbench.effects.intervals import IntervalSettings
+from hierbench.effects.noise_regimes import noise_regimes
 from hierbench.effects.null_results import null_lines
 from hierbench.effects.query_intervals import query_noise_table
 from hierbench.effects.table_files import write_renderings
 from hierbench.effects.verdicts import (
+    ENDPOINT_METRIC,
     design_limits,
     endpoints_table,
     exploratory_lines,
     planned_endpoints,
+    regime_lines,
     undefined_levels,
 )
 from hierbench.levelnames import LEVELS_METADATA, for_readers, legend_line, level_labels
 from hierbench.protocol import (
     AGGREGATION_LABELS,
     EFFECT_TABLES,
+    FACTORIAL_ARMS,
+    FACTORIAL_EFFECTS,
     FROZEN,
+    MEAN_HIERARCHY,
     PER_SEED_TABLE,
     SENSITIVITY_FOLDER,
     SUMMARY_PAGE,
@@ -93,6 +99,7 @@ def summary_markdown(
     labels: dict[str, str] | None = None,
     companion_angle: pd.DataFrame | None = None,
     margin: float | None = None,
+    regimes: pd.DataFrame | None = None,
 ) -> str:
     """The paper's tables for one dataset that its metrics support, as Markdown, headed by the
     aggregation they use (the dataset's registered one) and the dataset's level names, led by
@@ -113,6 +120,7 @@ def summary_markdown(
         render_markdown(endpoints_table(plan.summary, level, margin)),
         *undefined_levels(plan.arms, labels),
         *null_lines(planned_endpoints(plan.summary), level, margin),
+        *regime_lines(regimes if regimes is not None else pd.DataFrame()),
         *design_limits(plan.summary, level),
         "",
         plan.uncertainty[0].upper() + plan.uncertainty[1:] + ".",
@@ -221,6 +229,21 @@ def _write_aggregation(
     return per_seed, plan
 
 
+def endpoint_regimes(per_query: pd.DataFrame | None, plan: EffectsPlan) -> pd.DataFrame | None:
+    """The regimes the planned endpoints' data show (a few test images carrying an effect, an
+    outlying seed), from the cells' per-query rows; None without them."""
+    if per_query is None:
+        return None
+    trained = per_query[per_query["arm"].isin(FACTORIAL_ARMS)]
+    return noise_regimes(
+        trained,
+        plan.by_seed,
+        effects=FACTORIAL_EFFECTS,
+        levels=[MEAN_HIERARCHY],
+        metrics=[ENDPOINT_METRIC],
+    )
+
+
 def build_tables(
     dataset: str,
     summaries: list[str | Path],
@@ -252,7 +275,8 @@ def build_tables(
     other = sensitivity_aggregation(aggregation)
     _write_aggregation(frames, other, out / SENSITIVITY_FOLDER, job, labels, settings, scores)
     ranking = pd.read_parquet(companion_angle[0]) if companion_angle else None
-    page = summary_markdown(dataset, plan, aggregation, labels, ranking, margin)
+    regimes = endpoint_regimes(scores, plan)
+    page = summary_markdown(dataset, plan, aggregation, labels, ranking, margin, regimes)
     write_text(page, out / SUMMARY_PAGE, job)
     log.info(
         "%s tables (%s; %s in %s/) written to %s",
