@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scored_arms import scored_arms
 
 from hierbench.effects import EffectsError, per_seed_from_evaluations
 from hierbench.effects.noise_regimes import (
@@ -20,7 +21,6 @@ from hierbench.effects.noise_regimes import (
 )
 from hierbench.effects.outlying_seeds import esd_outliers, grubbs_critical
 from hierbench.effects.statistics import effects_by_seed
-from hierbench.metrics.scoring import metric_settings, score_draws
 
 ARMS = {"E_R": ("E", "R"), "E_S": ("E", "S"), "H_R": ("H", "R"), "H_S": ("H", "S")}
 LEVELS = ("leaf", "middle", "high")
@@ -149,33 +149,8 @@ def test_grubbs_critical_values_match_the_published_table():
 
 def test_it_takes_the_tables_stages_own_frames():
     """Per-query rows from the scoring code and effects by seed from the per-seed table."""
-    rng = np.random.default_rng(0)
-    leaf = rng.integers(0, 6, size=60)
-    labels = np.stack([leaf, leaf // 2, leaf // 4], axis=1)
-    ids = pd.Series([f"img{i:02d}" for i in range(60)])
-    sealed = pd.concat(
-        [
-            pd.DataFrame(
-                {"split": f"qg-{d}", "role": np.where(o < 20, "query", "gallery"), "image_id": ids}
-            )
-            for d, o in ((d, rng.permutation(60)) for d in (7, 8))
-        ]
-    )
-    config = {
-        "evaluation": {"recall_ks": [1], "ot_ks": [5], "query_chunk": 16},
-        "training": {"distance_clip_test": 1e6},
-    }
-    metric = metric_settings(config, "euclidean", None)
-    per_query, summaries = [], []
-    for pull, (arm, (geometry, loss)) in enumerate(ARMS.items()):
-        for seed in (1, 2, 3):
-            points = rng.normal(size=(60, 4)) + pull * np.eye(4)[leaf % 4]
-            rows, summary = score_draws(points, labels, ids, sealed, [7, 8], metric)
-            identity = {"dataset": "toy", "arm": arm, "geometry": geometry, "loss": loss}
-            per_query.append(rows.assign(**identity, seed=seed))
-            summaries.append(summary.assign(**identity, seed=seed))
-    per_query_rows = pd.concat(per_query, ignore_index=True)
-    by_seed = effects_by_seed(per_seed_from_evaluations(pd.concat(summaries), "query_micro"))
+    per_query_rows, summaries = scored_arms()
+    by_seed = effects_by_seed(per_seed_from_evaluations(summaries, "query_micro"))
     found = noise_regimes(per_query_rows, by_seed, thresholds=RegimeThresholds(image_share=0.01))
     assert list(found.columns) == list(REGIME_COLUMNS)
     few = found[found["regime"] == FEW_IMAGES]  # a threshold of 1 % names every effect
