@@ -131,7 +131,9 @@ def regime_lines(regimes: pd.DataFrame) -> list[str]:
         return []
     lines = [
         "Where the data leave the interval's model (named by the data; the coverage benchmark "
-        "measures how far such intervals miss):",
+        "measures how far such intervals miss, and how often each name appears under normal "
+        "noise too, so a name is a reason to look at those seeds or images, not proof that "
+        "the interval is wrong):",
         "",
     ]
     lines += [f"- {row.dataset} {row.effect}: {row.detail}." for row in regimes.itertuples()]
