@@ -142,6 +142,20 @@ def t_interval(per_seed: Sequence[float], shared: float, level: float) -> Interv
     return Interval(low, high, se, df)
 
 
+def summary_interval(
+    mean: float, sd: float, seeds: int, se: float, level: float
+) -> tuple[float, float]:
+    """The interval of an effects-summary row (its mean, SD over seeds, n and se) at another
+    ``level``, formed as :func:`t_intervals` forms it: the shared variance is se² − SD²/n and
+    the calibrated quantile is taken at its ratio to SD²/n."""
+    _check_level(level)
+    seeds_part = sd**2 / seeds
+    shared = max(0.0, se**2 - seeds_part)
+    ratio = shared / seeds_part if seeds_part > 0 else np.inf
+    half = float(calibrated_quantile(seeds, level)(np.array([ratio]))[0]) * se
+    return mean - half, mean + half
+
+
 def query_only_interval(observed: float, total: float, level: float) -> Interval:
     """The interval of a deterministic contrast (no training seed: PCA against the frozen
     features), whose only noise is the test images' (``total``): normal quantile."""

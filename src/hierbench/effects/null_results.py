@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 
-from hierbench.effects.calibration import calibrated_quantile
+from hierbench.effects.intervals import summary_interval
 from hierbench.effects.render import holds_zero, interval_text
 
 
@@ -28,11 +27,7 @@ def tost_interval(row: pd.Series, level: float) -> tuple[float, float]:
     mean, sd, se = float(row["mean"]), float(row["sd"]), float(row["se"])
     if seeds < 2 or not all(map(math.isfinite, (mean, sd, se))):
         return float("nan"), float("nan")
-    seeds_part = sd**2 / seeds
-    shared = max(0.0, se**2 - seeds_part)
-    ratio = shared / seeds_part if seeds_part > 0 else np.inf
-    quantile = float(calibrated_quantile(seeds, 1 - 2 * (1 - level))(np.array([ratio]))[0])
-    return mean - quantile * se, mean + quantile * se
+    return summary_interval(mean, sd, seeds, se, 1 - 2 * (1 - level))
 
 
 def equivalence_text(row: pd.Series, margin: float, level: float, digits: int = 4) -> str:

@@ -42,8 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from hierbench.effects.calibration import calibrated_quantile
-from hierbench.effects.intervals import IntervalSettings, t_intervals
+from hierbench.effects.intervals import IntervalSettings, summary_interval, t_intervals
 from hierbench.effects.sign_flip import sign_flip_pvalues, smallest_p
 
 SEED_COUNTS = (3, 5, 10, 20)
@@ -91,12 +90,8 @@ def plausible_region(noise: Noise, level: float) -> Plausible:
     if noise.seeds < 2:
         raise ValueError(f"what more seeds would give needs two seeds or more, got {noise.seeds}")
     each = 1 - (1 - level) / 2
-    seeds_part = noise.seed_sd**2 / noise.seeds
-    shared = noise.shared_sd**2
-    ratio = shared / seeds_part if seeds_part > 0 else np.inf
-    half = float(calibrated_quantile(noise.seeds, each)(np.array([ratio]))[0])
-    half *= float(np.sqrt(seeds_part + shared))
-    low, high = noise.mean - half, noise.mean + half
+    se = float(np.sqrt(noise.seed_sd**2 / noise.seeds + noise.shared_sd**2))
+    low, high = summary_interval(noise.mean, noise.seed_sd, noise.seeds, se, each)
     nearest = 0.0 if low <= 0 <= high else min(abs(low), abs(high))
     df = noise.seeds - 1
     tail = (1 - each) / 2
