@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from installed import Newcomer, install_wheel, write_collection
 
 from hierbench.config import load_yaml
 from hierbench.runs import logs_folder, run_folder
@@ -40,7 +41,7 @@ COPY_IGNORE = shutil.ignore_patterns(*COPY_IGNORED)
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
 # Fixtures that copy the repository for Snakemake: a test that takes one is slow.
-SLOW_FIXTURES = frozenset({"repo_copy", "built_repo", "_built_repo"})
+SLOW_FIXTURES = frozenset({"repo_copy", "built_repo", "_built_repo", "newcomer", "newcomer_run"})
 
 _running: list[pytest.Item] = []
 
@@ -124,6 +125,29 @@ def built_repo(_built_repo: Path, tmp_path: Path) -> Path:
     target = tmp_path / "built"
     shutil.copytree(_built_repo, target, symlinks=True)
     return target
+
+
+@pytest.fixture(scope="session")
+def newcomer(tmp_path_factory: pytest.TempPathFactory) -> Newcomer:
+    """A user with the wheel installed into a fresh venv (no checkout), a collection of their
+    own under ``my beetles/`` and a terminal in another folder (built once)."""
+    root = tmp_path_factory.mktemp("newcomer")
+    copy = root / "repo"
+    shutil.copytree(REPO, copy, ignore=COPY_IGNORE)
+    venv = install_wheel(copy, root)
+    home = root / "my beetles"
+    elsewhere = root / "elsewhere"
+    elsewhere.mkdir()
+    return Newcomer(venv, home, write_collection(home / "beetles"), elsewhere)
+
+
+@pytest.fixture(scope="session")
+def newcomer_run(newcomer: Newcomer) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The newcomer's first study: ``init-dataset`` with its defaults (and ``--smoke``), then
+    ``hierbench run`` from the other folder to the end. The config's path and the run's
+    output (built once; tests that change a project make their own)."""
+    config = newcomer.project("beetles project", "--smoke")
+    return config, newcomer.hierbench("run", str(config), "--cores", "2")
 
 
 def _run_snakemake(

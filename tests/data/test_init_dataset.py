@@ -12,27 +12,33 @@ from conftest import REPO
 
 from hierbench.cli import main
 from hierbench.config import load_config
-from hierbench.data.init_dataset import InitDatasetError, fitting_ot_ks, init_dataset
+from hierbench.data.init_dataset import (
+    MIDDLE_DISJOINT_SPLITS,
+    OFFICIAL_SPLITS,
+    InitDatasetError,
+    fitting_ot_ks,
+    init_dataset,
+)
 from hierbench.data.table_reader import read_table_dataset
 
 SCHEMA = str(REPO / "schemas/config.schema.yaml")
 TREE = {  # high/middle/class: images
-    "raptors/accipiter/sharp_shinned": 4,
-    "raptors/accipiter/coopers": 4,
-    "raptors/buteo/red_tailed": 3,
-    "songbirds/turdus/robin": 5,
-    "songbirds/parus/great_tit": 2,
+    "raptors/accipiter/sharp_shinned": 8,
+    "raptors/accipiter/coopers": 8,
+    "raptors/buteo/red_tailed": 6,
+    "songbirds/turdus/robin": 10,
+    "songbirds/parus/great_tit": 4,
 }
 
 
-def _tree(root: Path) -> Path:
+def _tree(root: Path, tree: dict[str, int] = TREE) -> Path:
     """Image files (a few bytes each) in the tree, plus files init-dataset skips."""
-    for folder, count in TREE.items():
+    for folder, count in tree.items():
         (root / folder).mkdir(parents=True)
         for k in range(count):
             (root / folder / f"img_{k}.jpg").write_bytes(b"x")
     (root / "raptors/.DS_Store").write_bytes(b"x")
-    (root / "songbirds/turdus/robin/notes.txt").write_text("not an image")
+    (root / next(iter(tree)) / "notes.txt").write_text("not an image")
     return root
 
 
@@ -40,7 +46,7 @@ def test_the_tree_becomes_tables_and_a_config_that_validate(tmp_path: Path, caps
     photos = _tree(tmp_path / "photos")
     assert main(["init-dataset", str(photos), "--official-split", "0.5", "--smoke"]) == 0
     out = capsys.readouterr().out
-    assert f"wrote {photos / 'images.csv'}: 18 images of 5 classes (" in out
+    assert f"wrote {photos / 'images.csv'}: 36 images of 5 classes (" in out
     assert "skipped 2 file(s)" in out and f"hierbench check-dataset {photos / 'config.yaml'}" in out
     dataset = read_table_dataset(photos)
     taxonomy = pd.read_csv(photos / "taxonomy.csv")
@@ -50,7 +56,7 @@ def test_the_tree_becomes_tables_and_a_config_that_validate(tmp_path: Path, caps
         "high": ["raptors", "songbirds", "raptors", "songbirds", "raptors"],
     }
     images = dataset.images
-    assert len(images) == 18 and dataset.has_split and not dataset.has_boxes
+    assert len(images) == 36 and dataset.has_split and not dataset.has_boxes
     per_class = images.groupby("class_name")["is_train"].agg(["sum", "size"])
     assert ((per_class["sum"] >= 1) & (per_class["sum"] < per_class["size"])).all()
     config = load_config(photos / "config.yaml", SCHEMA)
@@ -62,8 +68,18 @@ def test_the_tree_becomes_tables_and_a_config_that_validate(tmp_path: Path, caps
     assert "is a valid table dataset" in capsys.readouterr().out
 
 
+# Enough middle groups under one high group that whole middle groups on the test side still
+# give every level a valid query (the middle-disjoint default stands).
+WIDE_TREE = {
+    f"{high}/{high}_genus_{g}/{high}_species_{g}{s}": 4
+    for high, genera in (("raptors", 10), ("songbirds", 2))
+    for g in range(genera)
+    for s in range(2)
+}
+
+
 def test_elsewhere_the_tables_reach_the_images_through_a_link(tmp_path: Path, capsys):
-    photos = _tree(tmp_path / "photos")
+    photos = _tree(tmp_path / "photos", WIDE_TREE)
     out = tmp_path / "tables"
     assert main(["init-dataset", str(photos), "--out", str(out), "--name", "birds"]) == 0
     assert (out / "images").resolve() == photos.resolve()
@@ -131,3 +147,46 @@ def test_every_folder_that_gives_no_class_is_named_with_why(tmp_path: Path, caps
         "FOLDER/<high>/<middle>/<class>/ (its images are not read)",
     ]
     assert "Empty One" not in (photos / "taxonomy.csv").read_text()
+
+
+def test_a_default_split_that_would_score_nothing_becomes_a_per_class_one(tmp_path: Path, capsys):
+    photos = _tree(tmp_path / "photos")  # four middle groups: one of them on the test side
+    assert main(["init-dataset", str(photos), "--smoke"]) == 0
+    out = capsys.readouterr().out
+    assert "split: protocol official, 50% of each class's images on the test side" in out
+    assert "the high (high) level has no valid query in any test draw" in out
+    config = load_config(photos / "config.yaml", SCHEMA)
+    assert config["datasets"]["photos"]["splits"]["protocol"] == "official"
+    assert read_table_dataset(photos).has_split
+    assert main(["check-dataset", str(photos / "config.yaml"), "photos", "--schema", SCHEMA]) == 0
+
+
+def test_a_tree_no_split_can_score_is_refused_with_each_splits_reason(tmp_path: Path, capsys):
+    photos = tmp_path / "photos"
+    for leaf in ("a/a1/a11", "b/b1/b11"):  # one class per middle group, one middle per high
+        (photos / leaf).mkdir(parents=True)
+        for k in range(6):
+            (photos / leaf / f"{k}.jpg").write_bytes(b"x")
+    assert main(["init-dataset", str(photos)]) == 2
+    err = capsys.readouterr().err
+    assert "nothing written, no split scores every level: middle-disjoint (the default)" in err
+    assert "per class (--official-split 0.5)" in err
+    assert not list(photos.glob("*.csv")) and not (photos / "config.yaml").exists()
+
+
+def test_check_dataset_names_the_level_the_test_draws_cannot_score(tmp_path: Path, capsys):
+    dropped = ("raptors_genus_8", "raptors_genus_9")  # eight and two middle groups
+    tree = {key: n for key, n in WIDE_TREE.items() if not any(d in key for d in dropped)}
+    photos = _tree(tmp_path / "photos", tree)
+    assert main(["init-dataset", str(photos), "--official-split", "0.5"]) == 0
+    config = photos / "config.yaml"  # now whole middle groups to test: one per high group
+    config.write_text(config.read_text().replace(OFFICIAL_SPLITS, MIDDLE_DISJOINT_SPLITS))
+    capsys.readouterr()
+    assert main(["check-dataset", str(config), "photos", "--schema", SCHEMA]) == 1
+    captured = capsys.readouterr()
+    assert "cannot score the planned endpoints (no valid query at the high level)" in captured.out
+    assert "    high (high)                   0" in captured.out
+    assert (
+        "error: the high (high) level has no valid query in any test draw: the test side holds "
+        "2 middle group(s) in 2 high group(s), never two in one" in captured.err
+    )

@@ -347,7 +347,7 @@ def _table_block(protocol: str) -> dict:
 
 
 def test_a_table_dataset_splits_by_its_protocol():
-    from hierbench.stages.splits import make_split_table
+    from hierbench.splits.construction import make_split_table
 
     frame = _nabirds_like()
     disjoint, partition = make_split_table(KINDS["table"], frame, _table_block("middle-disjoint"))
@@ -366,8 +366,8 @@ def test_a_table_dataset_splits_by_its_protocol():
 
 
 def test_the_official_protocol_needs_the_split_column():
+    from hierbench.splits.construction import make_split_table
     from hierbench.splits.sampling import SplitError
-    from hierbench.stages.splits import make_split_table
 
     frame = _nabirds_like().assign(is_train=False)  # images.csv without a split column
     with pytest.raises(SplitError, match=r"needs images\.csv's split column"):

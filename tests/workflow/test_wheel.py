@@ -4,77 +4,25 @@ a project folder, its shipped defaults come from the package, and the run tools 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
 from conftest import REPO
+from installed import install_wheel, run_hierbench
 
 SPLITS = "runs/tiny/cub/splits/manifest.parquet"  # taxonomy, demo images, image table, splits
 
 
-def _hierbench(project: Path, venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The fresh venv's `hierbench` command, its folder first on the path (no PYTHONPATH)."""
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    env.update(
-        PATH=f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
-        VIRTUAL_ENV=str(venv),
-        HF_HUB_OFFLINE="1",
-        PYTHONHASHSEED="0",
-    )
-    return subprocess.run(
-        [str(venv / "bin/hierbench"), *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-
-
-def _fresh_venv(folder: Path) -> Path:
-    """A new venv whose dependencies are this environment's (a path entry: its editable
-    hierbench is not), with the `snakemake` command pip would have put in its bin/."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
-    python = folder / "bin/python"
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    (Path(purelib) / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    snakemake = folder / "bin/snakemake"
-    snakemake.write_text(
-        f"#!{python}\nimport sys\nfrom snakemake.cli import main\nsys.exit(main())\n"
-    )
-    snakemake.chmod(0o755)
-    return folder
-
-
 @pytest.fixture
 def installed_wheel(repo_copy: Path, tmp_path: Path) -> Path:
-    """A fresh venv with the wheel of a copy of the repository installed; the copy is then
-    removed, so nothing can be read from a checkout. Returns the venv."""
-    dist = tmp_path / "dist"
-    pip = [sys.executable, "-m", "pip", "-q"]
-    subprocess.run(
-        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), str(repo_copy)],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = dist.glob("hierbench-*.whl")
-    venv = _fresh_venv(tmp_path / "venv")
-    into_venv = [sys.executable, "-m", "pip", "-q", "--python", str(venv / "bin/python")]
-    subprocess.run(
-        [*into_venv, "install", "--no-deps", str(wheel)], check=True, capture_output=True
-    )
-    shutil.rmtree(repo_copy)
-    return venv
+    """A fresh venv with the wheel of a copy of the repository installed (no checkout left)."""
+    return install_wheel(repo_copy, tmp_path)
+
+
+def _hierbench(project: Path, venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The fresh venv's `hierbench` command, run in ``project``."""
+    return run_hierbench(venv, project, *args)
 
 
 @pytest.mark.slow

@@ -6,10 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from hierbench.cli.study import config_repository, resolved_config
+from hierbench.config import load_yaml, validate_config
 from hierbench.data.fetch import (
     CUB,
     NABIRDS,
@@ -18,12 +22,21 @@ from hierbench.data.fetch import (
     fetch_release,
     nabirds_steps,
 )
-from hierbench.data.init_dataset import init_dataset
-from hierbench.data.kinds import dataset_entry, kind_of, table_folder
+from hierbench.data.init_dataset import (
+    DatasetPlan,
+    InitDatasetError,
+    plan_dataset,
+    write_dataset,
+)
+from hierbench.data.kinds import dataset_entry, kind_of, level_names, table_folder
 from hierbench.data.quality import DatasetCheckError, check_report, check_table_splits, listed
+from hierbench.data.scorable import draw_validity
 from hierbench.data.table_reader import read_taxonomy_csv
 from hierbench.demo import write_table_demo
+from hierbench.protocol import LEVELS
 from hierbench.shipped import SHIPPED_FILES, shipped_file
+from hierbench.splits.construction import with_labels
+from hierbench.splits.sampling import SplitError
 
 RELEASES = {CUB.name: CUB, NABIRDS.name: NABIRDS}
 DEFAULT_SCHEMA = "config.schema.yaml"
@@ -114,17 +127,64 @@ def check_dataset(args: argparse.Namespace) -> int:
 
 
 def init_dataset_command(args: argparse.Namespace) -> int:
-    """Write images.csv, taxonomy.csv and config.yaml for a folder tree of images."""
-    lines = init_dataset(
-        args.folder,
-        args.out,
-        name=args.name,
-        test_fraction=args.official_split,
-        seed=args.seed,
-        smoke=args.smoke,
-    )
-    print("\n".join(lines))
+    """Write images.csv, taxonomy.csv and config.yaml for a folder tree of images, under a
+    split whose sealed test draws score every level: the middle-disjoint default when it does,
+    else a per-class split (said why), else nothing written and the reason."""
+    options = {"name": args.name, "seed": args.seed, "smoke": args.smoke}
+    plan = plan_dataset(args.folder, args.out, test_fraction=args.official_split, **options)
+    problems = unscored_levels(plan)
+    if problems and args.official_split is None:
+        fallback = plan_dataset(args.folder, args.out, test_fraction=FALLBACK_TEST_SHARE, **options)
+        still = unscored_levels(fallback)
+        if not still:
+            plan, problems = replace(fallback, notes=_fallback_notes(plan, problems)), []
+        else:
+            problems = [
+                f"middle-disjoint (the default): {'; '.join(problems)}",
+                f"per class (--official-split {FALLBACK_TEST_SHARE}): {'; '.join(still)}",
+            ]
+    if problems:
+        raise InitDatasetError(
+            f"{plan.folder}: nothing written, no split scores every level: {' | '.join(problems)}"
+        )
+    print("\n".join(write_dataset(plan)))
     return 0
+
+
+FALLBACK_TEST_SHARE = 0.5  # each class's test share when whole middle groups cannot be scored
+
+
+def unscored_levels(plan: DatasetPlan) -> list[str]:
+    """Why the planned dataset's sealed test draws would leave a level unscored, one line per
+    level (none: every level is scored), under its planned config (defaults from the shipped
+    schema); a split that cannot be drawn at all is one line saying why."""
+    config = validate_config(yaml.safe_load(plan.files[plan.config]), load_yaml(_schema(None)))
+    dataset = plan.dataset()
+    labelled = with_labels(dataset.images, dataset.taxonomy)
+    names = level_names(config, plan.name)
+    kind, entry = kind_of(config, plan.name), dataset_entry(config, plan.name)
+    try:
+        validity = draw_validity(kind, labelled, entry, names)
+    except SplitError as error:
+        return [str(error)]
+    return [
+        f"the {names[LEVELS.index(level)]} ({level}) level has no valid query in any test "
+        f"draw: {validity.reasons[level]}"
+        for level in validity.unscorable
+    ]
+
+
+def _fallback_notes(default: DatasetPlan, problems: list[str]) -> tuple[str, ...]:
+    """Why init-dataset wrote a per-class split instead of the middle-disjoint default."""
+    return (
+        f"split: protocol official, {FALLBACK_TEST_SHARE:.0%} of each class's images on the "
+        f"test side (as --official-split {FALLBACK_TEST_SHARE}), because the middle-disjoint "
+        "default (whole middle groups to test) would leave a level unscored:",
+        *(f"  {problem}" for problem in problems),
+        "  so every class is seen in training too (the CUB protocol); for held-out middle "
+        "groups, gather more of them and set splits.protocol: middle-disjoint in "
+        f"{default.config}",
+    )
 
 
 def fetch_command(args: argparse.Namespace) -> int:

@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from hierbench.data.layouts import files_under
+from hierbench.data.table_csv import Row, Table
+from hierbench.data.table_reader import TAXONOMY_COLUMNS, TableDataset, checked_dataset
 from hierbench.provenance.artifacts import atomic_path
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
@@ -264,7 +266,57 @@ def _csv(lines: list[str]) -> bytes:
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
-def init_dataset(
+@dataclass(frozen=True)
+class DatasetPlan:
+    """What init-dataset is about to write: each file's bytes, whether ``out/images`` links to
+    the tree, and what to report. Nothing is on disk until :func:`write_dataset`."""
+
+    name: str
+    folder: Path
+    out: Path
+    images: list[TreeImage]
+    taxonomy: list[tuple[str, str, str]]
+    split: dict[str, str] | None
+    files: dict[Path, bytes]
+    skipped_files: int
+    notes: tuple[str, ...] = ()  # why the split is what it is, when it is not the default
+
+    @property
+    def config(self) -> Path:
+        """The config file the plan writes."""
+        return self.out / "config.yaml"
+
+    @property
+    def linked(self) -> bool:
+        """Whether the tables lie elsewhere than the tree (``out/images`` then links to it)."""
+        return self.out.resolve() != self.folder.resolve()
+
+    def _cells(self, image: TreeImage) -> tuple[str, ...]:
+        """An image's cells (path below the tree, class, and its split when there is one)."""
+        return (image.path, image.leaf, *([self.split[image.path]] if self.split else []))
+
+    def dataset(self) -> TableDataset:
+        """The planned tables read as the pipeline will read them (every row checked, each
+        image looked up in the tree), before anything is written. Paths are taken below the
+        tree: where the written table prefixes them all with ``images/``, their order, and so
+        every split draw, is the same."""
+        columns = ("path", "class", "split") if self.split else ("path", "class")
+        rows = [
+            Row(line, dict(zip(columns, self._cells(image), strict=True)))
+            for line, image in enumerate(self.images, start=2)
+        ]
+        classes = [
+            Row(line, dict(zip(TAXONOMY_COLUMNS, row, strict=True)))
+            for line, row in enumerate(self.taxonomy, start=2)
+        ]
+        return checked_dataset(
+            self.folder,
+            (self.out / "images.csv", Table(1, columns, rows)),
+            (self.out / "taxonomy.csv", Table(1, TAXONOMY_COLUMNS, classes)),
+        )
+
+
+def plan_dataset(
     folder: Path,
     out: Path | None = None,
     *,
@@ -272,10 +324,9 @@ def init_dataset(
     test_fraction: float | None = None,
     seed: int = 0,
     smoke: bool = False,
-) -> list[str]:
-    """Write images.csv, taxonomy.csv and config.yaml for the tree under ``folder`` into
-    ``out`` (default: ``folder``; elsewhere, ``out/images`` links to ``folder``). Returns the
-    lines to print: what was written and what to check next."""
+) -> DatasetPlan:
+    """The tables and config for the tree under ``folder``, to be written into ``out``
+    (default: ``folder``); a tree that cannot be a taxonomy, or files that exist, refused."""
     out = out or folder
     dataset = dataset_name(folder, name)
     images, skipped = tree_images(folder)
@@ -295,27 +346,42 @@ def init_dataset(
     existing = [str(p) for p in (*files, *([link] if linked else [])) if os.path.lexists(p)]
     if existing:
         raise InitDatasetError(f"{', '.join(existing)} exist(s): remove, or choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
-    if linked:
-        os.symlink(folder.resolve(), link, target_is_directory=True)
-    for path, data in files.items():
+    return DatasetPlan(dataset, folder, out, images, taxonomy, split, files, skipped)
+
+
+def write_dataset(plan: DatasetPlan) -> list[str]:
+    """Write a plan's files (each whole or not at all) and the link; the lines to print: what
+    was written and what to check next."""
+    plan.out.mkdir(parents=True, exist_ok=True)
+    if plan.linked:
+        os.symlink(plan.folder.resolve(), plan.out / LINKED_IMAGES, target_is_directory=True)
+    for path, data in plan.files.items():
         with atomic_path(path) as tmp:
             tmp.write_bytes(data)
-    folders = skipped_folders(folder, images)
-    return _report(dataset, out, config, images, taxonomy, (skipped, folders), split)
+    return _report(plan, skipped_folders(plan.folder, plan.images))
 
 
-def _report(
-    name: str,
-    out: Path,
-    config: Path,
-    images: list[TreeImage],
-    taxonomy: list[tuple[str, str, str]],
-    skipped: tuple[int, list[str]],
-    split: dict[str, str] | None,
+def init_dataset(
+    folder: Path,
+    out: Path | None = None,
+    *,
+    name: str | None = None,
+    test_fraction: float | None = None,
+    seed: int = 0,
+    smoke: bool = False,
 ) -> list[str]:
+    """Write images.csv, taxonomy.csv and config.yaml for the tree under ``folder`` into
+    ``out`` (default: ``folder``; elsewhere, ``out/images`` links to ``folder``), as planned
+    by :func:`plan_dataset`. Returns the lines to print."""
+    plan = plan_dataset(folder, out, name=name, test_fraction=test_fraction, seed=seed, smoke=smoke)
+    return write_dataset(plan)
+
+
+def _report(plan: DatasetPlan, folders: list[str]) -> list[str]:
     """What init-dataset wrote, what it skipped (files counted, folders named with why), and
     the next steps."""
+    name, out, config, images = plan.name, plan.out, plan.config, plan.images
+    taxonomy, split = plan.taxonomy, plan.split
     middles = {row[1] for row in taxonomy}
     highs = {row[2] for row in taxonomy}
     lines = [
@@ -324,10 +390,10 @@ def _report(
         f"wrote {out / 'taxonomy.csv'}: {len(middles)} middle and {len(highs)} high groups",
         f"wrote {config}: dataset {name!r}, run folder runs/{name}",
     ]
-    files, folders = skipped
-    if files:
-        lines.append(f"skipped {files} file(s) that are hidden or not images")
+    if plan.skipped_files:
+        lines.append(f"skipped {plan.skipped_files} file(s) that are hidden or not images")
     lines += [f"skipped folder {line}" for line in folders]
+    lines += plan.notes
     lines += [
         "next: check the level names (levels:) and the split settings in the config, then",
         f"  hierbench check-dataset {shlex.quote(str(config))} {name}",

@@ -19,11 +19,13 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from hierbench.data.kinds import kind_of, level_names, table_folder
+from hierbench.data.kinds import dataset_entry, kind_of, level_names, table_folder
 from hierbench.data.layouts import DatasetFormatError
+from hierbench.data.scorable import DrawValidity, draw_validity, validity_lines
 from hierbench.data.table_reader import TableDataset, level_counts
+from hierbench.protocol import LEVELS
 from hierbench.relations import strict_positive_counts
-from hierbench.splits.construction import MIDDLE_DISJOINT, parent_counts
+from hierbench.splits.construction import MIDDLE_DISJOINT, parent_counts, with_labels
 from hierbench.splits.sampling import SplitError
 
 MIN_VALID_QUERIES = 10  # fewer valid queries per draw than this make a level's score weak
@@ -158,15 +160,54 @@ def check_report(
     queries = config["datasets"][name]["splits"]["query_gallery"]["queries"]
     warnings = dataset_warnings(dataset, levels, queries)
     unreadable = unreadable_images(root, dataset.images["path"].tolist()) if deep else []
+    validity = _sealed_draws(config, name, dataset, levels)
+    errors = [*unreadable, *_unscored(validity, levels, errors=True)]
+    warnings += _unscored(validity, levels, errors=False)
     verdict = f"is a valid {kind.name} dataset"
     if unreadable:
         verdict = (
             f"is not a valid {kind.name} dataset: {len(unreadable)} of its {len(dataset.images)} "
             "images cannot be read"
         )
+    elif validity is not None and validity.endpoints_undefined:
+        unscored = " or ".join(levels[LEVELS.index(level)] for level in validity.unscorable)
+        verdict = f"cannot score the planned endpoints (no valid query at the {unscored} level)"
     lines = [f"{name}: {root} {verdict}"]
     lines += [f"  {label:<24} {count:>8}" for label, count in rows]
-    return lines, warnings, unreadable
+    lines += validity_lines(validity, levels) if validity is not None else []
+    return lines, warnings, errors
+
+
+def _sealed_draws(
+    config: dict[str, Any], name: str, dataset: TableDataset, levels: tuple[str, str, str]
+) -> DrawValidity | None:
+    """The valid queries of the run's sealed test draws; None when the split cannot be drawn
+    (``check_table_splits`` names why)."""
+    labelled = with_labels(dataset.images, dataset.taxonomy)
+    try:
+        return draw_validity(kind_of(config, name), labelled, dataset_entry(config, name), levels)
+    except SplitError:
+        return None
+
+
+def _unscored(
+    validity: DrawValidity | None, levels: tuple[str, str, str], *, errors: bool
+) -> list[str]:
+    """A line per level no sealed draw scores, with why: errors when they leave the planned
+    endpoints undefined (a level of mean hierarchy mAP), warnings otherwise."""
+    if validity is None or validity.endpoints_undefined != errors:
+        return []
+    names = dict(zip(LEVELS, levels, strict=True))
+    tail = (
+        "; mean hierarchy mAP, and so every planned endpoint, would be NaN"
+        if errors
+        else "; that level's mAP would be NaN"
+    )
+    return [
+        f"the {names[level]} ({level}) level has no valid query in any test draw: "
+        f"{validity.reasons[level]}{tail}"
+        for level in validity.unscorable
+    ]
 
 
 def plan_warnings(config: dict[str, Any], datasets: list[str]) -> list[str]:

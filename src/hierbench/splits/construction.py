@@ -46,6 +46,9 @@ class SplitPolicy(Protocol):
 
     default_protocol: str  # the split protocol unless the config names one
     sampled_pool: bool  # the study draws its images from a configured pool
+    own_collection: bool  # a collection of the user's own (its split column is optional)
+    middle_split_key: str  # the config key of the middle groups' shares, e.g. splits.parents
+    middle_groups: str  # what the middle groups are called in an error
 
 
 # --------------------------------------------------------------------------- split sets
@@ -229,6 +232,47 @@ def middle_disjoint_table(
         ),
     ]
     return _assemble(parts)
+
+
+def make_split_table(
+    kind: SplitPolicy, images: pd.DataFrame, config: dict[str, Any]
+) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+    """The full split table of a dataset of ``kind`` from its labelled images and config block,
+    and, for a middle-disjoint protocol, the partition's report (its seed, how many seeded
+    permutations were tried, middle groups, leaves and images per role).
+
+    CUB and a table dataset with protocol ``official`` split by the images' train/test flag
+    (validation drawn inside train); NABirds and protocol ``middle-disjoint`` assign whole
+    middle groups to train, validation and test.
+    """
+    splits = config["splits"]
+    qg = splits["query_gallery"]
+    common = {
+        "seed": splits["seed"],
+        "validation_query_fraction": splits["validation_query_fraction"],
+        "query_gallery": QueryGallerySpec(qg["seeds"], qg["queries"], qg["gallery"]),
+        "outer_count": splits["outer"]["count"],
+        "outer_seed": splits["outer"]["seed"],
+        "outer_test_fraction": splits["outer"]["test_fraction"],
+        "outer_validation_fraction": splits["outer"]["validation_fraction"],
+    }
+    protocol = split_protocol(kind, splits)
+    if kind.own_collection and protocol == OFFICIAL and not images["is_train"].any():
+        raise SplitError(
+            "split protocol 'official' needs images.csv's split column (a kind of your own: its "
+            "images' split) with train images; add it, or set splits.protocol to "
+            "'middle-disjoint'"
+        )
+    if protocol == OFFICIAL:
+        table = cub_split_table(images, validation_fraction=splits["validation_fraction"], **common)
+        return table, None
+    images = study_pool(kind, images, config)
+    key, groups = kind.middle_split_key, kind.middle_groups
+    counts = parent_counts(splits[key.split(".")[1]], images["middle_code"].nunique(), key, groups)
+    partition = middle_partition(images, counts, splits["seed"], splits.get("leaves"))
+    report = {"seed": partition.seed, "tries": partition.tries, **partition.counts(images)}
+    return middle_disjoint_table(images, partition, **common), report
+
 
 
 # ----------------------------------------------------------------------------- manifest
