@@ -208,6 +208,20 @@ def test_missing_real_data_is_one_message_naming_every_folder(tmp_path: Path):
     assert "backbone.weights: file 'weights/dinov2_vitb14_pretrain.pth'" in message
 
 
+def test_one_missing_input_is_one_line_naming_its_key(tmp_path: Path):
+    """``hierbench run`` prints it as its one error line (exit 2, nothing written)."""
+    demo = load_config(REPO / "config.yaml", REPO / "schemas/config.schema.yaml")
+    demo["datasets"]["cub"].update(source="folder", root="photos")
+    with pytest.raises(ConfigError) as caught:
+        check_inputs_exist(demo, REPO)
+    message = str(caught.value)
+    assert message.startswith(
+        "the configuration points at a missing input: datasets.cub.root: folder 'photos' does "
+        "not exist; put the CUB_200_2011 folder ("
+    )
+    assert message.endswith(") there or change the key") and "\n" not in message
+
+
 def test_present_real_data_passes(tmp_path: Path):
     paper = load_config(REPO / "configs/paper.yaml", REPO / "schemas/config.schema.yaml")
     (tmp_path / "data/CUB_200_2011").mkdir(parents=True)

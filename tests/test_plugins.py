@@ -50,3 +50,17 @@ class _Narrow(PluginError):
 def test_a_kind_gets_its_own_error_type():
     with pytest.raises(_Narrow, match="no file"):
         plugin_source("nowhere.py:X", "k", GROUP, _Narrow)
+
+
+def test_a_missing_plugin_file_is_named_in_the_folder_it_was_looked_for_in(tmp_path, monkeypatch):
+    """A config's relative path arrives made absolute from the config's folder: the error
+    names that folder, never the folder the command was typed in; a path still relative is
+    the working folder's, and the error says so."""
+    monkeypatch.chdir(tmp_path)
+    project = tmp_path / "my project"
+    with pytest.raises(PluginError) as absolute:
+        plugin_source(f"{project}/losses/t.py:OBJ", "plugins.objectives.T", GROUP)
+    assert str(absolute.value) == f"plugins.objectives.T: no file t.py in {project / 'losses'}"
+    with pytest.raises(PluginError) as relative:
+        load_plugin("losses/t.py:OBJ", "k", GROUP)
+    assert str(relative.value) == f"k: no file losses/t.py in {tmp_path} (the working folder)"

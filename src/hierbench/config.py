@@ -237,8 +237,11 @@ def missing_inputs(config: dict[str, Any], base: Path = Path()) -> list[str]:
 
 
 def check_inputs_exist(config: dict[str, Any], base: Path = Path()) -> None:
-    """Raise one :class:`ConfigError` listing every missing dataset folder or weights file."""
+    """Raise one :class:`ConfigError` naming every missing dataset folder or weights file: one
+    line for one, a line of its own for each of several."""
     problems = missing_inputs(config, base)
+    if len(problems) == 1:
+        raise ConfigError(f"the configuration points at a missing input: {problems[0]}")
     if problems:
         raise ConfigError("the configuration points at missing inputs:\n  " + "\n  ".join(problems))
 

@@ -2,8 +2,9 @@
 how a config names one and how it is found and loaded.
 
 A config entry names an implementation by import path (``package.module:NAME``), by file
-(``path/to/file.py:NAME``, relative to the working folder) or by a Python entry point of the
-kind's group (``entry-point:NAME``; ``hierbench.objectives``, ``hierbench.geometries``,
+(``path/to/file.py:NAME``, from the config's folder like its other relative paths, made
+absolute by :mod:`hierbench.runtools.launch` before they get here) or by a Python entry point
+of the kind's group (``entry-point:NAME``; ``hierbench.objectives``, ``hierbench.geometries``,
 ``hierbench.metrics``, ``hierbench.datasets``), as pytest and Snakemake load their plugins.
 Planning the workflow needs only the plugin's source file (its code hash is that of the jobs
 that use it), found here without running the plugin, so the rules stay torch-free and a plugin
@@ -82,7 +83,7 @@ def plugin_source(
     if where.endswith(".py"):
         path = Path(where)
         if not path.is_file():
-            raise error(f"{key}: no file {where} (relative to {Path.cwd()})")
+            raise error(f"{key}: {no_file(path)}")
     else:
         try:
             spec = importlib.util.find_spec(where)
@@ -95,6 +96,15 @@ def plugin_source(
     if name not in defined:
         raise error(f"{key}: {where} defines no {name!r}; it defines {sorted(defined)}")
     return path.resolve()
+
+
+def no_file(path: Path) -> str:
+    """What a missing plugin file is, naming the folder it was looked for in: a config's
+    relative path is made absolute from the config's folder before it gets here (see
+    docs/configuration.md), one left relative is the working folder's."""
+    if path.is_absolute():
+        return f"no file {path.name} in {path.parent}"
+    return f"no file {path} in {Path.cwd()} (the working folder)"
 
 
 def top_level_names(path: Path) -> set[str]:
@@ -135,7 +145,7 @@ def load_plugin(
 def _module_from_file(path: Path, key: str, error: type[PluginError]) -> Any:
     """The Python file at ``path``, imported under a name of its own."""
     if not path.is_file():
-        raise error(f"{key}: no file {path} (relative to {Path.cwd()})")
+        raise error(f"{key}: {no_file(path)}")
     name = f"hierbench_plugin_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:

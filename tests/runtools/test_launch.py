@@ -15,6 +15,8 @@ from hierbench.runtools.launch import (
     config_from_files,
     continue_command,
     failed_lines,
+    job_message,
+    planning_lines,
     resolve_config_paths,
     snakemake_command,
     stopped_line,
@@ -89,17 +91,96 @@ def test_a_stopped_run_says_how_far_it_got_and_how_to_continue(tmp_path: Path):
     assert continue_command(config, "2") in line and "\n" not in line
 
 
-def test_a_failed_run_names_its_failed_jobs_and_its_log(tmp_path: Path):
+def test_a_failed_run_names_its_failed_jobs_their_errors_and_its_log(tmp_path: Path):
+    """The terminal gets each failed job's own error (from its log, found from the working
+    folder), never Snakemake's ``message: None``, nor the log lines of jobs that succeeded."""
+    job_log = tmp_path / "runs/x/logs/cub/splits/dev.parquet.log"
+    job_log.parent.mkdir(parents=True)
+    job_log.write_text(
+        "2026-12-06 INFO hierbench: rule splits\n"
+        "error: datasets.cub.splits.middles: 3 middle groups cannot make 4 parts:\n"
+        "  lower datasets.cub.splits.middles.test\n"
+        "job cpu seconds: rule splits start-up=1.0\n"
+    )
     output = [
+        "rule taxonomy:",
+        "    log: runs/x/logs/cub/taxonomy.parquet.log",
         "rule splits:",
+        "    log: runs/x/logs/cub/splits/dev.parquet.log",
+        "RuleException:",
+        'CalledProcessError in file "rules/splits.smk", line 20:',
         "Error in rule splits:",
+        "    message: None",
         "    jobid: 3",
         "    log: runs/x/logs/cub/splits/dev.parquet.log (check log file(s) for error details)",
         "WorkflowError:",
+        "At least one job did not complete successfully.",
     ]
-    lines = failed_lines(output, tmp_path / "snakemake.log")
-    assert lines[:2] == ["Error in rule splits:", output[3]]
-    assert lines[-1] == f"failed: the full log is {tmp_path / 'snakemake.log'}"
+    lines = failed_lines(output, tmp_path / "snake log.txt", tmp_path)
+    assert lines == [
+        "Error in rule splits:",
+        "  error: datasets.cub.splits.middles: 3 middle groups cannot make 4 parts:",
+        "    lower datasets.cub.splits.middles.test",
+        f"  log: {job_log}",
+        f"failed: the full log is '{tmp_path / 'snake log.txt'}'",
+    ]
+
+
+def test_a_failed_job_without_a_log_says_so(tmp_path: Path):
+    log = "    log: gone.log (check log file(s) for error details)"
+    lines = failed_lines(
+        ["Error in rule fetch:", "    jobid: 1", log, ""], tmp_path / "s", tmp_path
+    )
+    assert lines[:3] == [
+        "Error in rule fetch:",
+        "  (its log holds no error message: the full log may say why)",
+        f"  log: {tmp_path / 'gone.log'}",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("log", "message"),
+    [
+        # a user error of hierbench's (hierbench.jobs.report_user_errors): its line and those
+        # under it, less the job's cost line
+        (
+            "INFO start\nfeatures:  12%|#   | 9/72\nerror: 1 of 72 images cannot be read:\n"
+            "  cannot read image 'a.jpg'\njob cpu seconds: rule x start-up=1\n",
+            ["error: 1 of 72 images cannot be read:", "  cannot read image 'a.jpg'"],
+        ),
+        # a bug: the last traceback's exception, less its frames
+        (
+            'INFO start\nTraceback (most recent call last):\n  File "a.py", line 1, in f\n'
+            "    g()\n    ^^^\nKeyError: 'x'\n\nDuring handling of the above exception:\n\n"
+            'Traceback (most recent call last):\n  File "b.py", line 2, in g\n'
+            "    raise OSError('disk full')\nOSError: disk full\n",
+            ["OSError: disk full"],
+        ),
+        ("INFO start\nINFO halfway\n", []),  # killed: no message to show
+    ],
+)
+def test_a_jobs_error_is_the_one_its_log_ends_with(log: str, message: list[str]):
+    assert job_message(log) == message
+
+
+def test_a_planning_error_shows_its_message_and_where_it_was_raised(tmp_path: Path):
+    output = [
+        "Using workflow specific profile profiles/default",
+        'ConfigError in file "/repo/Snakefile", line 53:',
+        "the configuration points at missing inputs:",
+        "  datasets.moths.root: folder '/p/moths' does not exist",
+        '  File "/repo/Snakefile", line 53, in <module>',
+        '  File "/repo/src/hierbench/config.py", line 243, in check_inputs_exist',
+    ]
+    assert planning_lines(output) == [
+        "ConfigError: the configuration points at missing inputs:",
+        "  datasets.moths.root: folder '/p/moths' does not exist",
+        '  (raised in file "/repo/Snakefile", line 53)',
+    ]
+    assert planning_lines(["Building DAG", "", "disk quota exceeded"]) == [
+        "Building DAG",
+        "disk quota exceeded",
+    ]
 
 
 def test_the_users_snakemake_arguments_come_before_the_config(tmp_path: Path):

@@ -16,7 +16,16 @@ from typing import IO, Any
 import yaml
 from tqdm import tqdm
 
-from hierbench.config import SCHEMA_PATH, ConfigError, load_yaml, validate_config
+from hierbench.cli.endpoint_check import undefined_endpoint_lines
+from hierbench.config import (
+    SCHEMA_PATH,
+    ConfigError,
+    check_inputs_exist,
+    enabled_datasets,
+    load_yaml,
+    validate_config,
+)
+from hierbench.data.quality import check_table_splits
 from hierbench.provenance.artifacts import atomic_path
 from hierbench.runs import logs_folder
 from hierbench.runtools import jobstats
@@ -38,6 +47,7 @@ from hierbench.shipped import (
     ShippedFileError,
     is_packaged,
     rules_folder,
+    shipped_paths,
     snakefile_arguments,
     workflow_root,
 )
@@ -85,9 +95,22 @@ def resolved_config(
         raise ConfigError(f"{config}: {error}") from None
 
 
+def check_before_planning(config: Path, validated: dict[str, Any], repository: Path) -> None:
+    """What the Snakefile checks as it plans, checked here first so that a missing dataset
+    folder or input file, or a collection that cannot split as configured, is one line naming
+    the config and its key, with nothing written (no run folder, no logs)."""
+    inputs = shipped_paths(validated, study_workflow(), repository)
+    try:
+        check_inputs_exist(inputs, repository)
+        check_table_splits(inputs, enabled_datasets(inputs))
+    except ValueError as error:
+        raise ConfigError(f"{config}: {error}") from None
+
+
 def prepare(config: Path, repository: Path) -> tuple[Path, Path]:
     """The run folder and its resolved config (written beside its logs), checked first."""
-    resolved, _ = resolved_config(config, repository)
+    resolved, validated = resolved_config(config, repository)
+    check_before_planning(config, validated, repository)
     run = repository / resolved["run"]
     logs = Path(logs_folder(str(run)))
     logs.mkdir(parents=True, exist_ok=True)
@@ -168,9 +191,11 @@ def run_study(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     if status != 0:  # the log is read back only to say why
         output = log_path.read_text(encoding="utf-8").splitlines()
-        print("\n".join(failed_lines(output, log_path)), file=sys.stderr)
+        print("\n".join(failed_lines(output, log_path, repository)), file=sys.stderr)
         return status
     print(f"done: {progress.done} of {progress.planned or progress.done} jobs; the run is {run}")
+    for line in undefined_endpoint_lines(run):
+        print(line, file=sys.stderr)
     return 0
 
 
@@ -183,9 +208,10 @@ def add_study_command(commands: argparse._SubParsersAction) -> None:
         "folders, plugin files, weights) are taken from the config's own folder (for a config "
         "inside the repository, from the repository, as snakemake --configfile takes them); "
         "the config as resolved is kept in RUN/logs/config.yaml and Snakemake's full output "
-        "in RUN/logs/snakemake.log. An installed wheel runs its own copy of the workflow in "
-        "the config's folder (no clone needed). Ctrl-C stops the run; the same command "
-        "continues it.",
+        "in RUN/logs/snakemake.log. A missing dataset folder, input or plugin file stops it "
+        "before Snakemake starts, in one line; a failed job's own error is shown. An installed "
+        "wheel runs its own copy of the workflow in the config's folder (no clone needed). "
+        "Ctrl-C stops the run; the same command continues it.",
         epilog="example: hierbench run configs/tiny.yaml --cores 2 -- --dry-run",
         usage="hierbench run CONFIG [--cores N] [--profile P] [--verbose] [-- SNAKEMAKE ARGS]",
     )

@@ -9,12 +9,15 @@ those paths resolved beside the run's logs (``RUN/logs/config.yaml``, the run's 
 it ran) and runs Snakemake on it in the repository, its full output going to
 ``RUN/logs/snakemake.log``; the terminal shows one line (jobs done of planned, the stage of the
 newest job, the time taken and left). Ctrl-C or SIGTERM ends the run with one line saying how
-far it got and the command that continues it.
+far it got and the command that continues it; a failed run ends with each failed job's own
+error, read from the job's log (or with the error that stopped the planning), and the log's
+path.
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
 import os
 import re
 import shlex
@@ -25,12 +28,21 @@ from typing import Any
 
 import yaml
 
+from hierbench.jobcost import LINE_PREFIX as JOB_COST_LINE  # a job log's last line
 from hierbench.runs import check_run_folder
 
 RESOLVED_CONFIG = "config.yaml"  # the resolved config, in the run's logs folder
 SNAKEMAKE_LOG = "snakemake.log"  # Snakemake's full output, in the run's logs folder
 STEPS = re.compile(r"^(?P<done>\d+) of (?P<planned>\d+) steps \(\d+%\) done")
 RULE = re.compile(r"^(?:local)?rule (?P<rule>\w+):")
+FAILED_RULE = re.compile(r"^Error in rule (?P<rule>\w+):")
+JOB_FIELD = re.compile(r"^ {4}(?P<field>\w+): (?P<value>.*)$")  # a field of a failed job
+LOG_HINT = " (check log file(s) for error details)"  # what Snakemake adds to a failed job's log
+# An exception's heading in Snakemake's output, with where it was raised when it says.
+EXCEPTION = re.compile(r"^(?P<name>\w*(?:Error|Exception))(?: in file (?P<where>.+, line \d+))?:$")
+WRAPPER = "RuleException"  # the heading around a failed job's error
+TRACEBACK = "Traceback (most recent call last):"
+FRAME = '  File "'  # a traceback's frame line
 FILE_REFERENCE = re.compile(r"^(?P<file>.+\.py):(?P<name>\w+)$")  # a plugin named by its file
 # Dataset keys that name a file or folder of the user's (the others are names or settings).
 DATASET_PATH_KEYS = ("root", "classes", "hierarchy", "example_taxonomy")
@@ -178,16 +190,92 @@ def stopped_line(progress: Progress, config: Path, cores: str, log: Path) -> str
     )
 
 
-def failed_lines(output: list[str], log: Path) -> list[str]:
-    """What a failed run ends with: Snakemake's error lines (the failed jobs and their logs, or
-    the planning error), then where the full log is."""
-    keep = [
+@dataclass
+class FailedJob:
+    """A job Snakemake reports failed: its rule and log files, as its output names them."""
+
+    rule: str
+    logs: tuple[str, ...] = ()
+
+
+def failed_jobs(output: list[str]) -> list[FailedJob]:
+    """The jobs of Snakemake's ``Error in rule`` blocks, in order, each once."""
+    jobs: list[FailedJob] = []
+    job = None
+    for line in output:
+        started = FAILED_RULE.match(line)
+        if started:
+            job = FailedJob(started["rule"])
+            jobs.append(job)
+            continue
+        if job is None or not line.startswith(" "):
+            job = None  # a line not indented ends the job's block
+            continue
+        field = JOB_FIELD.match(line)
+        if field and field["field"] == "log":
+            job.logs = tuple(field["value"].removesuffix(LOG_HINT).split(", "))
+    unique = {(job.rule, job.logs): job for job in jobs}
+    return list(unique.values())
+
+
+def job_message(log_text: str) -> list[str]:
+    """The error a job's log ends with: the exception of its last traceback (a bug's type and
+    message), else hierbench's own ``error:`` line and the lines under it (a user error, see
+    :func:`hierbench.jobs.report_user_errors`); none when the log holds neither."""
+    lines = [
         line.rstrip()
-        for line in output
-        if line.startswith(("Error in rule", "    log:", "    message:"))
-        or "Error" in line.split(":", 1)[0]
+        for line in log_text.splitlines()
+        if line.strip() and not line.startswith(JOB_COST_LINE)
     ]
-    return [*dict.fromkeys(keep), f"failed: the full log is {shlex.quote(str(log))}"]
+    tracebacks = [i for i, line in enumerate(lines) if line.startswith(TRACEBACK)]
+    if tracebacks:
+        frames = lines[tracebacks[-1] + 1 :]
+        return list(itertools.dropwhile(lambda line: line.startswith(" "), frames))
+    errors = [i for i, line in enumerate(lines) if line.startswith("error: ")]
+    return lines[errors[-1] :] if errors else []
+
+
+def job_lines(job: FailedJob, working: Path) -> list[str]:
+    """A failed job as the terminal shows it: its rule, the error its log ends with, and the
+    log's path."""
+    message: list[str] = []
+    for log in job.logs:
+        path = working / log  # a relative log path is the working folder's
+        if path.is_file():
+            message += job_message(path.read_text(encoding="utf-8", errors="replace"))
+    if not message:
+        message = ["(its log holds no error message: the full log may say why)"]
+    logs = ", ".join(shlex.quote(str(working / log)) for log in job.logs)
+    return [f"Error in rule {job.rule}:"] + [f"  {line}" for line in message] + [f"  log: {logs}"]
+
+
+def planning_lines(output: list[str]) -> list[str]:
+    """The error that stopped Snakemake before any job ran: the exception's message (the
+    lines under its ``NameError in file F, line N:`` heading, less the traceback), then where
+    it was raised; Snakemake's last lines when no such heading is found."""
+    for index, line in enumerate(output):
+        heading = EXCEPTION.match(line.rstrip())
+        if heading is None or heading["name"] == WRAPPER:
+            continue
+        message = list(
+            itertools.takewhile(
+                lambda text: text.strip() and not text.startswith(FRAME), output[index + 1 :]
+            )
+        )
+        where = f"  (raised in file {heading['where']})" if heading["where"] else ""
+        first = f"{heading['name']}: {message[0].strip()}" if message else heading["name"]
+        return [first, *(text.rstrip() for text in message[1:]), *([where] if where else [])]
+    return [line.rstrip() for line in output if line.strip()][-5:]
+
+
+def failed_lines(output: list[str], log: Path, working: Path) -> list[str]:
+    """What a failed run ends with: each failed job with the error its log ends with (or the
+    error that stopped the planning), then where the full log is. ``working`` is the folder
+    Snakemake ran in, which relative log paths start from."""
+    jobs = failed_jobs(output)
+    lines = [line for job in jobs for line in job_lines(job, working)] if jobs else []
+    lines = lines or planning_lines(output)
+    return [*lines, f"failed: the full log is {shlex.quote(str(log))}"]
 
 
 def run_environment() -> dict[str, str]:
