@@ -8,7 +8,7 @@ import tomllib
 
 from conftest import REPO
 
-PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==([^\s;]+)$")
+PIN = re.compile(r"^([A-Za-z0-9_.\-]+)(?:\[[a-z,]+\])?==([^\s;]+)$")  # extras allowed
 
 
 def _lock(name: str = "requirements.lock") -> dict[str, str]:

@@ -29,6 +29,7 @@ WORKFLOW_FILES: tuple[str, ...] = (
     "resources/*",
     "report/*.rst",
     "profiles/*/config.yaml",
+    "requirements.lock",
 )
 # Each shipped default input by name, with its folder in the workflow.
 SHIPPED_FILES: dict[str, str] = {
@@ -40,6 +41,7 @@ SHIPPED_FILES: dict[str, str] = {
     "example_collection_taxonomy.csv": "resources",
     "aliases.schema.json": "schemas",
     "config.schema.yaml": "schemas",
+    "requirements.lock": ".",  # the exact environment the tests ran in: pip install -r it
 }
 WORKFLOW_FOLDER = "workflow"  # the workflow's folder inside an installed hierbench
 CHECKOUT = Path(__file__).resolve().parents[2]  # the repository root, for a src-layout checkout

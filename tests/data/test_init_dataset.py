@@ -17,7 +17,8 @@ from hierbench.data.init_dataset import (
     OFFICIAL_SPLITS,
     InitDatasetError,
     fitting_ot_ks,
-    init_dataset,
+    plan_dataset,
+    write_dataset,
 )
 from hierbench.data.table_reader import read_table_dataset
 
@@ -92,7 +93,7 @@ def test_elsewhere_the_tables_reach_the_images_through_a_link(tmp_path: Path, ca
 def test_the_same_tree_and_seed_give_the_same_bytes(tmp_path: Path):
     first, second = _tree(tmp_path / "a" / "photos"), _tree(tmp_path / "b" / "photos")
     for folder in (first, second):
-        init_dataset(folder, test_fraction=0.3, seed=4)
+        write_dataset(plan_dataset(folder, test_fraction=0.3, seed=4))
     for name in ("images.csv", "taxonomy.csv"):
         assert (first / name).read_bytes() == (second / name).read_bytes()
 
@@ -110,7 +111,7 @@ def test_a_tree_that_is_no_taxonomy_is_refused_by_path(tmp_path: Path, extra: st
     (photos / extra).parent.mkdir(parents=True, exist_ok=True)
     (photos / extra).write_bytes(b"x")
     with pytest.raises(InitDatasetError, match=message):
-        init_dataset(photos)
+        plan_dataset(photos)
     assert not list(photos.glob("*.csv")) and not (photos / "config.yaml").exists()
 
 

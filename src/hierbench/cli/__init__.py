@@ -16,6 +16,7 @@ from pathlib import Path
 from hierbench import __version__
 from hierbench.cli.dataset_commands import add_dataset_commands
 from hierbench.cli.effect_commands import add_effect_commands
+from hierbench.cli.report_command import add_report_command
 from hierbench.cli.run_commands import add_run_commands
 from hierbench.cli.study import add_study_command
 from hierbench.config import ConfigError, check_inputs_exist, load_config
@@ -25,7 +26,7 @@ from hierbench.provenance.codehash import code_hash
 from hierbench.provenance.records import JobContext
 from hierbench.runtools import jobstats
 from hierbench.runtools.compare import NotARunError
-from hierbench.shipped import shipped_file
+from hierbench.shipped import SHIPPED_FILES, shipped_file
 from hierbench.stages.taxonomy import build_cub_taxonomy, build_nabirds_taxonomy
 from hierbench.taxonomy import DEFAULT_FUZZY_MARGIN, DEFAULT_FUZZY_THRESHOLD, TaxonomyError
 
@@ -58,6 +59,21 @@ def _config_check(args: argparse.Namespace) -> int:
         check_inputs_exist(config)
     json.dump(config, sys.stdout, indent=2, sort_keys=True)
     sys.stdout.write("\n")
+    return 0
+
+
+def _shipped(args: argparse.Namespace) -> int:
+    """Print the path of a file shipped with hierbench (every one, with its name, when none
+    is named): from an installed package as from a checkout."""
+    if args.name is None:
+        for name in sorted(SHIPPED_FILES):
+            print(f"{name:<34} {shipped_file(name)}")
+        return 0
+    if args.name not in SHIPPED_FILES:
+        raise ValueError(
+            f"no shipped file {args.name!r}; shipped: {', '.join(sorted(SHIPPED_FILES))}"
+        )
+    print(shipped_file(args.name))
     return 0
 
 
@@ -241,6 +257,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(handler=_config_check)
 
+    shipped = commands.add_parser(
+        "shipped",
+        help="print the path of a file shipped with hierbench (the config schema, the lock)",
+        description="Print where a file hierbench ships lies: the config schema whose defaults "
+        "fill every config, the exact environment's lock (pip install -r it), the class lists "
+        "and the aliases. With no NAME, every one with its path.",
+        epilog='example: hierbench shipped requirements.lock (pip install -r "$(hierbench shipped '
+        'requirements.lock)" pins the exact environment)',
+    )
+    shipped.add_argument("name", nargs="?", metavar="NAME", help="the file's name")
+    shipped.set_defaults(handler=_shipped)
+
     hashing = commands.add_parser(
         "code-hash",
         help="behaviour hash of library modules (comments and docstrings ignored)",
@@ -258,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_dataset_commands(commands)
     add_run_commands(commands)
     add_study_command(commands)
+    add_report_command(commands)
     helps = {action.dest: action.help or "" for action in commands._choices_actions}
     parser.epilog = command_groups(commands.choices, helps)
     return parser
@@ -265,8 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 # The commands a user runs day to day, in the order of a study; every other one is plumbing.
 EVERYDAY = (
-    "run", "status", "runs", "audit", "compare", "resume", "check-dataset", "init-dataset",
-    "fetch", "jobs", "config",
+    "run", "status", "runs", "report", "audit", "compare", "resume", "check-dataset",
+    "init-dataset", "fetch", "jobs", "config",
 )  # fmt: skip
 
 

@@ -164,8 +164,8 @@ CONFIG_TEMPLATE = """\
 #   hierbench check-dataset {config} {name}
 # then run it, from any folder, with
 #   hierbench run {config}
-# Every key not set here takes its default from schemas/config.schema.yaml (the paper's
-# protocol).{smoke_note}
+# Every key not set here takes its default (the paper's protocol) from the config schema
+# shipped with hierbench: `hierbench shipped config.schema.yaml` prints its path.{smoke_note}
 
 run: runs/{name}    # its own run folder (its logs in runs/{name}/logs)
 
@@ -359,22 +359,6 @@ def write_dataset(plan: DatasetPlan) -> list[str]:
         with atomic_path(path) as tmp:
             tmp.write_bytes(data)
     return _report(plan, skipped_folders(plan.folder, plan.images))
-
-
-def init_dataset(
-    folder: Path,
-    out: Path | None = None,
-    *,
-    name: str | None = None,
-    test_fraction: float | None = None,
-    seed: int = 0,
-    smoke: bool = False,
-) -> list[str]:
-    """Write images.csv, taxonomy.csv and config.yaml for the tree under ``folder`` into
-    ``out`` (default: ``folder``; elsewhere, ``out/images`` links to ``folder``), as planned
-    by :func:`plan_dataset`. Returns the lines to print."""
-    plan = plan_dataset(folder, out, name=name, test_fraction=test_fraction, seed=seed, smoke=smoke)
-    return write_dataset(plan)
 
 
 def _report(plan: DatasetPlan, folders: list[str]) -> list[str]:

@@ -162,8 +162,9 @@ def design_limits(summary: pd.DataFrame, level: float) -> list[str]:
             )
     lines.append(
         f"The {level:.0%} t intervals assume the per-seed effects are roughly normal; their "
-        "coverage at 3, 5 and 10 seeds is measured by the coverage benchmark "
-        "(docs/benchmarks.md). They are read one endpoint at a time, five per dataset."
+        "coverage at 3, 5 and 10 seeds is measured by hierbench's coverage benchmark "
+        "(benchmarks/coverage.py in its source repository; the figures are on the Benchmarks "
+        "page of its user guide). They are read one endpoint at a time, five per dataset."
     )
     return lines
 
