@@ -141,13 +141,36 @@ def newcomer(tmp_path_factory: pytest.TempPathFactory) -> Newcomer:
     return Newcomer(venv, home, write_collection(home / "beetles"), elsewhere)
 
 
+# The getting-started walk of a newcomer's own collection: the blocks whose not-run marker
+# names this test module run here, in the newcomer's environment, in page order.
+GUIDE_PAGE = REPO / "docs/getting-started.md"
+GUIDE_TEST = "test_newcomer_guide.py"
+GUIDE_CONFIG = ("project", "config.yaml")  # below ``my beetles/``, as the walk writes it
+
+
 @pytest.fixture(scope="session")
-def newcomer_run(newcomer: Newcomer) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """The newcomer's first study: ``init-dataset`` with its defaults (and ``--smoke``), then
-    ``hierbench run`` from the other folder to the end. The config's path and the run's
-    output (built once; tests that change a project make their own)."""
-    config = newcomer.project("beetles project", "--smoke")
-    return config, newcomer.hierbench("run", str(config), "--cores", "2")
+def newcomer_guide(newcomer: Newcomer) -> list[tuple[str, subprocess.CompletedProcess[str]]]:
+    """Each block of the guide's walk (``page:line``) with what it printed: init-dataset with
+    its defaults and ``--smoke``, check-dataset, the run to its end, status, audit, runs and
+    the report, every command typed in the other folder (built once)."""
+    from test_docs import blocks  # the guide's block reader and its marker convention
+
+    walk = [
+        block
+        for block in blocks(GUIDE_PAGE)
+        if block.is_command and GUIDE_TEST in (block.skip_reason or "")
+    ]
+    return [(str(block), newcomer.bash(block.script)) for block in walk]
+
+
+@pytest.fixture(scope="session")
+def newcomer_run(
+    newcomer: Newcomer, newcomer_guide: list[tuple[str, subprocess.CompletedProcess[str]]]
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The newcomer's first study, as the guide's walk ran it: the config's path and the
+    output of the block that ran it (shared by the tests that only read the run)."""
+    [ran] = [result for _, result in newcomer_guide if "hierbench run " in result.args[-1]]
+    return newcomer.home.joinpath(*GUIDE_CONFIG), ran
 
 
 def _run_snakemake(

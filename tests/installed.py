@@ -125,6 +125,19 @@ class Newcomer:
         """``hierbench ARGS`` typed in ``cwd`` (default: the other folder)."""
         return run_hierbench(self.venv, cwd or self.elsewhere, *args, timeout=timeout)
 
+    def bash(self, script: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
+        """A shell script typed in the other folder, ``~`` being the folder that holds
+        ``my beetles/`` (as a guide's blocks run: ``set -euo pipefail``)."""
+        env = {**command_env(self.venv), "HOME": str(self.home.parent)}
+        return subprocess.run(
+            ["bash", "-c", f"set -euo pipefail\n{script}\n"],
+            cwd=self.elsewhere,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
     def project(self, name: str, *options: str) -> Path:
         """``init-dataset`` of the collection into ``home/name`` (options passed on); its
         config's path. A failure is an assertion naming the command's output."""

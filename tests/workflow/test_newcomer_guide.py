@@ -1,0 +1,43 @@
+"""The getting-started walk of a newcomer's own collection runs as the page shows it, from an
+installed wheel with no checkout, under a path with a space, every command typed in another
+folder: each block exits 0, the report lands where it was asked for and its path is printed,
+and nothing the newcomer is given points into a checkout they do not have."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import GUIDE_CONFIG, REPO
+
+DATASET = "beetles"
+
+
+@pytest.mark.slow
+def test_every_block_of_the_walk_runs(newcomer_guide):
+    assert len(newcomer_guide) >= 3
+    for block, result in newcomer_guide:
+        assert result.returncode == 0, f"{block} exited {result.returncode}:\n{result.stderr}"
+
+
+@pytest.mark.slow
+def test_the_report_is_written_where_asked_and_its_path_printed(newcomer, newcomer_guide):
+    report = newcomer.home.parent / "beetles-report.html"
+    [made] = [result for _, result in newcomer_guide if "hierbench report" in result.args[-1]]
+    assert f"report: {report}\n" in made.stdout
+    assert report.stat().st_size > 0
+    assert "summary" in report.read_text(encoding="utf-8", errors="replace")
+    assert not (newcomer.elsewhere / "report.html").exists()
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_the_lock_and_names_no_checkout_file(newcomer, newcomer_run):
+    shipped = newcomer.hierbench("shipped", "requirements.lock")
+    assert shipped.returncode == 0, shipped.stderr
+    lock = shipped.stdout.strip()
+    assert "site-packages/hierbench/workflow/" in lock
+    with open(lock, encoding="utf-8") as packaged:
+        assert packaged.read() == (REPO / "requirements.lock").read_text(encoding="utf-8")
+    config, _ = newcomer_run
+    assert config == newcomer.home.joinpath(*GUIDE_CONFIG)
+    assert "schemas/" not in config.read_text(encoding="utf-8")
+    summary = config.parent / "runs" / DATASET / DATASET / "tables" / "summary.md"
+    assert "docs/" not in summary.read_text(encoding="utf-8")
