@@ -10,7 +10,8 @@ Every other fence names what it holds (``text`` for output and file listings, ``
 ``python``, ``json``), so a fence without an info string is an error; in a ``console`` block
 only the lines that start with ``$ `` are commands. ``python tests/test_docs.py`` lists every
 command block and whether the tests run it. The CLI reference page is generated from the parser
-by an MkDocs hook (docs/hooks/cli_reference.py), tested here too.
+by tools/reference_pages.py and committed; an MkDocs hook (docs/hooks/cli_reference.py) stops a
+build when it is stale, tested here too.
 """
 
 from __future__ import annotations
@@ -280,15 +281,32 @@ def test_the_cli_reference_lists_every_subcommand_of_the_parser():
         assert re.search(rf"^usage: {re.escape(' '.join(words))}\b", reference, re.MULTILINE)
 
 
-def test_the_hook_fills_the_cli_page_and_leaves_the_others():
+def test_the_generated_reference_pages_are_committed_current():
+    """docs/cli.md and docs/errors.md hold their generated sections, so they read whole in the
+    repository; the check names a stale one (python tools/reference_pages.py --write)."""
+    checked = subprocess.run(
+        [sys.executable, str(REPO / "tools/reference_pages.py")],
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    cli = (REPO / "docs/cli.md").read_text(encoding="utf-8")
+    assert "## hierbench audit" in cli and "### hierbench taxonomy cub" in cli
+    assert "| mistake | command | the one line says |" in (REPO / "docs/errors.md").read_text()
+
+
+def test_the_hook_passes_a_current_page_stops_a_stale_one_and_leaves_the_others():
+    from mkdocs.exceptions import PluginError
+
     hook = _hook()
     page = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
-    assert page.count(hook.MARKER) == 1
     cli = SimpleNamespace(file=SimpleNamespace(src_path="cli.md"))
     other = SimpleNamespace(file=SimpleNamespace(src_path="index.md"))
-    filled = hook.on_page_markdown(page, cli, None, None)
-    assert hook.MARKER not in filled and "## hierbench audit" in filled
-    assert hook.on_page_markdown(page, other, None, None) == page
+    assert hook.on_page_markdown(page, cli, None, None) == page
+    stale = page.replace("## hierbench audit", "## hierbench audit-old")
+    with pytest.raises(PluginError, match=r"docs/cli\.md is stale"):
+        hook.on_page_markdown(stale, cli, None, None)
+    assert hook.on_page_markdown(stale, other, None, None) == stale
 
 
 def test_mkdocs_names_the_hook_and_builds_strictly():

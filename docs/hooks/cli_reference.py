@@ -3,8 +3,10 @@
 The help comes from the parser itself (:func:`hierbench.cli.build_parser`), walked down every
 level of subcommands (``hierbench taxonomy cub`` included), so a command added to the parser
 appears in the guide without an edit and a changed option cannot drift from its description.
-mkdocs.yml names this file under ``hooks:``; :func:`on_page_markdown` replaces the page's
-:data:`MARKER` with :func:`reference`.
+The reference is written into the page's generated section by ``python
+tools/reference_pages.py --write`` and committed, so the page reads whole in the repository;
+mkdocs.yml names this file under ``hooks:``, and :func:`on_page_markdown` stops the build when
+the committed section is not what the parser gives now.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import os
 from collections.abc import Iterator
 
 PAGE = "cli.md"
-MARKER = "<!-- cli-reference -->"
+SECTION = "cli-reference"  # the page's generated section (hierbench.runtools.page_sections)
 # Help is wrapped at this width whatever the terminal that builds the guide.
 WIDTH = 100
 
@@ -73,11 +75,14 @@ def reference(parser: argparse.ArgumentParser | None = None) -> str:
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    """MkDocs event: fill the CLI page's marker; every other page passes through."""
+    """MkDocs event: the CLI page passes when its committed reference is current; every other
+    page passes through."""
     if page.file.src_path != PAGE:
         return markdown
-    if MARKER not in markdown:
+    from hierbench.runtools.page_sections import is_current
+
+    if not is_current(markdown, SECTION, reference()):
         from mkdocs.exceptions import PluginError
 
-        raise PluginError(f"docs/{PAGE} has lost its marker {MARKER}")
-    return markdown.replace(MARKER, reference())
+        raise PluginError(f"docs/{PAGE} is stale: run python tools/reference_pages.py --write")
+    return markdown

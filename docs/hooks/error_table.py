@@ -1,6 +1,8 @@
 """MkDocs hook: the errors page (docs/errors.md) gets the table of the user's mistakes that the
 tests feed to `hierbench` (tests/user_errors.py), each with the one line it answers, so the
-table shows exactly what tests/test_user_errors.py checks."""
+table shows exactly what tests/test_user_errors.py checks. ``python tools/reference_pages.py
+--write`` writes it into the page's generated section, committed; the build stops when that
+section is stale."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import sys
 from pathlib import Path
 
 PAGE = "errors.md"
-MARKER = "<!-- error-table -->"
+SECTION = "error-table"  # the page's generated section (hierbench.runtools.page_sections)
 CASES_FILE = Path(__file__).resolve().parents[2] / "tests" / "user_errors.py"
 
 
@@ -39,7 +41,14 @@ def error_table() -> str:
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    """Fill the errors page's marker; every other page as it is."""
+    """MkDocs event: the errors page passes when its committed table is current; every other
+    page as it is."""
     if page.file.src_path != PAGE:
         return markdown
-    return markdown.replace(MARKER, error_table())
+    from hierbench.runtools.page_sections import is_current
+
+    if not is_current(markdown, SECTION, error_table()):
+        from mkdocs.exceptions import PluginError
+
+        raise PluginError(f"docs/{PAGE} is stale: run python tools/reference_pages.py --write")
+    return markdown

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 from hierbench.provenance import codehash
 from hierbench.provenance.codehash import known_modules, module_closure, module_path
+from hierbench.runtools.page_sections import section, with_section
 
 # A rule's header: ``rule NAME:`` (or ``localrule``), ``use rule PARENT as CHILD with:``, or
 # ``for ITEM in FAMILY():``, a family of rules generated from a registry of
@@ -42,8 +43,7 @@ CODE_CALL = re.compile(r"\bcode\([^)]*\)")
 # An edit that changes behaviour in every module and breaks none: one more global name.
 PROBE_LINE = "\n_REBUILD_PROBE = 1\n"
 # The rebuild map's markers in its page of the user guide (docs/rebuilds.md).
-PAGE_START = "<!-- rebuild-map:start (python tools/rebuild_map.py --write) -->"
-PAGE_END = "<!-- rebuild-map:end -->"
+PAGE_SECTION = "rebuild-map"  # the generated section of docs/rebuilds.md (runtools.page_sections)
 
 # Config keys probed, one or more per stage, each with the value the edit sets (tiny config).
 CONFIG_PROBES: tuple[tuple[str, Any], ...] = (
@@ -341,14 +341,9 @@ def render_markdown(rebuild: RebuildMap) -> str:
 
 def page_section(page: str) -> str:
     """The text between the rebuild map's markers in its page (docs/rebuilds.md)."""
-    if PAGE_START not in page or PAGE_END not in page:
-        raise RebuildMapError(f"the page has no {PAGE_START!r} ... {PAGE_END!r} section")
-    return page.split(PAGE_START, 1)[1].split(PAGE_END, 1)[0].strip("\n") + "\n"
+    return section(page, PAGE_SECTION)
 
 
 def with_page_section(page: str, table: str) -> str:
-    """The page with the rebuild map's section replaced by ``table`` (blank lines around it,
-    so that Markdown reads the table apart from the markers)."""
-    before = page.split(PAGE_START, 1)[0]
-    after = page.split(PAGE_END, 1)[1]
-    return f"{before}{PAGE_START}\n\n{table}\n{PAGE_END}{after}"
+    """The page with the rebuild map's section replaced by ``table``."""
+    return with_section(page, PAGE_SECTION, table)
