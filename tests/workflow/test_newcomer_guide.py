@@ -5,10 +5,13 @@ and nothing the newcomer is given points into a checkout they do not have."""
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 from conftest import GUIDE_CONFIG, REPO
 
 DATASET = "beetles"
+REQUIRES = "import importlib.metadata as m; print('\\n'.join(m.requires('hierbench')))"
 
 
 @pytest.mark.slow
@@ -36,6 +39,13 @@ def test_the_wheel_ships_the_lock_and_names_no_checkout_file(newcomer, newcomer_
     assert "site-packages/hierbench/workflow/" in lock
     with open(lock, encoding="utf-8") as packaged:
         assert packaged.read() == (REPO / "requirements.lock").read_text(encoding="utf-8")
+    requires = subprocess.run(
+        [str(newcomer.venv / "bin/python"), "-c", REQUIRES],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
+    assert "snakemake[reports]==9.27.1" in requires  # pygments, for the report
     config, _ = newcomer_run
     assert config == newcomer.home.joinpath(*GUIDE_CONFIG)
     assert "schemas/" not in config.read_text(encoding="utf-8")
