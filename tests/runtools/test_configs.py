@@ -5,7 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hierbench.runtools.configs import config_files, config_runs, log_config, run_key
+from hierbench.runtools import launch
+from hierbench.runtools.configs import (
+    RESOLVED_CONFIG,
+    config_files,
+    config_name,
+    config_run,
+    config_runs,
+    is_run_copy,
+    log_config,
+    run_key,
+    run_logs,
+    shown_path,
+)
 
 
 def _log(repo: Path, name: str, configs: list[str]) -> None:
@@ -86,3 +98,34 @@ def test_a_copy_of_a_repository_keys_its_runs_to_its_own_configs(tmp_path: Path)
     assert [path for path, run in config_runs(copy) if run == "runs/tiny"] == [
         Path("configs/tiny.yaml")
     ]
+
+
+def test_a_runs_logs_are_its_own_whichever_of_its_configs_they_name(tmp_path: Path):
+    """An installed package's project: the user's config.yaml and the copy `hierbench run`
+    ran (in the run's logs) name the same run folder, so the copy's log is that run's."""
+    (tmp_path / "config.yaml").write_text("run: runs/beetles\n")
+    copy = tmp_path / "runs/beetles/logs/config.yaml"
+    copy.parent.mkdir(parents=True)
+    copy.write_text("run: runs/beetles\n")
+    _log(tmp_path, "2026-12-01T100000.000000", [str(copy)])
+    _log(tmp_path, "2026-12-01T110000.000000", ["elsewhere.yaml"])  # no such file: no run
+    assert [run for run, _ in run_logs(tmp_path)] == ["runs/beetles"]
+    assert config_run(tmp_path, Path("runs/beetles/logs/config.yaml")) == "runs/beetles"
+    assert is_run_copy("runs/beetles/logs/config.yaml", "runs/beetles")
+    assert not is_run_copy("config.yaml", "runs/beetles")
+    assert is_run_copy(f"{tmp_path}/out/logs/config.yaml", f"{tmp_path}/out")
+    assert config_name(tmp_path, str(copy)) == "runs/beetles/logs/config.yaml"
+    assert config_name(tmp_path, "/elsewhere/x.yaml") == "/elsewhere/x.yaml"
+
+
+def test_the_copy_hierbench_run_keeps_is_named_as_the_launcher_names_it():
+    assert RESOLVED_CONFIG == launch.RESOLVED_CONFIG
+
+
+def test_a_path_is_shown_as_it_opens_from_here(tmp_path: Path):
+    """Relative inside the folder the command was typed in, absolute elsewhere: two projects'
+    runs/beetles never read alike."""
+    here = tmp_path / "my beetles"
+    assert shown_path(here / "runs/beetles", here) == "runs/beetles"
+    assert shown_path(tmp_path / "other/runs/beetles", here) == str(tmp_path / "other/runs/beetles")
+    assert shown_path(here / "a/../runs", here) == "runs"

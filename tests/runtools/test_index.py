@@ -57,7 +57,8 @@ def test_runs_lists_the_indexed_runs_from_a_folder_of_no_run(tmp_path: Path, mon
     monkeypatch.chdir(elsewhere)
     assert main(["runs", "--json"]) == 0
     [row] = json.loads(capsys.readouterr().out)
-    assert row["name"] == str(run) and row["config"] == str(run / "logs/config.yaml")
+    # the config the user ran, not the copy `hierbench run` keeps in the run's logs
+    assert row["name"] == str(run) and row["config"] == str(project / "study.yaml")
     assert row["state"] == "complete" and row["jobs_done"] == 3
     run.joinpath("logs/config.yaml").unlink()
     (run / "logs").rmdir()

@@ -61,3 +61,29 @@ def test_resume_refuses_a_live_run_with_one_line(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(resume, "live_snakemake", lambda repo: [7])
     assert main(["resume", "runs/tiny"]) == 2
     assert capsys.readouterr().err.startswith("hierbench: error: a Snakemake run is live in")
+
+
+def test_the_users_config_is_resumed_rather_than_the_copy_hierbench_run_kept(tmp_path: Path):
+    """Both name the run folder: the user's file, the one `hierbench run` resolves again; the
+    copy alone when the user's config lies elsewhere."""
+    copy = tmp_path / "runs/beetles/logs/config.yaml"
+    copy.parent.mkdir(parents=True)
+    copy.write_text("run: runs/beetles\n")
+    log = tmp_path / ".snakemake/log/2026-12-01T100000.000000.snakemake.log"
+    log.parent.mkdir(parents=True)
+    log.write_text(f"Config file(s): ['{copy}']\n")
+    assert resume.config_for_run(tmp_path, "runs/beetles") == Path("runs/beetles/logs/config.yaml")
+    (tmp_path / "config.yaml").write_text("run: runs/beetles\n")
+    assert resume.config_for_run(tmp_path, "runs/beetles") == Path("config.yaml")
+
+
+def test_a_live_run_is_named_by_the_config_its_snakemake_was_started_on(tmp_path: Path):
+    repo, proc = tmp_path / "project", tmp_path / "proc"
+    (repo / "runs/a/logs").mkdir(parents=True)
+    (repo / "runs/a/logs/config.yaml").write_text("run: runs/a\n")
+    (repo / "config.yaml").write_text("run: runs/default\n")
+    copy = str(repo / "runs/a/logs/config.yaml")  # hierbench run passes its copy, absolutely
+    _process(proc, 21, ["/v/bin/python", "/v/bin/snakemake", "--configfile", copy], repo)
+    _process(proc, 22, ["/v/bin/snakemake", "--cores", "1"], repo)  # config.yaml, unnamed
+    assert resume.live_runs(repo, proc) == {"runs/a", "runs/default"}
+    assert resume.live_runs(repo, tmp_path / "no proc") is None

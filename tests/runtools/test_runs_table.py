@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from hierbench.cli import main
-from hierbench.runtools.runs_table import list_runs, log_state
+from hierbench.runtools import runs_table
+from hierbench.runtools.runs_table import list_runs, log_state, shown_rows
 
 LOG_HEADER = "Config file(s): [PosixPath('{config}')]\nBuilding DAG of jobs...\n"
 
@@ -85,17 +86,26 @@ def test_three_runs_each_in_its_state_with_jobs_and_headline(repo: Path):
     assert killed.headline == {} and killed.last_change == ""
 
 
-def test_the_cli_prints_a_table_sorted_or_json(repo: Path, capsys):
+def test_the_cli_prints_a_table_sorted_or_json(repo: Path, capsys, monkeypatch):
+    monkeypatch.chdir(repo)  # the run folders and configs as they open from here
     assert main(["runs", "--repo", str(repo / "configs")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:5] == ["run", "config", "state", "jobs", "last"]
-    assert [line.split()[0] for line in lines[1:]] == ["results", "runs/a", "runs/b"]
+    assert [line.split()[:2] for line in lines[1:]] == [
+        ["results", "config.yaml"],
+        ["runs/a", "configs/a.yaml"],
+        ["runs/b", "configs/b.yaml"],
+    ]
     assert "E_R 0.300 E_S 0.350 H_R 0.310 H_S 0.360" in lines[1] and "183/183" in lines[1]
     assert "3/40" in lines[2] and "E_R n/a H_R 0.200" in lines[2]
     assert main(["runs", "--repo", str(repo), "--sort", "state", "--json"]) == 0
     records = json.loads(capsys.readouterr().out)
     assert [r["state"] for r in records] == ["complete", "failed", "stale lock"]
     assert records[1]["headline"] == {"cub": {"E_R": None, "H_R": 0.2}}
+    monkeypatch.chdir(repo / "configs")  # from another folder: paths that open from there
+    assert main(["runs", "--repo", str(repo), "--json"]) == 0
+    [failed] = [r for r in json.loads(capsys.readouterr().out) if r["state"] == "failed"]
+    assert (failed["name"], failed["config"]) == (str(repo / "runs/a"), "a.yaml")
 
 
 def test_a_running_log_and_a_missing_log():
@@ -117,3 +127,42 @@ def test_a_run_stopped_by_ctrl_c_is_stopped_not_failed():
 def test_outside_a_repository_is_one_line(tmp_path: Path, capsys):
     assert main(["runs", "--repo", str(tmp_path)]) == 2
     assert "is not inside a hierbench repository" in capsys.readouterr().err
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """An installed package's project folder: the user's config.yaml, and the copy `hierbench
+    run` ran, in the run's logs, that Snakemake's log names."""
+    (tmp_path / "config.yaml").write_text("run: runs/beetles\n")
+    (tmp_path / "runs/beetles/logs").mkdir(parents=True)
+    (tmp_path / "runs/beetles/logs/config.yaml").write_text("run: runs/beetles\n")
+    return tmp_path
+
+
+def test_a_run_the_copy_of_its_config_ran_is_listed_in_its_state(project: Path, monkeypatch):
+    _log(project, "010000", "runs/beetles/logs/config.yaml", "19 of 19 steps (100%) done\n")
+    [row] = list_runs(project)
+    assert (row.name, row.config, row.state, row.jobs_done) == (
+        "runs/beetles",
+        "config.yaml",
+        "complete",
+        19,
+    )
+    _log(project, "020000", "runs/beetles/logs/config.yaml", "2 of 19 steps (10%) done\n")
+    (project / ".snakemake/locks").mkdir(parents=True)
+    (project / ".snakemake/locks/0.input.lock").write_text("")
+    monkeypatch.setattr(runs_table, "live_runs", lambda repo: {"runs/beetles"})
+    assert [(row.state, row.jobs_done) for row in list_runs(project)] == [("running", 2)]
+    monkeypatch.setattr(runs_table, "live_runs", lambda repo: set())
+    assert [row.state for row in list_runs(project)] == ["stale lock"]
+
+
+def test_a_run_shows_the_config_the_user_gave_hierbench_run(project: Path):
+    (project / "config.yaml").unlink()  # the user's config lies elsewhere: the copy names it
+    _log(project, "010000", "runs/beetles/logs/config.yaml", "19 of 19 steps (100%) done\n")
+    assert [row.config for row in list_runs(project)] == ["runs/beetles/logs/config.yaml"]
+    own = {str(project / "runs/beetles"): "/home/me/study.yaml"}
+    [row] = list_runs(project, own=own)
+    assert (row.config, row.state) == ("/home/me/study.yaml", "complete")
+    [shown] = shown_rows([row], project, project / "runs")
+    assert (shown.name, shown.config) == ("beetles", "/home/me/study.yaml")

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -18,18 +19,24 @@ import pytest
 from conftest import SNAKEMAKE, TINY_LOGS, TINY_RUN
 
 from hierbench.runlogs import INFO_PREFIX, LOG_FORMAT
+from hierbench.runtools import status
 from hierbench.runtools.status import (
     NO_LOG_YET,
     RunStatus,
     earlier_costs,
+    ended_written_jobs,
     failed_logs,
+    jobs_now,
     last_line,
+    log_jobs,
+    newest_run_log,
     not_failed,
     running_logs,
     seconds_left,
     stage_table,
     status_lines,
     status_record,
+    with_ended,
 )
 
 STAGES = {"fit": "training", "score": "evaluation", "tables": "report", "all": "report"}
@@ -258,3 +265,112 @@ def test_the_info_prefix_matches_what_a_job_log_writes():
     )
     line = logging.Formatter(LOG_FORMAT).format(record)
     assert line != "epoch 3/3" and INFO_PREFIX.sub("", line) == "epoch 3/3"
+
+
+STOPPED_LOG = """Provided cores: 2
+[Sun Dec  6 02:51:42 2026]
+localrule image_fingerprint:
+    output: runs/b/data/image_files.parquet
+    log: runs/b/logs/data/image_files.parquet.log
+    jobid: 7
+[Sun Dec  6 02:51:44 2026]
+localrule taxonomy_table:
+    input: runs/b/data/taxonomy_files.parquet, runs/b/data/images.parquet
+    output: runs/b/taxonomy/taxonomy.parquet, runs/b/taxonomy/levels.json
+    log: runs/b/logs/taxonomy/taxonomy.parquet.log
+    jobid: 9
+rule train:
+    output: runs/b/cells/ER-42.parquet
+    jobid: 11
+4 of 19 steps (21%) done
+Terminating processes on user request, this might take some time.
+"""
+
+
+def test_jobs_a_stopped_run_ended_after_writing_are_to_do_again():
+    """Ctrl-C ends a job after it wrote its outputs: Snakemake keeps them marked incomplete
+    and reruns the job, while --dag draws it done; a job whose output is missing is to do
+    in the DAG already, and is not counted twice."""
+    jobs = log_jobs(STOPPED_LOG)
+    assert jobs == [
+        ("image_fingerprint", ["runs/b/data/image_files.parquet"]),
+        ("taxonomy_table", ["runs/b/taxonomy/taxonomy.parquet", "runs/b/taxonomy/levels.json"]),
+        ("train", ["runs/b/cells/ER-42.parquet"]),
+    ]
+    marked = {"runs/b/taxonomy/taxonomy.parquet", "runs/b/cells/ER-42.parquet"}
+    written = {"runs/b/data/image_files.parquet", *jobs[1][1]}  # train's output is missing
+    ended = ended_written_jobs(jobs, marked, written.__contains__)
+    assert ended == {"taxonomy_table": 1}
+    assert ended_written_jobs(jobs, marked, lambda output: False) == {}
+    dag = [("taxonomy_table", False), ("train", True), ("image_fingerprint", False)]
+    assert with_ended(dag, ended) == [
+        ("taxonomy_table", True),
+        ("train", True),
+        ("image_fingerprint", False),
+    ]
+    assert with_ended(dag, Counter({"train": 1})) == dag  # to do already
+    assert log_jobs(None) == []
+
+
+def test_the_newest_log_of_the_run_is_read_not_another_runs(tmp_path: Path):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs/a.yaml").write_text("run: runs/a\n")
+    (tmp_path / "configs/b.yaml").write_text("run: runs/b\n")
+    folder = tmp_path / ".snakemake/log"
+    folder.mkdir(parents=True)
+    for stamp, config in (("1", "a"), ("2", "b"), ("3", "a")):
+        header = f"Config file(s): ['configs/{config}.yaml']\n"
+        body = "Provided cores: 2\n" if stamp != "3" else "Building DAG of jobs...\n"
+        (folder / f"2026-12-0{stamp}T000000.snakemake.log").write_text(header + body + stamp)
+    assert newest_run_log(tmp_path, "runs/a").endswith("1")  # log 3 is a DAG printout
+    assert newest_run_log(tmp_path, "runs/b").endswith("2")
+    assert newest_run_log(tmp_path, "runs/c") is None
+
+
+def test_logs_are_shown_as_they_open_from_where_status_is_typed(tmp_path: Path):
+    logs = tmp_path / "runs/x/logs"
+    (logs / "cub").mkdir(parents=True)
+    (logs / "cub/a.parquet.log").write_text("epoch 1/3\n")
+    marker = base64.urlsafe_b64encode(b"runs/x/cub/a.parquet").decode()
+    (tmp_path / ".snakemake/incomplete").mkdir(parents=True)
+    (tmp_path / ".snakemake/incomplete" / marker).write_text("{}")
+    elsewhere = tmp_path.with_name(tmp_path.name + "-elsewhere")
+    assert running_logs(tmp_path, logs, "runs/x", elsewhere) == [
+        (str(logs / "cub/a.parquet.log"), "epoch 1/3")
+    ]
+    assert running_logs(tmp_path, logs, "runs/x", tmp_path / "runs") == [
+        ("x/logs/cub/a.parquet.log", "epoch 1/3")
+    ]
+    run_log = "    log: runs/x/logs/cub/a.parquet.log (check log file(s) for error details)\n"
+    assert failed_logs(tmp_path, run_log, elsewhere) == [
+        (str(logs / "cub/a.parquet.log"), "epoch 1/3")
+    ]
+
+
+def test_a_stopped_runs_marked_jobs_are_failed_and_to_do_a_live_runs_are_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs/x.yaml").write_text("run: runs/x\n")
+    (tmp_path / ".snakemake/log").mkdir(parents=True)
+    (tmp_path / ".snakemake/log/2026-12-06T000000.snakemake.log").write_text(
+        "Config file(s): ['configs/x.yaml']\nProvided cores: 2\n"
+        "localrule make_a:\n    output: runs/x/a.parquet\n    jobid: 1\n"
+        "Terminating processes on user request, this might take some time.\n"
+    )
+    (tmp_path / "runs/x/logs").mkdir(parents=True)
+    (tmp_path / "runs/x/a.parquet").write_text("written before Ctrl-C")
+    (tmp_path / "runs/x/logs/a.parquet.log").write_text("made a\n")
+    marker = base64.urlsafe_b64encode(b"runs/x/a.parquet").decode()
+    (tmp_path / ".snakemake/incomplete").mkdir()
+    (tmp_path / ".snakemake/incomplete" / marker).write_text("{}")
+    dag = [("make_a", False), ("all", True)]  # --dag draws the ended job done
+    log = ("runs/x/logs/a.parquet.log", "made a")
+    monkeypatch.setattr(status, "live_runs", lambda repo: set())
+    assert jobs_now(tmp_path, "runs/x", tmp_path, dag) == (
+        [("make_a", True), ("all", True)],
+        [],
+        [log],
+    )
+    monkeypatch.setattr(status, "live_runs", lambda repo: {"runs/x"})
+    assert jobs_now(tmp_path, "runs/x", tmp_path, dag) == (dag, [log], [])

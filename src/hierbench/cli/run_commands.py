@@ -10,6 +10,7 @@ import argparse
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from hierbench.cli.compare_command import add_compare_command
@@ -28,7 +29,7 @@ from hierbench.runlogs import noted_repository
 from hierbench.runs import logs_folder
 from hierbench.runtools import jobstats, resume
 from hierbench.runtools.compare import require_run
-from hierbench.runtools.configs import run_key
+from hierbench.runtools.configs import run_key, shown_path
 from hierbench.runtools.index import indexed_runs
 from hierbench.runtools.runs_table import (
     SORT_KEYS,
@@ -36,7 +37,9 @@ from hierbench.runtools.runs_table import (
     list_runs,
     runs_json,
     runs_text,
+    shown_rows,
     sorted_rows,
+    user_configs,
 )
 from hierbench.runtools.status import run_status, status_lines, status_record
 from hierbench.shipped import rules_folder, snakefile_arguments
@@ -58,9 +61,15 @@ def repository_of(start: Path) -> Path:
         if (folder / ".snakemake").is_dir():
             return folder
     raise ValueError(
-        f"{start} is not inside a hierbench repository or a folder hierbench run worked in "
-        "(no Snakefile or .snakemake above it)"
+        f"{start.resolve()} is not inside a hierbench repository or a folder hierbench run "
+        "worked in (no Snakefile or .snakemake above it)"
     )
+
+
+def existing_folder(path: Path) -> Path:
+    """``path``, or its nearest existing parent folder (a run folder not made yet is looked
+    for from where it will be)."""
+    return next(folder for folder in (path, *path.resolve().parents) if folder.exists())
 
 
 def repository_or_here(run: Path) -> Path:
@@ -82,10 +91,11 @@ def runs_command(args: argparse.Namespace) -> int:
         if args.repo is not None or not indexed:
             raise
         repo = None  # a folder of no run: the index alone
-    rows = list_runs(repo, args.sort) if repo is not None else []
-    here = {str((repo / row.name).resolve()) for row in rows} if repo is not None else set()
-    rows += indexed_rows([entry for entry in indexed if entry.run not in here], args.sort)
-    rows = sorted_rows(rows, args.sort)
+    rows = list_runs(repo, args.sort, user_configs(indexed)) if repo is not None else []
+    listed = {str((repo / row.name).resolve()) for row in rows} if repo is not None else set()
+    rows = shown_rows(rows, repo or Path(), Path())  # paths that open from this folder
+    others = indexed_rows([entry for entry in indexed if entry.run not in listed], args.sort)
+    rows = sorted_rows(rows + shown_rows(others, Path(), Path()), args.sort)
     print(json.dumps(runs_json(rows), indent=2) if args.json else runs_text(rows))
     return 0
 
@@ -99,7 +109,8 @@ def add_runs_command(commands: argparse._SubParsersAction) -> None:
         "configs/*.yaml and any other config file Snakemake ran here), then of the runs "
         "`hierbench run` started anywhere else (an index in your data folder): state (complete, "
         "running, failed, stopped, stale lock), jobs done / planned from the newest Snakemake "
-        "log, last change, and each dataset's mean hierarchy mAP per factorial arm.",
+        "log, last change, and each dataset's mean hierarchy mAP per factorial arm. Run folders "
+        "and configs (the file you gave hierbench run) are printed as they open from here.",
         epilog="example: hierbench runs --sort last_change",
     )
     runs.add_argument("--repo", type=Path, help="a folder in the repository (default: here)")
@@ -111,10 +122,15 @@ def add_runs_command(commands: argparse._SubParsersAction) -> None:
 
 
 def status_command(args: argparse.Namespace) -> int:
-    """Print a run's jobs per stage, the jobs running now and the time left."""
-    repo = repository_of(args.run if args.run.exists() else Path())
-    run = run_key(repo, args.run) if args.run.exists() else args.run.as_posix()
-    status = run_status(repo, run)
+    """Print a run's jobs per stage, the jobs running now and the time left, its paths as
+    they open from this folder (the config the user ran, where the index knows it)."""
+    repo = repository_of(existing_folder(args.run))
+    typed = args.run if args.run.exists() or args.run.is_absolute() else repo / args.run
+    run = run_key(repo, typed)  # a folder not made yet: as its config names it
+    status = run_status(repo, run, Path())
+    own = user_configs(indexed_runs()).get(str((repo / run).resolve()))
+    if own is not None:
+        status = replace(status, config=shown_path(Path(own), Path()))
     if args.json:
         print(json.dumps(status_record(status), indent=2))
     else:
@@ -130,7 +146,8 @@ def add_status_command(commands: argparse._SubParsersAction) -> None:
         description="Per stage the jobs done and to do (from snakemake --dag on the run's "
         "config), the jobs running now with their last log line, and the job time left "
         "estimated from the run's own finished jobs (or, for a rule none of them ran yet, from "
-        "Snakemake's records of an earlier run of the folder).",
+        "Snakemake's records of an earlier run of the folder). After Ctrl-C or a kill, the "
+        "jobs the run ended are failed and to do again. Paths are printed as they open from here.",
         epilog="example: hierbench status runs/tiny",
     )
     _add_run_argument(status)

@@ -11,9 +11,12 @@ from pathlib import Path
 
 import yaml
 
-from hierbench.runs import DEFAULT_RUN
+from hierbench.runs import DEFAULT_RUN, logs_folder
 
 SNAKEMAKE_LOGS = Path(".snakemake/log")
+# The copy `hierbench run` keeps of the config it ran, in the run's logs (launch.RESOLVED_CONFIG;
+# not imported, so the run tools never import the launcher).
+RESOLVED_CONFIG = "config.yaml"
 CONFIG_LINE = re.compile(r"Config file\(s\): \[(?P<files>.*)\]")
 
 
@@ -30,14 +33,17 @@ def log_config(text: str, repo: Path) -> str | None:
     when it names none."""
     match = CONFIG_LINE.search(text)
     first = re.search(r"'([^']+)'", match.group("files")) if match else None
-    if not first:
-        return None
-    path = Path(first.group(1))
-    path = path if path.is_absolute() else repo / path
+    return config_name(repo, first.group(1)) if first else None
+
+
+def config_name(repo: Path, name: str) -> str:
+    """A config file as the configs of ``repo`` are named: relative to it (a relative
+    ``name`` is taken from it), or absolute for one outside it."""
+    path = (repo / name).resolve()
     try:
-        return path.resolve().relative_to(repo.resolve()).as_posix()
+        return path.relative_to(repo.resolve()).as_posix()
     except ValueError:
-        return path.resolve().as_posix()
+        return path.as_posix()
 
 
 def config_files(repo: Path) -> list[Path]:
@@ -51,19 +57,54 @@ def config_files(repo: Path) -> list[Path]:
     return found + [path for path in others if path not in found]
 
 
+def config_run(repo: Path, path: Path) -> str | None:
+    """The run folder a config file's ``run`` key names, keyed as ``config_runs`` keys it
+    (``path`` relative to ``repo``, or absolute); None for a file this cannot read as a
+    config (`hierbench config` names the flaw)."""
+    try:
+        data = yaml.safe_load((repo / path).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return None
+    run = data.get("run", DEFAULT_RUN) if isinstance(data, dict) else None
+    return _run_from(path, run) if isinstance(run, str) else None
+
+
 def config_runs(repo: Path) -> list[tuple[Path, str]]:
     """Each readable config of the repository (``config_files``) with the run folder its
     ``run`` key names."""
     found = []
     for path in config_files(repo):
-        try:
-            data = yaml.safe_load((repo / path).read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError):
-            continue  # not a config this can read; `hierbench config` names the flaw
-        run = data.get("run", DEFAULT_RUN) if isinstance(data, dict) else None
-        if isinstance(run, str):
-            found.append((path, _run_from(path, run)))
+        run = config_run(repo, path)
+        if run is not None:
+            found.append((path, run))
     return found
+
+
+def run_logs(repo: Path) -> Iterator[tuple[str, str]]:
+    """``(run folder, text)`` of each Snakemake log of the repository whose config names a
+    run folder, newest first: a run's logs whichever of its configs they name (the user's
+    file, or the copy ``hierbench run`` ran, which names the same folder)."""
+    runs: dict[str, str | None] = {}
+    for _, text in snakemake_logs(repo):
+        config = log_config(text, repo)
+        if config is not None and config not in runs:
+            runs[config] = config_run(repo, Path(config))
+        run = runs.get(config) if config is not None else None
+        if run is not None:
+            yield run, text
+
+
+def is_run_copy(config: str | Path, run: str) -> bool:
+    """Whether ``config`` is the copy ``hierbench run`` keeps of a config in the run's logs
+    (``RUN/logs/config.yaml``: what it ran, with its paths resolved), not the user's file."""
+    return Path(config).as_posix() == f"{logs_folder(run)}/{RESOLVED_CONFIG}"
+
+
+def shown_path(path: Path, here: Path) -> str:
+    """A path as it opens from the folder ``here``: relative to it when it lies inside it,
+    else absolute (so two projects' run folders of the same name never read alike)."""
+    target, folder = path.resolve(), here.resolve()
+    return target.relative_to(folder).as_posix() if target.is_relative_to(folder) else str(target)
 
 
 def _run_from(config: Path, run: str) -> str:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hierbench.runtools.configs import config_runs
+from hierbench.runtools.configs import config_name, config_run, config_runs, is_run_copy
 
 LOCKS = Path(".snakemake/locks")
+DEFAULT_CONFIG = "config.yaml"  # what Snakemake reads with no --configfile
 PROC = Path("/proc")
 
 
@@ -60,9 +61,36 @@ def _is_snakemake(command: list[bytes]) -> bool:
     return python and (names[1:2] == ["snakemake"] or names[1:3] == ["-m", "snakemake"])
 
 
+def live_runs(repo: Path, proc: Path = PROC) -> set[str] | None:
+    """The run folders (keyed as ``runtools.configs`` keys them) of the Snakemake processes
+    working in ``repo`` now, each from the config it was started on; None when ``/proc``
+    cannot tell."""
+    try:
+        pids = live_snakemake(repo, proc)
+    except ResumeError:
+        return None
+    runs = set()
+    for pid in pids:
+        try:
+            command = (proc / str(pid) / "cmdline").read_bytes()
+        except OSError:
+            continue  # it ended since
+        words = command.decode(errors="replace").split("\0")
+        named = [words[i + 1] for i, word in enumerate(words[:-1]) if word == "--configfile"]
+        for name in named or [DEFAULT_CONFIG]:
+            run = config_run(repo, Path(config_name(repo, name)))  # relative: from the folder
+            if run is not None:
+                runs.add(run)
+    return runs
+
+
 def config_for_run(repo: Path, run: str) -> Path:
-    """The config file (``runtools.configs.config_files``) whose ``run`` is ``run``."""
+    """The config file (``runtools.configs.config_files``) whose ``run`` is ``run``: the
+    user's own rather than the copy ``hierbench run`` keeps in the run's logs, when both
+    name it (the copy alone for a config kept elsewhere)."""
     matches = [path for path, named in config_runs(repo) if named == run]
+    own = [path for path in matches if not is_run_copy(path, run)]
+    matches = own if own else matches
     if len(matches) != 1:
         found = ", ".join(str(path) for path in matches) or "none"
         raise ResumeError(

@@ -2,12 +2,13 @@
 show`` lists experiments.
 
 A run folder is the ``run`` of a config (``runtools.configs``) that exists.
-Its state and job counts come from the newest Snakemake log of that config
-(``.snakemake/log/``): ``N of M steps`` gives the jobs done and planned, a failed job's message
-makes it failed (unless Ctrl-C or SIGTERM stopped it: then it is stopped), and a live Snakemake
-started on that config makes it running. A lock left by
-a Snakemake that no longer runs is a stale lock (``hierbench resume`` releases it). The
-headline is each dataset's mean hierarchy mAP per factorial arm, from its arms summary.
+Its state and job counts come from the newest Snakemake log of a config naming that folder
+(``.snakemake/log/``; the user's config or the copy ``hierbench run`` ran, kept in the run's
+logs): ``N of M steps`` gives the jobs done and planned, a failed job's message makes it failed
+(unless Ctrl-C or SIGTERM stopped it: then it is stopped), and a live Snakemake started on a
+config naming that folder makes it running. A lock left by a Snakemake that no longer runs is
+a stale lock (``hierbench resume`` releases it). The headline is each dataset's mean hierarchy
+mAP per factorial arm, from its arms summary.
 """
 
 from __future__ import annotations
@@ -22,16 +23,15 @@ import pandas as pd
 
 from hierbench.layout import ARMS_SUMMARY_TABLE
 from hierbench.protocol import FACTORIAL_ARMS, MEAN_HIERARCHY
-from hierbench.runtools.configs import log_config, run_configs, snakemake_logs
+from hierbench.runtools.configs import run_configs, run_logs, shown_path
 from hierbench.runtools.index import IndexedRun
-from hierbench.runtools.resume import PROC, ResumeError, live_snakemake, lock_files
+from hierbench.runtools.resume import live_runs, lock_files
 
 STEPS_LINE = re.compile(r"^(?P<done>\d+) of (?P<planned>\d+) steps \(\d+%\) done", re.MULTILINE)
 FAILED_LINES = ("Exiting because a job execution failed", "Error in rule ")
 # What Snakemake logs when Ctrl-C or SIGTERM stops it: the jobs it ends then are not failures.
 STOPPED_LINES = ("Terminating processes on user request", "Cancelling snakemake on user request")
 NOTHING_LINE = "Nothing to be done"
-DEFAULT_CONFIG = "config.yaml"
 SORT_KEYS = ("name", "config", "state", "jobs", "last_change")
 ARMS_SUMMARY = ARMS_SUMMARY_TABLE.removeprefix("{dataset}/")  # below a dataset's folder
 
@@ -49,34 +49,15 @@ class RunRow:
     headline: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
-def logs_by_config(repo: Path) -> dict[str, list[str]]:
-    """Per config, its Snakemake logs that ran or planned jobs, newest first (dry runs and DAG
-    printouts, which log only their first line, are skipped); every log read once."""
+def logs_by_run(repo: Path) -> dict[str, list[str]]:
+    """Per run folder, its Snakemake logs that ran or planned jobs, newest first, whichever of
+    its configs they name (dry runs and DAG printouts, which log only their first line, are
+    skipped); every log read once."""
     found: dict[str, list[str]] = {}
-    for _, text in snakemake_logs(repo):
-        config = log_config(text, repo)
-        if config is not None and (
-            STEPS_LINE.search(text) or NOTHING_LINE in text or any(f in text for f in FAILED_LINES)
-        ):
-            found.setdefault(config, []).append(text)
+    for run, text in run_logs(repo):
+        if STEPS_LINE.search(text) or NOTHING_LINE in text or any(f in text for f in FAILED_LINES):
+            found.setdefault(run, []).append(text)
     return found
-
-
-def _running_configs(repo: Path) -> set[str] | None:
-    """The configs a live Snakemake in ``repo`` was started on (None: /proc cannot tell)."""
-    try:
-        pids = live_snakemake(repo)
-    except ResumeError:
-        return None
-    configs = set()
-    for pid in pids:
-        words = (PROC / str(pid) / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        named = [words[i + 1] for i, word in enumerate(words[:-1]) if word == "--configfile"]
-        for name in named or [DEFAULT_CONFIG]:
-            path = (repo / name).resolve()  # a relative name is relative to the run's folder
-            if path.is_relative_to(repo.resolve()):
-                configs.add(path.relative_to(repo.resolve()).as_posix())
-    return configs
 
 
 def log_state(text: str | None, running: bool, locked: bool) -> tuple[str, int | None, int | None]:
@@ -122,20 +103,24 @@ def headline(folder: Path) -> dict[str, dict[str, float]]:
     return found
 
 
-def list_runs(repo: Path, sort: str = "name") -> list[RunRow]:
-    """Every run folder beside ``repo``, sorted by ``sort`` (one of :data:`SORT_KEYS`)."""
+def list_runs(repo: Path, sort: str = "name", own: dict[str, str] | None = None) -> list[RunRow]:
+    """Every run folder beside ``repo``, sorted by ``sort`` (one of :data:`SORT_KEYS`); a run
+    ``own`` names (its absolute folder) shows the config the user ran, not the copy that
+    ``hierbench run`` keeps in its logs."""
+    own = own or {}
     if sort not in SORT_KEYS:
         raise ValueError(f"--sort must be one of {', '.join(SORT_KEYS)}, got {sort!r}")
-    running = _running_configs(repo) or set()
+    running = live_runs(repo) or set()
     locked = bool(lock_files(repo))
-    rows, all_logs = [], logs_by_config(repo)
+    rows, all_logs = [], logs_by_run(repo)
     for run, config in run_configs(repo, existing=True).items():
-        logs = all_logs.get(config, [])
-        state, done, planned = log_state(logs[0] if logs else None, config in running, locked)
+        logs = all_logs.get(run, [])
+        state, done, planned = log_state(logs[0] if logs else None, run in running, locked)
         if state == "complete" and done is None:  # a rerun that had nothing to do
             counted = [STEPS_LINE.findall(text)[-1] for text in logs if STEPS_LINE.search(text)]
             done, planned = (int(counted[0][0]), int(counted[0][1])) if counted else (None, None)
         folder = repo / run
+        config = own.get(str(folder.resolve()), config)
         rows.append(
             RunRow(run, config, state, done, planned, last_change(folder), headline(folder))
         )
@@ -154,16 +139,35 @@ def sorted_rows(rows: list[RunRow], sort: str) -> list[RunRow]:
 def indexed_rows(entries: list[IndexedRun], sort: str = "name") -> list[RunRow]:
     """The rows of runs ``hierbench run`` started elsewhere (``runtools.index``), each read in
     its own working folder and named by its absolute path."""
-    rows = []
+    rows, own = [], user_configs(entries)
     for working in sorted({entry.working for entry in entries}):
         folder = Path(working)
         wanted = {entry.run for entry in entries if entry.working == working}
-        for row in list_runs(folder, sort) if folder.is_dir() else []:
+        for row in list_runs(folder, sort, own) if folder.is_dir() else []:
             run = str((folder / row.name).resolve())
             if run in wanted:
                 config = str((folder / row.config).resolve())
                 rows.append(replace(row, name=run, config=config))
     return rows
+
+
+def user_configs(entries: list[IndexedRun]) -> dict[str, str]:
+    """Each indexed run folder with the config file the user gave ``hierbench run``."""
+    return {entry.run: entry.config for entry in entries}
+
+
+def shown_rows(rows: list[RunRow], repo: Path, here: Path) -> list[RunRow]:
+    """The rows with their run folder and config as paths that open from ``here`` (relative
+    to it inside it, else absolute; ``repo``'s rows are named from ``repo``), so two
+    projects' runs of the same name read apart."""
+    return [
+        replace(
+            row,
+            name=shown_path(repo / row.name, here),
+            config=shown_path(repo / row.config, here),
+        )
+        for row in rows
+    ]
 
 
 def _arms_text(arms: dict[str, float]) -> str:

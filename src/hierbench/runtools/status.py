@@ -2,8 +2,12 @@
 
 The jobs come from ``snakemake --dag`` on the run's config (done: jobs Snakemake would not
 run; to do: the others), each rule's stage from ``rules/<stage>.smk``. The jobs running now
-are those whose outputs Snakemake marks incomplete (``.snakemake/incomplete``), the failed ones
-those the newest run's Snakemake log names; the last line of each one's log is shown. The time
+are those whose outputs Snakemake marks incomplete (``.snakemake/incomplete``) while a Snakemake
+works on the run, the failed ones those the newest Snakemake log of the run names; with no
+Snakemake live on the run (Ctrl-C, a kill), its jobs still marked incomplete ended with it, and
+are failed, never running, and to do again (``--dag`` draws one that wrote its outputs before
+it ended as done; Snakemake reruns it). The last line of each one's log is shown, and every path
+as it opens from the folder the command was typed in. The time
 left is each job to do costed at the median wall time of its rule's finished jobs in this run
 (the median of every finished job for a rule not seen yet): job seconds, which parallel jobs
 share. A rule no job of this run has finished yet is costed from Snakemake's own records of
@@ -21,7 +25,8 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,8 +37,9 @@ from hierbench import jobcost
 from hierbench.runlogs import INFO_PREFIX
 from hierbench.runs import logs_folder
 from hierbench.runtools import jobstats
-from hierbench.runtools.configs import run_configs, snakemake_logs
+from hierbench.runtools.configs import run_configs, run_logs, shown_path
 from hierbench.runtools.dag import dag_jobs
+from hierbench.runtools.resume import live_runs
 from hierbench.shipped import rules_folder, snakefile_arguments
 
 SCHEDULING_LINE = "Provided cores:"  # a run that executes jobs logs its cores; a dry run does not
@@ -41,6 +47,9 @@ INCOMPLETE = Path(".snakemake/incomplete")  # Snakemake's markers of outputs bei
 METADATA = Path(".snakemake/metadata")  # Snakemake's record of each output's job (rule, times)
 # A failed job in a Snakemake log: "Error in rule X:" ... "log: PATH (check log file(s) ...)".
 FAILED_JOB_LOG = re.compile(r"^\s+log: (\S+) \(check log file", re.MULTILINE)
+# A job in a Snakemake log: "rule X:" (or "localrule X:"), then indented lines, "output: A, B".
+JOB_RULE = re.compile(r"^(?:local)?rule (?P<rule>\w+):$")
+JOB_OUTPUT = "    output: "
 # The stages in pipeline order (rules/<stage>.smk); a stage not named here comes after them.
 STAGE_ORDER = (
     "inputs",
@@ -128,10 +137,52 @@ def last_line(path: Path) -> str:
     return line if len(line) <= SHOWN_CHARACTERS else line[: SHOWN_CHARACTERS - 1] + "…"
 
 
-def newest_run_log(repo: Path) -> str | None:
-    """The newest Snakemake log of the folder that ran jobs (dry runs and DAG printouts, which
-    schedule nothing, left out)."""
-    return next((text for _, text in snakemake_logs(repo) if SCHEDULING_LINE in text), None)
+def newest_run_log(repo: Path, run: str) -> str | None:
+    """The newest Snakemake log of the folder that ran jobs of the run folder ``run`` (dry
+    runs and DAG printouts, which schedule nothing, and other runs' logs left out)."""
+    return next(
+        (text for named, text in run_logs(repo) if named == run and SCHEDULING_LINE in text),
+        None,
+    )
+
+
+def log_jobs(run_log: str | None) -> list[tuple[str, list[str]]]:
+    """``(rule, outputs)`` of each job a Snakemake log started, in its order."""
+    jobs: list[tuple[str, list[str]]] = []
+    rule = None
+    for line in (run_log or "").splitlines():
+        started = JOB_RULE.match(line)
+        if started:
+            rule = started["rule"]
+        elif rule is not None and line.startswith(JOB_OUTPUT):
+            jobs.append((rule, line.removeprefix(JOB_OUTPUT).split(", ")))
+            rule = None
+        elif not line.startswith(" "):
+            rule = None
+    return jobs
+
+
+def ended_written_jobs(
+    jobs: list[tuple[str, list[str]]], marked: set[str], exists: Callable[[str], bool]
+) -> Counter[str]:
+    """Per rule, the jobs a stopped run ended after they wrote every output: Snakemake still
+    marks their outputs incomplete (they run again) though ``--dag`` draws them done."""
+    return Counter(
+        rule
+        for rule, outputs in jobs
+        if marked.intersection(outputs) and all(exists(output) for output in outputs)
+    )
+
+
+def with_ended(jobs: list[tuple[str, bool]], ended: Counter[str]) -> list[tuple[str, bool]]:
+    """The DAG's jobs with, per rule, as many of its done jobs as ``ended`` counts to do
+    again, so the counts are those of the run that continues it."""
+    left, flipped = Counter(ended), []
+    for rule, runs in jobs:
+        again = not runs and left[rule] > 0
+        left[rule] -= again
+        flipped.append((rule, runs or again))
+    return flipped
 
 
 def snakemake_marked(folder: Path) -> Iterator[tuple[str, Path]]:
@@ -188,37 +239,36 @@ def earlier_costs(repo: Path, run: str) -> pd.DataFrame:
 NO_LOG_YET = "(no log yet: cluster job {job}, queued or starting)"
 
 
-def _shown(path: Path, repo: Path) -> str:
-    """A path relative to ``repo``, or absolute for a run outside it."""
-    return path.relative_to(repo).as_posix() if path.is_relative_to(repo) else path.as_posix()
+def _with_last_line(logs: list[Path], here: Path) -> list[tuple[str, str]]:
+    """Each existing log, as it opens from ``here``, with its last line."""
+    return [(shown_path(log, here), last_line(log)) for log in logs if log.is_file()]
 
 
-def _with_last_line(repo: Path, logs: list[Path]) -> list[tuple[str, str]]:
-    """Each existing log, shown from ``repo``, with its last line."""
-    return [(_shown(log, repo), last_line(log)) for log in logs if log.is_file()]
-
-
-def running_logs(repo: Path, logs: Path, run: str) -> list[tuple[str, str]]:
+def running_logs(
+    repo: Path, logs: Path, run: str, here: Path | None = None
+) -> list[tuple[str, str]]:
     """The logs of the jobs running now (each job's log mirrors one of its incomplete
     outputs) with their last line; a cluster job with no log yet by its first output (in
-    sorted order) and ``NO_LOG_YET``."""
-    prefix, found = f"{run}/", []
+    sorted order) and ``NO_LOG_YET``; each path as it opens from ``here`` (default: ``repo``)."""
+    prefix, found, here = f"{run}/", [], here or repo
     for job_id, outputs in incomplete_jobs(repo, run):
         mirrored = [logs / f"{output.removeprefix(prefix)}.log" for output in outputs]
-        written = _with_last_line(repo, mirrored)
+        written = _with_last_line(mirrored, here)
         if not written and job_id is not None:
             more = f" (+{len(outputs) - 1} more)" if len(outputs) > 1 else ""
-            written = [(outputs[0] + more, NO_LOG_YET.format(job=job_id))]
+            first = shown_path(repo / outputs[0], here)
+            written = [(first + more, NO_LOG_YET.format(job=job_id))]
         found += written
     return sorted(set(found))
 
 
-def failed_logs(repo: Path, run_log: str | None) -> list[tuple[str, str]]:
-    """The logs of the jobs that failed in the newest run, from its Snakemake log."""
+def failed_logs(repo: Path, run_log: str | None, here: Path | None = None) -> list[tuple[str, str]]:
+    """The logs of the jobs that failed in the newest run, from its Snakemake log, each as it
+    opens from ``here`` (default: ``repo``)."""
     if run_log is None:
         return []
     named = FAILED_JOB_LOG.findall(run_log)
-    return _with_last_line(repo, [repo / path for path in dict.fromkeys(named)])
+    return _with_last_line([repo / path for path in dict.fromkeys(named)], here or repo)
 
 
 def seconds_left(
@@ -240,16 +290,19 @@ def seconds_left(
     return float(seconds), used_earlier
 
 
-def run_status(repo: Path, run: str) -> RunStatus:
-    """The status of the run folder ``run`` of the repository ``repo``."""
+def run_status(repo: Path, run: str, here: Path | None = None) -> RunStatus:
+    """The status of the run folder ``run`` of the repository ``repo``, its paths as they
+    open from ``here`` (default: ``repo``). With no Snakemake live on the run, the jobs it
+    marked incomplete ended with it (Ctrl-C, a kill): failed, and to do again."""
     configs = run_configs(repo)  # a run folder not made yet included
     if run not in configs:
         known = ", ".join(sorted(configs)) or "none yet"
         raise StatusError(f"no config's run folder is {run!r} (run folders: {known})")
-    config = configs[run]
+    config, here = configs[run], here or repo
     stages = jobstats.rule_stages(rules_folder(repo))
     jobs = planned_jobs(repo, config)
     logs = repo / logs_folder(run)
+    jobs, running, failed = jobs_now(repo, run, here, jobs)
     costs = (
         jobstats.job_costs(repo / run, logs, stages)
         if logs.is_dir()
@@ -257,15 +310,31 @@ def run_status(repo: Path, run: str) -> RunStatus:
     )
     uncosted = {rule for rule, runs in jobs if runs and rule != TARGET_RULE} - set(costs["rule"])
     earlier = earlier_costs(repo, run) if uncosted else None  # Snakemake's records, read if needed
-    failed = failed_logs(repo, newest_run_log(repo))
     return RunStatus(
-        run,
-        config,
+        shown_path(repo / run, here),
+        shown_path(repo / config, here),
         stage_table(jobs, stages),
-        not_failed(running_logs(repo, logs, run), failed),
+        running,
         failed,
         *seconds_left(jobs, costs, earlier),
     )
+
+
+def jobs_now(
+    repo: Path, run: str, here: Path, jobs: list[tuple[str, bool]]
+) -> tuple[list[tuple[str, bool]], list[tuple[str, str]], list[tuple[str, str]]]:
+    """The DAG's ``jobs``, the jobs running now and the failed ones. With no Snakemake live
+    on the run, the jobs it marked incomplete ended with it (Ctrl-C, a kill): failed, never
+    running, and to do again; live (or where ``/proc`` cannot tell), they run."""
+    run_log = newest_run_log(repo, run)
+    marked = running_logs(repo, repo / logs_folder(run), run, here)
+    failed = failed_logs(repo, run_log, here)
+    live = live_runs(repo)
+    if live is None or run in live:
+        return jobs, not_failed(marked, failed), failed
+    outputs = {output for _, found in incomplete_jobs(repo, run) for output in found}
+    ended = ended_written_jobs(log_jobs(run_log), outputs, lambda out: (repo / out).exists())
+    return with_ended(jobs, ended), [], [*failed, *not_failed(marked, failed)]
 
 
 def not_failed(

@@ -274,7 +274,6 @@ def make_split_table(
     return middle_disjoint_table(images, partition, **common), report
 
 
-
 # ----------------------------------------------------------------------------- manifest
 
 
