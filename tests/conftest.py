@@ -41,7 +41,17 @@ COPY_IGNORE = shutil.ignore_patterns(*COPY_IGNORED)
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
 # Fixtures that copy the repository for Snakemake: a test that takes one is slow.
-SLOW_FIXTURES = frozenset({"repo_copy", "built_repo", "_built_repo", "newcomer", "newcomer_run"})
+SLOW_FIXTURES = frozenset(
+    {
+        "repo_copy",
+        "built_repo",
+        "_built_repo",
+        "newcomer",
+        "newcomer_guide",
+        "newcomer_run",
+        "held_out_genera",
+    }
+)
 
 _running: list[pytest.Item] = []
 
@@ -171,6 +181,22 @@ def newcomer_run(
     output of the block that ran it (shared by the tests that only read the run)."""
     [ran] = [result for _, result in newcomer_guide if "hierbench run " in result.args[-1]]
     return newcomer.home.joinpath(*GUIDE_CONFIG), ran
+
+
+@pytest.fixture(scope="session")
+def held_out_genera(newcomer: Newcomer) -> Path:
+    """A second project of the newcomer's collection whose config asks for whole genera on the
+    test side (the middle-disjoint protocol), which this collection cannot score at the family
+    level: its config's path, not run yet. The Ctrl-C test stops and resumes its run, and the
+    endpoint test reads its end (a run of its own when that test runs alone)."""
+    from hierbench.data.init_dataset import MIDDLE_DISJOINT_SPLITS, OFFICIAL_SPLITS
+
+    config = newcomer.project("held-out genera", "--smoke")
+    text = config.read_text(encoding="utf-8")
+    if OFFICIAL_SPLITS not in text:
+        raise AssertionError(f"{config} does not hold init-dataset's per-class split block")
+    config.write_text(text.replace(OFFICIAL_SPLITS, MIDDLE_DISJOINT_SPLITS), encoding="utf-8")
+    return config
 
 
 def _run_snakemake(

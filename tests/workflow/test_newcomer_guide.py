@@ -51,3 +51,19 @@ def test_the_wheel_ships_the_lock_and_names_no_checkout_file(newcomer, newcomer_
     assert "schemas/" not in config.read_text(encoding="utf-8")
     summary = config.parent / "runs" / DATASET / DATASET / "tables" / "summary.md"
     assert "docs/" not in summary.read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_the_commands_init_dataset_prints_work_pasted_as_printed(newcomer, newcomer_guide):
+    """Each command init-dataset printed (quoted, the path holding a space) runs when pasted
+    in the other folder; the walk's run is complete, so its run is a no-op, and the run
+    compares identical with itself from there."""
+    [init] = [result for _, result in newcomer_guide if "init-dataset" in result.args[-1]]
+    printed = [line.strip() for line in init.stdout.splitlines() if line.startswith("  hierbench ")]
+    assert [command.split()[1] for command in printed] == ["check-dataset", "run"]
+    for command in printed:
+        pasted = newcomer.bash(command)
+        assert pasted.returncode == 0, (command, pasted.stderr[-3000:])
+    run = newcomer.home.joinpath(*GUIDE_CONFIG).parent / "runs" / DATASET
+    compared = newcomer.hierbench("compare", str(run), str(run))
+    assert compared.returncode == 0 and compared.stdout.startswith("identical"), compared.stderr

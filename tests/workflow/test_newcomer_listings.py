@@ -90,9 +90,11 @@ def _wait_for_jobs(process: subprocess.Popen[str], log: Path, jobs: int) -> None
         time.sleep(0.2)
 
 
-def test_a_run_stopped_by_ctrl_c_is_listed_stopped_its_ended_jobs_failed(newcomer, newcomer_run):
+def test_a_run_stopped_by_ctrl_c_is_listed_stopped_its_ended_jobs_failed(
+    newcomer, newcomer_run, held_out_genera
+):
     first, _ = newcomer_run
-    config = newcomer.project("stopped project", "--smoke")
+    config = held_out_genera  # a project of its own, stopped then resumed to its end
     run = config.parent / RUN
     process = _run_in_background(newcomer, config)
     try:

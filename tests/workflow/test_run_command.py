@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from table_collections import example_collection_tree
 
 RUN = "out/tiny"
 SPLITS = f"{RUN}/cub/splits/dev.parquet"
@@ -122,36 +121,6 @@ def test_ctrl_c_stops_the_run_with_one_line_and_the_same_command_continues_it(
     again = _run(repo_copy, project, FEATURES)
     assert again.returncode == 0, again.stderr
     assert (project / FEATURES).is_file()
-
-
-@pytest.mark.slow
-def test_init_dataset_then_its_printed_commands_pasted_as_printed(repo_copy: Path, tmp_path):
-    """From a folder with a space in its path: init-dataset, then each command it prints,
-    pasted as printed; then status, runs, audit and compare on the run from a third folder."""
-    project = tmp_path / "my photos"
-    example_collection_tree(project / "beetles")
-    said = _hierbench(repo_copy, project, "init-dataset", "beetles", "--out", "my data", "--smoke")
-    printed = [line.strip() for line in said.splitlines() if line.startswith("  hierbench ")]
-    assert [command.split()[1] for command in printed] == ["check-dataset", "run"]
-    environment = {
-        **_environment(repo_copy),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
-    for command in printed:
-        result = subprocess.run(
-            ["bash", "-c", command], cwd=project, env=environment, capture_output=True, text=True
-        )
-        assert result.returncode == 0, (command, result.stderr[-3000:])
-    run = project / "my data/runs/beetles"
-    assert (run / "beetles/tables/summary.md").is_file()
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    status = json.loads(_hierbench(repo_copy, elsewhere, "status", str(run), "--json"))
-    assert status["jobs_to_do"] == 0
-    runs = json.loads(_hierbench(repo_copy, elsewhere, "runs", "--repo", str(repo_copy), "--json"))
-    assert [row["state"] for row in runs if row["name"] == str(run)] == ["complete"]
-    assert "0 failed" in _hierbench(repo_copy, elsewhere, "audit", str(run))
-    assert _hierbench(repo_copy, elsewhere, "compare", str(run), str(run)).startswith("identical")
 
 
 @pytest.mark.slow
