@@ -30,10 +30,9 @@ from hierbench.data.init_dataset import (
 )
 from hierbench.data.kinds import dataset_entry, kind_of, level_names, table_folder
 from hierbench.data.quality import DatasetCheckError, check_report, check_table_splits, listed
-from hierbench.data.scorable import draw_validity
+from hierbench.data.scorable import draw_validity, unscored_lines
 from hierbench.data.table_reader import read_taxonomy_csv
 from hierbench.demo import write_table_demo
-from hierbench.protocol import LEVELS
 from hierbench.shipped import SHIPPED_FILES, shipped_file
 from hierbench.splits.construction import with_labels
 from hierbench.splits.sampling import SplitError
@@ -167,11 +166,7 @@ def unscored_levels(plan: DatasetPlan) -> list[str]:
         validity = draw_validity(kind, labelled, entry, names)
     except SplitError as error:
         return [str(error)]
-    return [
-        f"the {names[LEVELS.index(level)]} ({level}) level has no valid query in any test "
-        f"draw: {validity.reasons[level]}"
-        for level in validity.unscorable
-    ]
+    return unscored_lines(validity, names)
 
 
 def _fallback_notes(default: DatasetPlan, problems: list[str]) -> tuple[str, ...]:

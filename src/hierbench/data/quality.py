@@ -21,7 +21,7 @@ from PIL import Image
 
 from hierbench.data.kinds import dataset_entry, kind_of, level_names, table_folder
 from hierbench.data.layouts import DatasetFormatError
-from hierbench.data.scorable import DrawValidity, draw_validity, validity_lines
+from hierbench.data.scorable import DrawValidity, draw_validity, unscored_lines, validity_lines
 from hierbench.data.table_reader import TableDataset, level_counts
 from hierbench.protocol import LEVELS
 from hierbench.relations import strict_positive_counts
@@ -197,17 +197,12 @@ def _unscored(
     endpoints undefined (a level of mean hierarchy mAP), warnings otherwise."""
     if validity is None or validity.endpoints_undefined != errors:
         return []
-    names = dict(zip(LEVELS, levels, strict=True))
     tail = (
         "; mean hierarchy mAP, and so every planned endpoint, would be NaN"
         if errors
         else "; that level's mAP would be NaN"
     )
-    return [
-        f"the {names[level]} ({level}) level has no valid query in any test draw: "
-        f"{validity.reasons[level]}{tail}"
-        for level in validity.unscorable
-    ]
+    return unscored_lines(validity, levels, tail)
 
 
 def plan_warnings(config: dict[str, Any], datasets: list[str]) -> list[str]:

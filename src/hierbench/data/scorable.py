@@ -91,6 +91,17 @@ def _reason(level: str, test: pd.DataFrame, names: dict[str, str]) -> str:
     )
 
 
+def unscored_lines(validity: DrawValidity, names: tuple[str, ...], tail: str = "") -> list[str]:
+    """One line per level no sealed draw scores, in the dataset's level names, with why (and
+    ``tail`` after it)."""
+    named = dict(zip(LEVELS, names, strict=True))
+    return [
+        f"the {named[level]} ({level}) level has no valid query in any test draw: "
+        f"{validity.reasons[level]}{tail}"
+        for level in validity.unscorable
+    ]
+
+
 def validity_lines(validity: DrawValidity, names: tuple[str, ...]) -> list[str]:
     """The valid queries per level over the sealed draws, one line per level (fewest and most
     over the draws), as check-dataset prints them."""
