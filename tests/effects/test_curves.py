@@ -11,6 +11,7 @@ from hierbench.effects.curves import (
     loss_problem,
     loss_problems,
     problems_sentence,
+    tau_figure,
 )
 from hierbench.effects.figures import figure_writer
 from hierbench.provenance.hashing import sha256_file
@@ -92,3 +93,28 @@ def test_the_same_logs_give_the_same_bytes(tmp_path, kind):
         figure_writer(curves_figure(_logs(), "CUB: factorial"), kind)(path)
         hashes.append(sha256_file(path))
     assert hashes[0] == hashes[1]
+
+
+def _tau_scores() -> pd.DataFrame:
+    """Three τ per geometry, given out of order; one H run without a score."""
+    rows = [("E", 1.0, 0.2), ("E", 0.07, 0.3), ("E", 0.3, 0.25)]
+    rows += [("H", 0.3, float("nan")), ("H", 0.07, 0.28), ("H", 1.0, 0.1)]
+    return pd.DataFrame(rows, columns=["geometry", "tau", "score"])
+
+
+def test_the_tau_search_is_one_line_per_geometry_in_tau_order():
+    axis = tau_figure(_tau_scores(), "CUB: τ search").axes[0]
+    lines = {line.get_label(): line for line in axis.get_lines()}
+    assert sorted(lines) == ["E", "H"]
+    assert list(lines["E"].get_xdata()) == [0.07, 0.3, 1.0]
+    assert list(lines["E"].get_ydata()) == [0.3, 0.25, 0.2]
+    assert axis.get_xscale() == "log"
+    with pytest.raises(ValueError, match="lack columns \\['score'\\]"):
+        tau_figure(_tau_scores().drop(columns="score"), "x")
+
+
+def test_the_same_tau_scores_give_the_same_bytes(tmp_path):
+    paths = [tmp_path / f"tau-{run}.png" for run in range(2)]
+    for path in paths:
+        figure_writer(tau_figure(_tau_scores(), "CUB: τ search"), "png")(path)
+    assert sha256_file(paths[0]) == sha256_file(paths[1])

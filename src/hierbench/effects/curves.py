@@ -146,3 +146,26 @@ def curves_figure(logs: Mapping[Cell, pd.DataFrame], title: str) -> Figure:
     figure.suptitle(f"{title} (solid: loss; dashed, dash-dot, dotted: levels c, m, h)", fontsize=9)
     figure.tight_layout()
     return figure
+
+
+def tau_figure(scores: pd.DataFrame, title: str) -> Figure:
+    """The τ search's validation score against τ (log axis), one line per geometry, the
+    chosen-by score (``score``: the hierarchy mean of validation mAP) of each run a point.
+
+    ``scores`` holds one row per tuning run: ``geometry``, ``tau``, ``score`` (NaN where a run
+    had no valid validation query, drawn as a gap)."""
+    missing = {"geometry", "tau", "score"} - set(scores.columns)
+    if missing:
+        raise ValueError(f"tuning scores lack columns {sorted(missing)}; read them from score.json")
+    figure = Figure(figsize=(4.5, 3.2))
+    axis = figure.subplots()
+    for index, geometry in enumerate(sorted(set(scores["geometry"]))):
+        rows = scores[scores["geometry"] == geometry].sort_values("tau")
+        axis.plot(rows["tau"], rows["score"], marker="o", color=f"C{index}", label=geometry)
+    axis.set_xscale("log")
+    axis.set_xlabel("temperature τ")
+    axis.set_ylabel("validation score (mean hierarchy mAP)")
+    axis.set_title(title, fontsize=9)
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    return figure
