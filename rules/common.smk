@@ -49,10 +49,12 @@ from hierbench.layout import (
     SHUFFLE_REPORT,
     SHUFFLED_TAXONOMY,
     TABLES,
+    TAU_SEARCH_FIGURE,
     TAXONOMY,
     TAXONOMY_FINGERPRINT,
     TUNING_SCORE,
     TUNING_SELECTION,
+    TRAINING_CURVES,
 )
 from hierbench.cellkinds import audited_kinds, sealed_evaluation, sealed_evaluations, training_rules
 from hierbench.paths import RunPaths, bundle_cells, dataset_folder, tuning_runs

@@ -83,6 +83,7 @@ def test_one_panel_per_kind_seeds_overlaid_and_levels_drawn_where_the_loss_has_t
         "seed 3407",
     ]
     assert axes[1].title.get_color() == "red"  # a panel holding a named cell
+    assert "RH seed 2024: non-finite from epoch 3" in figure.get_suptitle()
 
 
 @pytest.mark.parametrize("kind", ["png", "pdf"])

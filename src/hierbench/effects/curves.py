@@ -143,7 +143,12 @@ def curves_figure(logs: Mapping[Cell, pd.DataFrame], title: str) -> Figure:
         axis.legend(fontsize=6, loc="upper right")
     for axis in axes[len(kinds) :]:
         axis.set_visible(False)
-    figure.suptitle(f"{title} (solid: loss; dashed, dash-dot, dotted: levels c, m, h)", fontsize=9)
+    legend = "solid: loss; dashed, dash-dot, dotted: levels c, m, h"
+    figure.suptitle(
+        f"{title} ({legend})\n{problems_sentence(problems)}",
+        fontsize=8,
+        color="red" if problems else "k",
+    )
     figure.tight_layout()
     return figure
 
