@@ -82,6 +82,7 @@ def test_one_panel_per_kind_seeds_overlaid_and_levels_drawn_where_the_loss_has_t
         "seed 2024",
         "seed 3407",
     ]
+    assert list(axes[0].get_xticks()) == [1, 2, 3, 4]  # whole epochs
     assert axes[1].title.get_color() == "red"  # a panel holding a named cell
     assert "RH seed 2024: non-finite from epoch 3" in figure.get_suptitle()
 

@@ -24,6 +24,7 @@ FLAT_TOLERANCE = 1e-6
 PANEL_WIDTH = 3.2
 PANEL_HEIGHT = 2.6
 MAX_COLUMNS = 4
+MAX_EPOCH_TICKS = 10
 
 Cell = tuple[str, int]
 
@@ -117,6 +118,15 @@ def _draw_cell(axis: Axes, log: pd.DataFrame, index: int, seed: int, problem: st
         )
 
 
+def _epoch_ticks(axis: Axes, logs: list[pd.DataFrame]) -> None:
+    """Whole epochs on the x axis: each epoch when there are few (one epoch gets one tick)."""
+    epochs = sorted({int(epoch) for log in logs for epoch in log["epoch"]})
+    if len(epochs) <= MAX_EPOCH_TICKS:
+        axis.set_xticks(epochs)
+    else:
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
 def curves_figure(logs: Mapping[Cell, pd.DataFrame], title: str) -> Figure:
     """Loss per epoch, one panel per kind of cell (sorted), its seeds overlaid in colours, the
     total loss solid and the per-level losses (where the loss has levels) dashed by level; a
@@ -136,7 +146,7 @@ def curves_figure(logs: Mapping[Cell, pd.DataFrame], title: str) -> Figure:
         axis.set_title(
             kind, fontsize=9, color="red" if any(k == kind for k, _ in problems) else "k"
         )
-        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+        _epoch_ticks(axis, [logs[(kind, seed)] for seed in seeds])
         axis.set_xlabel("epoch", fontsize=8)
         axis.set_ylabel("training loss", fontsize=8)
         axis.tick_params(labelsize=7)
