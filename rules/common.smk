@@ -25,6 +25,7 @@ from hierbench.layout import (
     ADDED_GEOMETRY_SELECTION,
     ADDED_LOSS,
     CROP_FEATURES,
+    CURVES,
     DEV_FEATURES,
     DEV_MANIFEST,
     DEV_SPLITS,

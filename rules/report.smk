@@ -64,8 +64,9 @@ rule figures:
 
 
 # Training curves (#63): one figure per kind of cell a dataset trains (so retraining one kind
-# redraws its own picture only), and the τ search's validation score against τ.
-CURVES_FILES = PATHS.figure_files(TRAINING_CURVES)
+# redraws its own picture only), and the τ search's validation score against τ; in CURVES, which
+# a re-seal leaves in place (development data only).
+CURVES_FILES = PATHS.figure_files(TRAINING_CURVES, folder=CURVES)
 
 
 rule training_curves:
@@ -87,7 +88,7 @@ rule training_curves:
         SCRIPT
 
 
-TAU_FILES = PATHS.figure_files(TAU_SEARCH_FIGURE)
+TAU_FILES = PATHS.figure_files(TAU_SEARCH_FIGURE, folder=CURVES)
 
 
 rule tau_curves:

@@ -33,6 +33,7 @@ from hierbench.layout import (
     CELL_FILES,
     CELLS,
     CONTROL_TABLES,
+    CURVES,
     DEMO_FOLDER,
     DEV_FEATURES,
     DEV_MANIFEST,
@@ -256,7 +257,8 @@ class RunPaths:
     def curves_files(self, dataset: str = "{dataset}") -> list[str]:
         """Every training-curves figure of a dataset (one per kind it trains) and the τ search's."""
         names = [fill(TRAINING_CURVES, kind=kind) for kind in self.curve_kinds(dataset)]
-        return [f for name in [*names, TAU_SEARCH_FIGURE] for f in self.figure_files(name, dataset)]
+        names.append(TAU_SEARCH_FIGURE)
+        return [f for name in names for f in self.figure_files(name, dataset, CURVES)]
 
     def effect_table_files(self, folder: str) -> list[str]:
         """Every file the effect-tables stage writes in ``folder`` (a pattern)."""
