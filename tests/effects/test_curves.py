@@ -111,6 +111,7 @@ def test_the_tau_search_is_one_line_per_geometry_in_tau_order():
     assert list(lines["E"].get_xdata()) == [0.07, 0.3, 1.0]
     assert list(lines["E"].get_ydata()) == [0.3, 0.25, 0.2]
     assert axis.get_xscale() == "log"
+    assert [label.get_text() for label in axis.get_xticklabels()] == ["0.07", "0.3", "1"]
     with pytest.raises(ValueError, match="lack columns \\['score'\\]"):
         tau_figure(_tau_scores().drop(columns="score"), "x")
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import MaxNLocator, NullLocator
 
 # The train log's per-level columns (hierbench.training.trainer.LOG_COLUMNS), in level order.
 LEVEL_COLUMNS = ("loss_c", "loss_m", "loss_h")
@@ -178,6 +178,9 @@ def tau_figure(scores: pd.DataFrame, title: str) -> Figure:
         rows = scores[scores["geometry"] == geometry].sort_values("tau")
         axis.plot(rows["tau"], rows["score"], marker="o", color=f"C{index}", label=geometry)
     axis.set_xscale("log")
+    taus = sorted(set(scores["tau"].astype(float)))
+    axis.set_xticks(taus, [f"{tau:g}" for tau in taus])  # the τ values searched, as written
+    axis.xaxis.set_minor_locator(NullLocator())
     axis.set_xlabel("temperature τ")
     axis.set_ylabel("validation score (mean hierarchy mAP)")
     axis.set_title(title, fontsize=9)
