@@ -25,6 +25,7 @@ from hierbench.layout import (
     ADDED_GEOMETRY_SELECTION,
     ADDED_LOSS,
     CROP_FEATURES,
+    CURVES,
     DEV_FEATURES,
     DEV_MANIFEST,
     DEV_SPLITS,
@@ -49,10 +50,12 @@ from hierbench.layout import (
     SHUFFLE_REPORT,
     SHUFFLED_TAXONOMY,
     TABLES,
+    TAU_SEARCH_FIGURE,
     TAXONOMY,
     TAXONOMY_FINGERPRINT,
     TUNING_SCORE,
     TUNING_SELECTION,
+    TRAINING_CURVES,
 )
 from hierbench.cellkinds import audited_kinds, sealed_evaluation, sealed_evaluations, training_rules
 from hierbench.paths import RunPaths, bundle_cells, dataset_folder, tuning_runs

@@ -63,6 +63,51 @@ rule figures:
         SCRIPT
 
 
+# Training curves (#63): one figure per kind of cell a dataset trains (so retraining one kind
+# redraws its own picture only), and the τ search's validation score against τ; in CURVES, which
+# a re-seal leaves in place (development data only).
+CURVES_FILES = PATHS.figure_files(TRAINING_CURVES, folder=CURVES)
+
+
+rule training_curves:
+    input:
+        logs=lambda wildcards: PATHS.cells(wildcards.dataset, [wildcards.kind], CELL_FILES["log"]),
+    output:
+        report(CURVES_FILES, caption="../report/training_curves.rst", category="Training", subcategory="{dataset}"),
+    log:
+        log_for(CURVES_FILES),
+    benchmark:
+        benchmark_for(CURVES_FILES)
+    wildcard_constraints:
+        kind="[a-z]+",
+    params:
+        **code("stages.curves", script="training_curves"),
+    conda:
+        ENVIRONMENT
+    script:
+        SCRIPT
+
+
+TAU_FILES = PATHS.figure_files(TAU_SEARCH_FIGURE, folder=CURVES)
+
+
+rule tau_curves:
+    input:
+        scores=tuning_scores,
+    output:
+        report(TAU_FILES, caption="../report/tau_search.rst", category="Training", subcategory="{dataset}"),
+    log:
+        log_for(TAU_FILES),
+    benchmark:
+        benchmark_for(TAU_FILES)
+    params:
+        **code("stages.curves", script="tau_curves"),
+    conda:
+        ENVIRONMENT
+    script:
+        SCRIPT
+
+
 # The controls' tables: per-seed rows, the paper's layout, paired contrasts and a figure each.
 # Snakemake merges an inheriting rule's params into its parent's, so the parent is the rule
 # with the fewest; each inheritor still names every param it reads.

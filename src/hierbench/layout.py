@@ -70,6 +70,12 @@ ARMS_SUMMARY_TABLE = f"{TABLES}/{ARMS_SUMMARY}.parquet"  # the per-arm summary a
 CONTROL_TABLES = f"{TABLES}/controls"
 FIGURES = "{dataset}/figures"
 EFFECTS_VERDICTS = f"{FIGURES}/effects_intervals.rst"  # the effects figure's caption, per effect
+# Training curves (#63): a kind of cell's loss per epoch, and the τ search's validation score.
+# Drawn from development data only, so outside FIGURES: a re-seal archives FIGURES (derived from
+# the sealed evaluations) and would take these with it, drawn before the lock and not redrawn.
+CURVES = "{dataset}/curves"
+TRAINING_CURVES = "training_curves_{kind}"
+TAU_SEARCH_FIGURE = "tau_search"
 
 # Every kind of trained cell: its folder below <dataset>/cells/ (and its evaluation's below
 # <dataset>/eval/). Seedless arms (the frozen features, PCA) are evaluated under their names.

@@ -31,7 +31,9 @@ from hierbench.layout import (
     BUNDLE_MANIFESTS,
     BUNDLED_KINDS,
     CELL_FILES,
+    CELLS,
     CONTROL_TABLES,
+    CURVES,
     DEMO_FOLDER,
     DEV_FEATURES,
     DEV_MANIFEST,
@@ -47,7 +49,9 @@ from hierbench.layout import (
     SEEDLESS_ARMS,
     SHUFFLED_TAXONOMY,
     TABLES,
+    TAU_SEARCH_FIGURE,
     TAXONOMY,
+    TRAINING_CURVES,
     cell_folder,
     evaluation_files,
     evaluation_stem,
@@ -246,6 +250,16 @@ class RunPaths:
         """A figure's files (every figure format) in ``folder`` (a pattern)."""
         return [self.at(f"{folder}/{name}.{ext}", dataset=dataset) for ext in FIGURE_FORMATS]
 
+    def curve_kinds(self, dataset: str) -> list[str]:
+        """The kinds of cell a dataset trains under the config (each gets its training curves)."""
+        return [kind for kind in CELLS if any(cell_instances(self.config, dataset, kind))]
+
+    def curves_files(self, dataset: str = "{dataset}") -> list[str]:
+        """Every training-curves figure of a dataset (one per kind it trains) and the τ search's."""
+        names = [fill(TRAINING_CURVES, kind=kind) for kind in self.curve_kinds(dataset)]
+        names.append(TAU_SEARCH_FIGURE)
+        return [f for name in names for f in self.figure_files(name, dataset, CURVES)]
+
     def effect_table_files(self, folder: str) -> list[str]:
         """Every file the effect-tables stage writes in ``folder`` (a pattern)."""
         files = self.table_files(folder, EFFECT_TABLES)
@@ -311,6 +325,7 @@ class RunPaths:
             targets.append(self.at(f"{TABLES}/{SUMMARY_PAGE}", dataset=dataset))
             targets += [path for name in FIGURE_NAMES for path in self.figure_files(name, dataset)]
             targets.append(self.at(EFFECTS_VERDICTS, dataset=dataset))
+            targets += self.curves_files(dataset)
             if kind_of(self.config, dataset).always_shuffled or semantic_arms(self.config, dataset):
                 targets += [
                     self.at(SHUFFLED_TAXONOMY, dataset=dataset, fixed=fixed)

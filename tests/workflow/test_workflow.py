@@ -61,6 +61,8 @@ CUB_AFTER_TAXONOMY = {
     "companion_angle_tables": 1,
     "effect_tables": 1,
     "figures": 1,
+    "tau_curves": 1,
+    "training_curves": 6,  # every kind of cell CUB trains: factorial, companion, the controls'
     **CUB_CONTROL,
     "all": 1,
 }

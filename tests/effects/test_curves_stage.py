@@ -1,0 +1,63 @@
+"""The training-curves stage: cells keyed from their folders, figures published with provenance."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from hierbench.provenance.hashing import sha256_file
+from hierbench.provenance.records import JobContext
+from hierbench.stages.curves import build_tau_curves, build_training_curves, cell_key
+
+JOB = JobContext(rule="unit")
+
+
+def test_a_cell_is_its_folder_below_cells_without_the_seed():
+    assert cell_key("runs/tiny/cub/cells/RE-42/train_log.parquet") == ("RE", 42)
+    assert cell_key("r/cub/cells/semantic/A/ES-2024/train_log.parquet") == ("semantic/A/ES", 2024)
+    with pytest.raises(ValueError, match="does not end in -<seed>"):
+        cell_key("r/cub/cells/hier/train_log.parquet")
+    with pytest.raises(ValueError, match="not a train log below"):
+        cell_key("r/cub/RE-42/train_log.parquet")
+
+
+def _write_logs(root) -> list[str]:
+    """Train logs of two HR cells, one of them flat, below ``root``'s cells folder."""
+    paths = []
+    for seed, loss in ((42, [1.0, 0.8, 0.6]), (2024, [0.5, 0.5, 0.5])):
+        folder = root / "cub" / "cells" / f"HR-{seed}"
+        folder.mkdir(parents=True)
+        frame = pd.DataFrame({"epoch": [1, 2, 3], "loss": loss})
+        frame.to_parquet(folder / "train_log.parquet")
+        paths.append(str(folder / "train_log.parquet"))
+    return paths
+
+
+def test_the_stage_publishes_both_formats_the_same_bytes_twice(tmp_path, caplog):
+    logs = _write_logs(tmp_path)
+    hashes = []
+    for run in range(2):
+        outputs = [str(tmp_path / f"out{run}" / f"curves.{kind}") for kind in ("png", "pdf")]
+        (tmp_path / f"out{run}").mkdir()
+        with caplog.at_level("WARNING"):
+            build_training_curves("cub", "factorial", logs, outputs, JOB)
+        hashes.append([sha256_file(path) for path in outputs])
+        assert all(
+            (tmp_path / f"out{run}" / f"curves.{k}.prov.json").exists() for k in ("png", "pdf")
+        )
+    assert hashes[0] == hashes[1]
+    assert "HR seed 2024: loss flat over 3 epochs" in caplog.text
+
+
+def test_the_tau_stage_reads_score_files_with_a_null_score(tmp_path):
+    scores = []
+    for geometry, tau, score in (("E", 0.1, 0.3), ("E", 0.5, None), ("H", 0.1, 0.2)):
+        path = tmp_path / f"{geometry}-{tau}.json"
+        path.write_text(json.dumps({"geometry": geometry, "tau": tau, "score": score}))
+        scores.append(str(path))
+    output = str(tmp_path / "tau_search.png")
+    build_tau_curves("cub", scores, [output], JOB)
+    record = json.loads((tmp_path / "tau_search.png.prov.json").read_text())
+    assert record["sha256"] == sha256_file(output)

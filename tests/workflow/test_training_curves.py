@@ -1,0 +1,55 @@
+"""Training curves (#63) in a complete tiny run: one figure per kind of cell a dataset trains
+and the τ search's, published with provenance, the same bytes when redrawn, and retraining
+one kind of cell redraws its own figure only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import TINY, TINY_RUN, TINY_SEEDS, scheduled_rules, snakemake
+
+from hierbench.provenance.artifacts import read_provenance
+from hierbench.provenance.hashing import sha256_file
+
+# configs/tiny.yaml trains the controls and the HIER baseline on CUB only.
+KINDS = {
+    "cub": ("factorial", "curvature", "semantic", "hier", "outer", "companion"),
+    "nabirds": ("factorial", "companion"),
+}
+
+
+def _figures(repo: Path) -> list[Path]:
+    """Every training-curves and τ-search file the tiny run should hold."""
+    names = {
+        dataset: [*(f"training_curves_{kind}" for kind in kinds), "tau_search"]
+        for dataset, kinds in KINDS.items()
+    }
+    return [
+        repo / f"{TINY_RUN}/{dataset}/curves/{name}.{ext}"
+        for dataset, listed in names.items()
+        for name in listed
+        for ext in ("png", "pdf")
+    ]
+
+
+def test_every_kind_of_cell_has_its_curves_with_provenance(built_repo: Path):
+    figures = _figures(built_repo)
+    for path in figures:
+        assert path.stat().st_size > 1000, path
+        assert read_provenance(path)["sha256"] == sha256_file(path), path
+    assert all(p.read_bytes()[:5] == b"%PDF-" for p in figures if p.suffix == ".pdf")
+    drawn = sorted((built_repo / TINY_RUN).glob("*/curves/training_curves_*.png"))
+    assert len(drawn) == sum(len(kinds) for kinds in KINDS.values())
+
+
+def test_redrawn_curves_are_the_same_bytes(built_repo: Path):
+    figures = _figures(built_repo)
+    before = [sha256_file(path) for path in figures]
+    snakemake(built_repo, *TINY, "--forcerun", "training_curves", "tau_curves")
+    assert [sha256_file(path) for path in figures] == before
+
+
+def test_retraining_one_kind_redraws_its_own_curves_only(built_repo: Path):
+    rules = scheduled_rules(built_repo, *TINY, "--forcerun", "train_hier_cell")
+    assert rules["train_hier_cell"] == len(TINY_SEEDS), rules
+    assert rules["training_curves"] == 1 and "tau_curves" not in rules, rules
