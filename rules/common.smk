@@ -29,6 +29,7 @@ from hierbench.layout import (
     DEV_FEATURES,
     DEV_MANIFEST,
     DEV_SPLITS,
+    DURATION_SEARCH_FIGURE,
     FAIRNESS_AUDIT,
     EFFECTS_VERDICTS,
     FIGURES,
@@ -56,6 +57,7 @@ from hierbench.layout import (
     TUNING_SCORE,
     TUNING_SELECTION,
     TRAINING_CURVES,
+    TRAINING_PROBLEMS,
 )
 from hierbench.cellkinds import audited_kinds, sealed_evaluation, sealed_evaluations, training_rules
 from hierbench.paths import RunPaths, bundle_cells, dataset_folder, tuning_runs

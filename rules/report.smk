@@ -64,8 +64,9 @@ rule figures:
 
 
 # Training curves (#63): one figure per kind of cell a dataset trains (so retraining one kind
-# redraws its own picture only), and the τ search's validation score against τ; in CURVES, which
-# a re-seal leaves in place (development data only).
+# redraws its own picture only), with its caption's paragraph naming the flat or non-finite
+# cells; the τ search's validation score against τ; the duration searches' score per epoch.
+# In CURVES, which a re-seal leaves in place (development data only).
 CURVES_FILES = PATHS.figure_files(TRAINING_CURVES, folder=CURVES)
 
 
@@ -73,7 +74,8 @@ rule training_curves:
     input:
         logs=lambda wildcards: PATHS.cells(wildcards.dataset, [wildcards.kind], CELL_FILES["log"]),
     output:
-        report(CURVES_FILES, caption="../report/training_curves.rst", category="Training", subcategory="{dataset}"),
+        figure=report(CURVES_FILES, caption="../report/training_curves.rst", category="Training", subcategory="{dataset}"),
+        problems=run_path(TRAINING_PROBLEMS),
     log:
         log_for(CURVES_FILES),
     benchmark:
@@ -102,6 +104,27 @@ rule tau_curves:
         benchmark_for(TAU_FILES)
     params:
         **code("stages.curves", script="tau_curves"),
+    conda:
+        ENVIRONMENT
+    script:
+        SCRIPT
+
+
+DURATION_FILES = PATHS.figure_files(DURATION_SEARCH_FIGURE, folder=CURVES)
+
+
+rule duration_curves:
+    input:
+        semantic=lambda wildcards: [run_path(SEMANTIC_DURATION, dataset=wildcards.dataset, arm=arm) for arm in semantic_arms(config, wildcards.dataset)],
+        outer=lambda wildcards: [run_path(OUTER_DURATIONS, dataset=wildcards.dataset, outer=split) for split in outer_splits(config, wildcards.dataset)],
+    output:
+        report(DURATION_FILES, caption="../report/duration_search.rst", category="Training", subcategory="{dataset}"),
+    log:
+        log_for(DURATION_FILES),
+    benchmark:
+        benchmark_for(DURATION_FILES)
+    params:
+        **code("stages.curves", script="duration_curves"),
     conda:
         ENVIRONMENT
     script:

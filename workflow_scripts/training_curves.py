@@ -8,6 +8,7 @@ build_training_curves(
     snakemake.wildcards.dataset,
     snakemake.wildcards.kind,
     list(snakemake.input.logs),
-    list(snakemake.output),
+    list(snakemake.output.figure),
+    snakemake.output.problems,
     job,
 )

@@ -75,7 +75,10 @@ EFFECTS_VERDICTS = f"{FIGURES}/effects_intervals.rst"  # the effects figure's ca
 # the sealed evaluations) and would take these with it, drawn before the lock and not redrawn.
 CURVES = "{dataset}/curves"
 TRAINING_CURVES = "training_curves_{kind}"
+# The paragraph of a training-curves figure's caption naming its flat or non-finite cells.
+TRAINING_PROBLEMS = f"{CURVES}/{TRAINING_CURVES}_problems.rst"
 TAU_SEARCH_FIGURE = "tau_search"
+DURATION_SEARCH_FIGURE = "duration_search"  # the semantic and outer controls' epoch searches
 
 # Every kind of trained cell: its folder below <dataset>/cells/ (and its evaluation's below
 # <dataset>/eval/). Seedless arms (the frozen features, PCA) are evaluated under their names.

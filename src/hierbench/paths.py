@@ -38,6 +38,7 @@ from hierbench.layout import (
     DEV_FEATURES,
     DEV_MANIFEST,
     DEV_SPLITS,
+    DURATION_SEARCH_FIGURE,
     EFFECTS_VERDICTS,
     FAIRNESS_AUDIT,
     FIGURES,
@@ -52,6 +53,7 @@ from hierbench.layout import (
     TAU_SEARCH_FIGURE,
     TAXONOMY,
     TRAINING_CURVES,
+    TRAINING_PROBLEMS,
     cell_folder,
     evaluation_files,
     evaluation_stem,
@@ -254,11 +256,21 @@ class RunPaths:
         """The kinds of cell a dataset trains under the config (each gets its training curves)."""
         return [kind for kind in CELLS if any(cell_instances(self.config, dataset, kind))]
 
+    def has_duration_search(self, dataset: str) -> bool:
+        """Whether a dataset trains a control that searches its epochs on validation (the
+        semantic control, the outer splits)."""
+        return bool(semantic_arms(self.config, dataset) or outer_splits(self.config, dataset))
+
     def curves_files(self, dataset: str = "{dataset}") -> list[str]:
-        """Every training-curves figure of a dataset (one per kind it trains) and the τ search's."""
-        names = [fill(TRAINING_CURVES, kind=kind) for kind in self.curve_kinds(dataset)]
+        """Every training-curves figure of a dataset (one per kind it trains, with its caption's
+        paragraph), the τ search's and, where a control searches its epochs, theirs."""
+        kinds = self.curve_kinds(dataset)
+        names = [fill(TRAINING_CURVES, kind=kind) for kind in kinds]
         names.append(TAU_SEARCH_FIGURE)
-        return [f for name in names for f in self.figure_files(name, dataset, CURVES)]
+        if self.has_duration_search(dataset):
+            names.append(DURATION_SEARCH_FIGURE)
+        files = [f for name in names for f in self.figure_files(name, dataset, CURVES)]
+        return files + [self.at(TRAINING_PROBLEMS, dataset=dataset, kind=kind) for kind in kinds]
 
     def effect_table_files(self, folder: str) -> list[str]:
         """Every file the effect-tables stage writes in ``folder`` (a pattern)."""

@@ -8,8 +8,10 @@ import pytest
 
 from hierbench.effects.curves import (
     curves_figure,
+    duration_figure,
     loss_problem,
     loss_problems,
+    problems_caption,
     problems_sentence,
     tau_figure,
 )
@@ -121,3 +123,23 @@ def test_the_same_tau_scores_give_the_same_bytes(tmp_path):
     for path in paths:
         figure_writer(tau_figure(_tau_scores(), "CUB: τ search"), "png")(path)
     assert sha256_file(paths[0]) == sha256_file(paths[1])
+
+
+def test_the_caption_paragraph_names_each_problem_cell_in_bold():
+    problems = loss_problems(_logs())
+    paragraph = problems_caption(problems)
+    assert paragraph.startswith("**Cells whose loss went non-finite or flat: ")
+    assert all(f"{kind} seed {seed}" in paragraph for kind, seed in problems)
+    assert problems_caption({}) == "No cell's loss went non-finite or flat.\n"
+
+
+def test_the_duration_figure_stars_each_chosen_epoch():
+    searches = {"semantic": {"full": ([0.1, 0.3, 0.2], 2), "leaf": ([0.2, None, 0.1], 1)}}
+    figure = duration_figure(searches, "cub")
+    axis = figure.axes[0]
+    stars = [line for line in axis.lines if line.get_marker() == "*"]
+    assert sorted((float(s.get_xdata()[0]), float(s.get_ydata()[0])) for s in stars) == [
+        (1.0, 0.2),
+        (2.0, 0.3),
+    ]
+    assert axis.get_title() == "semantic"

@@ -16,12 +16,15 @@ KINDS = {
     "cub": ("factorial", "curvature", "semantic", "hier", "outer", "companion"),
     "nabirds": ("factorial", "companion"),
 }
+# The searches drawn beside the training curves: the τ search on both, the semantic and outer
+# controls' duration searches where they run.
+SEARCHES = {"cub": ("tau_search", "duration_search"), "nabirds": ("tau_search",)}
 
 
 def _figures(repo: Path) -> list[Path]:
     """Every training-curves and τ-search file the tiny run should hold."""
     names = {
-        dataset: [*(f"training_curves_{kind}" for kind in kinds), "tau_search"]
+        dataset: [*(f"training_curves_{kind}" for kind in kinds), *SEARCHES[dataset]]
         for dataset, kinds in KINDS.items()
     }
     return [
@@ -32,9 +35,18 @@ def _figures(repo: Path) -> list[Path]:
     ]
 
 
+def _captions(repo: Path) -> list[Path]:
+    """Every training-curves figure's caption paragraph (its flat or non-finite cells)."""
+    return [
+        repo / f"{TINY_RUN}/{dataset}/curves/training_curves_{kind}_problems.rst"
+        for dataset, kinds in KINDS.items()
+        for kind in kinds
+    ]
+
+
 def test_every_kind_of_cell_has_its_curves_with_provenance(built_repo: Path):
     figures = _figures(built_repo)
-    for path in figures:
+    for path in [*figures, *_captions(built_repo)]:
         assert path.stat().st_size > 1000, path
         assert read_provenance(path)["sha256"] == sha256_file(path), path
     assert all(p.read_bytes()[:5] == b"%PDF-" for p in figures if p.suffix == ".pdf")
@@ -43,9 +55,9 @@ def test_every_kind_of_cell_has_its_curves_with_provenance(built_repo: Path):
 
 
 def test_redrawn_curves_are_the_same_bytes(built_repo: Path):
-    figures = _figures(built_repo)
+    figures = [*_figures(built_repo), *_captions(built_repo)]
     before = [sha256_file(path) for path in figures]
-    snakemake(built_repo, *TINY, "--forcerun", "training_curves", "tau_curves")
+    snakemake(built_repo, *TINY, "--forcerun", "training_curves", "tau_curves", "duration_curves")
     assert [sha256_file(path) for path in figures] == before
 
 
@@ -53,3 +65,4 @@ def test_retraining_one_kind_redraws_its_own_curves_only(built_repo: Path):
     rules = scheduled_rules(built_repo, *TINY, "--forcerun", "train_hier_cell")
     assert rules["train_hier_cell"] == len(TINY_SEEDS), rules
     assert rules["training_curves"] == 1 and "tau_curves" not in rules, rules
+    assert "duration_curves" not in rules, rules

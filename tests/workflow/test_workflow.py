@@ -63,6 +63,7 @@ CUB_AFTER_TAXONOMY = {
     "figures": 1,
     "tau_curves": 1,
     "training_curves": 6,  # every kind of cell CUB trains: factorial, companion, the controls'
+    "duration_curves": 1,  # the semantic and outer controls' epoch searches
     **CUB_CONTROL,
     "all": 1,
 }

@@ -1,5 +1,7 @@
 """Training curves (issue #63): each cell's loss per epoch, one panel per kind of cell with its
-seeds overlaid, and the rule that names a cell whose loss went non-finite or flat.
+seeds overlaid, and the rule that names a cell whose loss went non-finite or flat; the
+validation score of the searches that train (τ against τ; the semantic and outer duration
+searches epoch by epoch).
 
 A cell is keyed by ``(kind, seed)``: its kind is its name without the seed (``RE``, ``SH``), so
 the seeds of one kind share a panel. Its train log holds ``epoch`` and ``loss`` and, where the
@@ -185,5 +187,51 @@ def tau_figure(scores: pd.DataFrame, title: str) -> Figure:
     axis.set_ylabel("validation score (mean hierarchy mAP)")
     axis.set_title(title, fontsize=9)
     axis.legend(fontsize=7)
+    figure.tight_layout()
+    return figure
+
+
+def problems_caption(problems: Mapping[Cell, str]) -> str:
+    """The caption's paragraph (reStructuredText) naming each flat or non-finite cell: the
+    report's caption includes it, so the cells are named in words, not only on the picture."""
+    sentence = problems_sentence(problems)
+    return f"**{sentence}**\n" if problems else f"{sentence}\n"
+
+
+# One duration search: a panel title (``semantic``, ``outer-1``), and per arm the validation
+# score after each epoch (None where no validation query was valid) and the epoch chosen.
+DurationSearch = Mapping[str, tuple[list[float | None], int]]
+
+
+def duration_figure(searches: Mapping[str, DurationSearch], title: str) -> Figure:
+    """The duration searches' validation score after every epoch, one panel per search (the
+    semantic control; each outer split), one line per arm, the epoch each arm was given (the
+    best, ties to the earlier) starred."""
+    if not searches:
+        raise ValueError(
+            "no duration search to draw: the dataset runs no semantic or outer control"
+        )
+    names = sorted(searches)
+    columns = min(len(names), MAX_COLUMNS)
+    rows = -(-len(names) // columns)
+    figure = Figure(figsize=(PANEL_WIDTH * columns, PANEL_HEIGHT * rows + 0.5))
+    axes = np.atleast_1d(figure.subplots(rows, columns, squeeze=False).ravel())
+    for axis, name in zip(axes, names, strict=False):
+        for index, arm in enumerate(sorted(searches[name])):
+            scores, chosen = searches[name][arm]
+            values = np.array([np.nan if v is None else v for v in scores], dtype=float)
+            epochs = np.arange(1, len(values) + 1)
+            axis.plot(epochs, values, color=f"C{index}", linewidth=1.2, label=arm)
+            if 1 <= chosen <= len(values):
+                axis.plot(chosen, values[chosen - 1], "*", color=f"C{index}", markersize=8)
+        axis.set_title(name, fontsize=9)
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axis.set_xlabel("epoch", fontsize=8)
+        axis.set_ylabel("validation score", fontsize=8)
+        axis.tick_params(labelsize=7)
+        axis.legend(fontsize=6, loc="lower right")
+    for axis in axes[len(names) :]:
+        axis.set_visible(False)
+    figure.suptitle(f"{title} (star: the epochs chosen)", fontsize=8)
     figure.tight_layout()
     return figure
