@@ -27,7 +27,7 @@ run: $(STAMP)
 	snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
 
 test: $(STAMP)
-	pytest
+	pytest -n auto --dist loadgroup --no-loadscope-reorder
 	ruff check .
 	snakemake --lint
 

@@ -56,12 +56,38 @@ SLOW_FIXTURES = frozenset(
 _running: list[pytest.Item] = []
 
 
+# The session fixtures that cost minutes, each built once per pytest process: under
+# pytest-xdist (make test: -n auto --dist loadgroup) every test that takes one runs in the same
+# worker, so none is built twice; the longest group first, so it does not end the run alone.
+SHARED_BUILDS = {
+    "_built_repo": "tiny run",
+    "newcomer": "newcomer",
+}
+
+
+def work_group(item: pytest.Item) -> str:
+    """The unit pytest-xdist hands one worker: the shared build a test takes, else its file
+    (so a module-scoped fixture is built once too)."""
+    names = getattr(item, "fixturenames", ())
+    for fixture, group in SHARED_BUILDS.items():
+        if fixture in names:
+            return group
+    return item.nodeid.split("::")[0]
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark ``slow`` every test that uses a repository copy (before ``-m`` deselects)."""
+    """Mark ``slow`` every test that uses a repository copy (before ``-m`` deselects); give
+    each test its pytest-xdist group, the shared builds' tests first (a stable reorder)."""
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    order = list(SHARED_BUILDS.values())
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(work_group(item)))
+    items.sort(key=lambda item: order.index(g) if (g := work_group(item)) in order else len(order))
 
 
 @pytest.hookimpl(wrapper=True)
