@@ -6,10 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 from conftest import TINY, TINY_RUN, TINY_SEEDS, scheduled_rules, snakemake
 
+from hierbench.config import load_config
+from hierbench.effects.curves import loss_problems, problems_caption
+from hierbench.layout import CELL_FILES, TRAINING_PROBLEMS
+from hierbench.paths import RunPaths
 from hierbench.provenance.artifacts import read_provenance
 from hierbench.provenance.hashing import sha256_file
+from hierbench.stages.curves import cell_key
 
 # configs/tiny.yaml trains the controls and the HIER baseline on CUB only.
 KINDS = {
@@ -47,8 +53,17 @@ def _captions(repo: Path) -> list[Path]:
 def test_every_kind_of_cell_has_its_curves_with_provenance(built_repo: Path):
     figures = _figures(built_repo)
     for path in [*figures, *_captions(built_repo)]:
-        assert path.stat().st_size > 1000, path
         assert read_provenance(path)["sha256"] == sha256_file(path), path
+    assert all(path.stat().st_size > 1000 for path in figures)
+    paths = RunPaths(TINY_RUN, load_config(built_repo / "configs/tiny.yaml"))
+    for dataset, kinds in KINDS.items():
+        for kind in kinds:
+            logs = paths.cells(dataset, [kind], CELL_FILES["log"])
+            frames = {cell_key(log): pd.read_parquet(built_repo / log) for log in logs}
+            paragraph = paths.at(TRAINING_PROBLEMS, dataset=dataset, kind=kind)
+            assert (built_repo / paragraph).read_text() == problems_caption(
+                loss_problems(frames)
+            ), paragraph
     assert all(p.read_bytes()[:5] == b"%PDF-" for p in figures if p.suffix == ".pdf")
     drawn = sorted((built_repo / TINY_RUN).glob("*/curves/training_curves_*.png"))
     assert len(drawn) == sum(len(kinds) for kinds in KINDS.values())
