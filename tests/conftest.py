@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from installed import Newcomer, install_wheel, write_collection
+from xdist_groups import group_tests
 
 from hierbench.config import load_yaml
 from hierbench.runs import logs_folder, run_folder
@@ -57,37 +58,21 @@ _running: list[pytest.Item] = []
 
 
 # The session fixtures that cost minutes, each built once per pytest process: under
-# pytest-xdist (make test: -n auto --dist loadgroup) every test that takes one runs in the same
-# worker, so none is built twice; the longest group first, so it does not end the run alone.
+# pytest-xdist every test that takes one runs in the same worker (xdist_groups).
 SHARED_BUILDS = {
     "_built_repo": "tiny run",
     "newcomer": "newcomer",
 }
 
 
-def work_group(item: pytest.Item) -> str:
-    """The unit pytest-xdist hands one worker: the shared build a test takes, else its file
-    (so a module-scoped fixture is built once too)."""
-    names = getattr(item, "fixturenames", ())
-    for fixture, group in SHARED_BUILDS.items():
-        if fixture in names:
-            return group
-    return item.nodeid.split("::")[0]
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``slow`` every test that uses a repository copy (before ``-m`` deselects); give
-    each test its pytest-xdist group, the shared builds' tests first (a stable reorder)."""
+    each test its pytest-xdist work unit."""
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    order = list(SHARED_BUILDS.values())
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(work_group(item)))
-    items.sort(key=lambda item: order.index(g) if (g := work_group(item)) in order else len(order))
+    group_tests(config, items, SHARED_BUILDS)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -144,8 +129,10 @@ def _built_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(REPO, target, ignore=COPY_IGNORE)
     snakemake(target, *TINY)
     keep = os.environ.get(KEEP_TINY_RUN)
-    if keep:  # .ci/run compares the SLURM check's run with this one (tools/cluster.py)
-        kept = Path(keep) / TINY_RUN
+    kept = Path(keep) / TINY_RUN if keep else None
+    # .ci/run compares the SLURM check's run with this one (tools/cluster.py); a worker that
+    # builds the run again (pytest-xdist replaces a crashed one) leaves the first copy kept
+    if kept is not None and not kept.exists():
         partial = kept.with_name(f".{kept.name}.partial")  # whole or absent: .ci/run waits on it
         shutil.copytree(target / TINY_RUN, partial, symlinks=True)
         partial.rename(kept)

@@ -44,8 +44,10 @@ def _arms(folder: Path, dataset: str, values: dict[str, float]) -> None:
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """A repository with three runs: complete (the default), failed and killed (lock left)."""
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository with three runs: complete (the default), failed and killed (lock left),
+    and a data folder of its own (no run another test recorded in the session's is listed)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data-home"))
     (tmp_path / "Snakefile").write_text("")
     (tmp_path / "config.yaml").write_text("run: results\n")
     (tmp_path / "configs").mkdir()
