@@ -21,6 +21,9 @@ def _run(repo: Path, lock_time: str, eval_bytes: str = "scores") -> Path:
     _write(repo, "results/cub/eval/ER-42.parquet", eval_bytes)
     record = {"inputs": ["results/cub/lock/final_lock.json"], "input_hash": lock_time}
     _write(repo, "results/cub/eval/ER-42.parquet.prov.json", json.dumps(record))
+    _write(repo, "results/cub/curves/training_curves_factorial.png", "curves")
+    record = {"inputs": ["results/cub/cells/ER-42/train_log.parquet"], "input_hash": lock_time}
+    _write(repo, "results/cub/curves/training_curves_factorial.png.prov.json", json.dumps(record))
     _write(repo, "results/cub/.snakemake_timestamp", lock_time)
     return repo
 
@@ -28,9 +31,10 @@ def _run(repo: Path, lock_time: str, eval_bytes: str = "scores") -> Path:
 def test_only_the_timed_artifacts_and_their_records_may_differ(tmp_path: Path):
     diff = compare_runs(_run(tmp_path / "a", "t1"), _run(tmp_path / "b", "t2"))
     assert diff.identical
-    assert diff.compared == 5
+    assert diff.compared == 7
     assert diff.exempt == [
         "results/cub/cells/ER-42/train_log.parquet",
+        "results/cub/curves/training_curves_factorial.png.prov.json",
         "results/cub/eval/ER-42.parquet.prov.json",
         "results/cub/lock/final_lock.json",
         "results/cub/lock/final_lock.json.prov.json",

@@ -3,7 +3,8 @@
 Two complete runs of the same configuration give identical bytes for every artifact except
 the Final lock (``lock/final_lock.json``, when training finished) and a cell's
 ``train_log.parquet`` (each epoch's wall seconds); their provenance records, and the records
-whose inputs include a Final lock (their input hash carries its time), differ with them. Logs
+whose inputs include either (their input hash carries its time: the sealed evaluation's, the
+training curves'), differ with them. Logs
 and Snakemake benchmark timings live outside the run folder. The determinism test and the cluster
 check (``tools/cluster.py``) both compare runs with :func:`compare_runs`.
 """
@@ -70,16 +71,17 @@ def dataset_targets(repo: Path, run: str, dataset: str) -> list[str]:
     return targets
 
 
-def mentions_lock(record_path: Path) -> bool:
-    """A provenance record whose inputs include a Final lock (its input hash carries the time)."""
+def reads_timed(record_path: Path) -> bool:
+    """A provenance record whose inputs include a Final lock or a train log (its input hash
+    carries their time)."""
     record = json.loads(record_path.read_text())
-    return any(path.endswith(f"/{LOCK_FILE}") for path in record["inputs"])
+    return any(is_timed(path) for path in record["inputs"])
 
 
 def timing_exempt(repo: Path, paths: list[str]) -> set[str]:
     """The paths (relative to ``repo``) that may differ between runs only by a recorded time."""
     exempt = {p for p in paths if is_timed(p.removesuffix(PROVENANCE_SUFFIX))}
-    exempt |= {p for p in paths if p.endswith(PROVENANCE_SUFFIX) and mentions_lock(repo / p)}
+    exempt |= {p for p in paths if p.endswith(PROVENANCE_SUFFIX) and reads_timed(repo / p)}
     return exempt
 
 
