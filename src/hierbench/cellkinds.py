@@ -31,13 +31,17 @@ from hierbench.layout import (
     cell_folder,
 )
 from hierbench.protocol import (
+    ARM_ORDER,
     BASELINES,
     COMPANION_CELLS,
     COMPANION_KIND,
+    COMPANION_LOSS,
     CURVATURE_CONTROL,
     FACTORIAL_KIND,
     FROZEN,
+    GEOMETRIES,
     HIER,
+    LOSSES,
     OUTER_CONTROL,
     PCA,
     SEMANTIC_CONTROL,
@@ -348,3 +352,55 @@ def sealed_evaluation(name: str) -> SealedEvaluation:
             f"no sealed evaluation of {name!r}; known: {[e.name for e in sealed_evaluations()]}"
         )
     return found[0]
+
+
+@dataclass(frozen=True)
+class PictureCell:
+    """One arm the retrieval galleries and embedding views draw (issue #63): its name, the
+    kind of its cell and the cell's wildcard values (seed: the first training seed), or no
+    kind for the frozen features, which need no cell."""
+
+    arm: str
+    kind: str | None
+    values: dict
+
+
+# The cell kinds whose arms get pictures, in drawing order after the frozen features: the
+# factorial's four paper arms, the companion method's two, the HIER-style baseline.
+PICTURE_KINDS = (FACTORIAL_KIND, COMPANION_KIND, HIER)
+
+
+def _picture_arm(kind: str, values: Mapping[str, Any]) -> str:
+    """The arm a picture cell stands for: ``E_R``, ``L_A``, or ``hier``."""
+    if kind == HIER:
+        return HIER
+    geometry = values.get("geometry", values.get("head"))
+    loss = values.get("loss", COMPANION_LOSS)
+    return f"{geometry}_{loss}"
+
+
+def picture_cell(config: Config, dataset: str, kind: str) -> list[PictureCell]:
+    """The picture cells of ``kind`` a dataset trains: each arm's cell of the first training
+    seed (the factorial's paper arms only: an added loss or geometry is not drawn)."""
+    first = _seeds(config)[0]
+    cells = []
+    for values in cell_instances(config, dataset, kind):
+        if values["seed"] != first:
+            continue
+        if kind == FACTORIAL_KIND and (
+            values["geometry"] not in GEOMETRIES or values["loss"] not in LOSSES
+        ):
+            continue
+        cells.append(PictureCell(_picture_arm(kind, values), kind, dict(values)))
+    return cells
+
+
+def picture_arms(config: Config, dataset: str) -> list[PictureCell]:
+    """Every arm a dataset's pictures draw, in the study's arm order (``ARM_ORDER``): the
+    frozen features, the factorial's four paper arms, the companion's where it runs, then
+    the HIER-style cell where it is trained."""
+    cells = [PictureCell(FROZEN, None, {})]
+    for kind in PICTURE_KINDS:
+        cells += picture_cell(config, dataset, kind)
+    ranked = {arm: place for place, arm in enumerate(ARM_ORDER)}
+    return sorted(cells, key=lambda cell: ranked.get(cell.arm, len(ranked)))
