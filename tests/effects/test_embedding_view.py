@@ -16,6 +16,7 @@ from hierbench.effects.embedding_view import (
     SPHERE,
     ArmView,
     embedding_view,
+    group_colours,
     principal_plane,
     shown_rows,
     views_figure,
@@ -128,6 +129,13 @@ def test_a_view_asks_for_a_curvature_and_a_known_geometry():
         embedding_view(np.zeros((3, 4)), np.zeros(3, int), "H")
     with pytest.raises(ValueError, match="no embedding view"):
         embedding_view(np.zeros((3, 4)), np.zeros(3, int), "Q")
+
+
+def test_twenty_groups_get_twenty_colours_the_dark_shades_first():
+    colours = group_colours(np.arange(20))
+    assert sorted(colours) == list(range(20))
+    assert list(colours[:10]) == list(range(0, 20, 2))  # tab20's dark shades
+    assert group_colours(np.array([20]))[0] == colours[0]
 
 
 def test_many_points_are_drawn_as_a_seeded_sample():

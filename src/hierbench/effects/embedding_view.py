@@ -37,7 +37,7 @@ HIGH = 2  # the label column of the high level
 MAX_POINTS = 2000  # drawn per panel at most (a seeded sample); prototypes use every point
 PANEL_SIZE = 3.2
 MAX_COLUMNS = 4
-GROUP_COLOURS = 20  # tab20: high groups beyond it share colours
+GROUP_COLOURS = 20  # tab20's colours: high groups beyond twenty share them
 
 
 @dataclass(frozen=True)
@@ -165,8 +165,15 @@ class ArmView:
 
 
 def group_indices(high_codes: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """Each code's place among ``groups`` (sorted high codes): its colour index."""
+    """Each code's place among ``groups`` (sorted high codes)."""
     return np.searchsorted(groups, high_codes)
+
+
+def group_colours(places: np.ndarray) -> np.ndarray:
+    """The tab20 colour of each group's place: the ten dark shades first, then the ten light
+    ones (tab20 pairs a dark and a light shade of one hue), then again."""
+    places = np.asarray(places)
+    return (2 * places + (places // (GROUP_COLOURS // 2)) % 2) % GROUP_COLOURS
 
 
 def shown_rows(count: int, seed: int, limit: int = MAX_POINTS) -> np.ndarray:
@@ -184,7 +191,7 @@ def _draw_panel(axis: Axes, panel: ArmView, shown: np.ndarray) -> None:
     axis.scatter(
         points[:, 0],
         points[:, 1],
-        c=panel.point_groups[shown] % GROUP_COLOURS,
+        c=group_colours(panel.point_groups[shown]),
         cmap=cmap,
         vmin=0,
         vmax=GROUP_COLOURS - 1,
@@ -196,7 +203,7 @@ def _draw_panel(axis: Axes, panel: ArmView, shown: np.ndarray) -> None:
     axis.scatter(
         protos[:, 0],
         protos[:, 1],
-        c=panel.prototype_groups % GROUP_COLOURS,
+        c=group_colours(panel.prototype_groups),
         cmap=cmap,
         vmin=0,
         vmax=GROUP_COLOURS - 1,

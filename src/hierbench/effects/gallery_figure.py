@@ -132,7 +132,7 @@ def gallery_figure(
             (height / DPI) / size[1],
         )
     )
-    axis.imshow(canvas, interpolation="nearest")
+    axis.imshow(canvas, interpolation="none")
     centres, arms, tops = _row_centres(blocks)
     axis.set_yticks(centres, arms, fontsize=5)
     tile = _tile_side()
