@@ -39,9 +39,7 @@ from hierbench.protocol import (
     CURVATURE_CONTROL,
     FACTORIAL_KIND,
     FROZEN,
-    GEOMETRIES,
     HIER,
-    LOSSES,
     OUTER_CONTROL,
     PCA,
     SEMANTIC_CONTROL,
@@ -357,50 +355,35 @@ def sealed_evaluation(name: str) -> SealedEvaluation:
 @dataclass(frozen=True)
 class PictureCell:
     """One arm the retrieval galleries and embedding views draw (issue #63): its name, the
-    kind of its cell and the cell's wildcard values (seed: the first training seed), or no
-    kind for the frozen features, which need no cell."""
+    kind of its cell and the cell's wildcard values, or no kind for the frozen features."""
 
     arm: str
     kind: str | None
     values: dict
 
 
-# The cell kinds whose arms get pictures, in drawing order after the frozen features: the
-# factorial's four paper arms, the companion method's two, the HIER-style baseline.
+# The kinds whose arms get pictures, besides the frozen features (a kind a dataset does not
+# train has none): the factorial's paper arms, the companion method's, the HIER-style cell.
 PICTURE_KINDS = (FACTORIAL_KIND, COMPANION_KIND, HIER)
 
 
-def _picture_arm(kind: str, values: Mapping[str, Any]) -> str:
-    """The arm a picture cell stands for: ``E_R``, ``L_A``, or ``hier``."""
+def _picture_arm(kind: str, values: Mapping[str, Any]) -> str | None:
+    """The arm a cell stands for in the pictures (``E_R``, ``L_A``, ``hier``), or None for a
+    cell they do not draw (an added loss's or geometry's)."""
     if kind == HIER:
         return HIER
-    geometry = values.get("geometry", values.get("head"))
-    loss = values.get("loss", COMPANION_LOSS)
-    return f"{geometry}_{loss}"
-
-
-def picture_cell(config: Config, dataset: str, kind: str) -> list[PictureCell]:
-    """The picture cells of ``kind`` a dataset trains: each arm's cell of the first training
-    seed (the factorial's paper arms only: an added loss or geometry is not drawn)."""
-    first = _seeds(config)[0]
-    cells = []
-    for values in cell_instances(config, dataset, kind):
-        if values["seed"] != first:
-            continue
-        if kind == FACTORIAL_KIND and (
-            values["geometry"] not in GEOMETRIES or values["loss"] not in LOSSES
-        ):
-            continue
-        cells.append(PictureCell(_picture_arm(kind, values), kind, dict(values)))
-    return cells
+    arm = f"{values.get('geometry', values.get('head'))}_{values.get('loss', COMPANION_LOSS)}"
+    return arm if arm in ARM_ORDER else None
 
 
 def picture_arms(config: Config, dataset: str) -> list[PictureCell]:
-    """Every arm a dataset's pictures draw, in the study's arm order (``ARM_ORDER``): the
-    frozen features, the factorial's four paper arms, the companion's where it runs, then
-    the HIER-style cell where it is trained."""
-    cells = [PictureCell(FROZEN, None, {})]
+    """Every arm a dataset's pictures draw, each a cell of the first training seed, in the
+    study's arm order (``ARM_ORDER``), the HIER-style cell last."""
+    cells, first = [PictureCell(FROZEN, None, {})], _seeds(config)[0]
     for kind in PICTURE_KINDS:
-        cells += picture_cell(config, dataset, kind)
-    ranked = {arm: place for place, arm in enumerate(ARM_ORDER)}
-    return sorted(cells, key=lambda cell: ranked.get(cell.arm, len(ranked)))
+        for values in cell_instances(config, dataset, kind):
+            arm = _picture_arm(kind, values)
+            if arm is not None and values["seed"] == first:
+                cells.append(PictureCell(arm, kind, dict(values)))
+    order = [*ARM_ORDER, HIER]
+    return sorted(cells, key=lambda cell: order.index(cell.arm))

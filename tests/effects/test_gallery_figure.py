@@ -35,7 +35,10 @@ def _images(count: int) -> dict[str, np.ndarray]:
 
 
 def _blocks() -> list[QueryBlock]:
-    rows = [QueryRow("E_R", ["1", "2", "3"], [0, 1, 3]), QueryRow("H_R", ["3", "2"], [3, 2])]
+    rows = [
+        QueryRow("E_R", ["1", "2", "3"], ["leaf", "middle", "none"]),
+        QueryRow("H_R", ["3", "2"], ["none", "high"]),
+    ]
     return [QueryBlock("0", "family 1", rows), QueryBlock("4", "family 2", rows[:1])]
 
 
@@ -59,9 +62,10 @@ def test_each_result_sits_in_its_place_framed_by_its_shared_level():
             top = block_top + index * TILE
             for place, (item, level) in enumerate(zip(row.ranked, row.shared, strict=True)):
                 left = TILE + GAP + place * TILE
-                assert tuple(canvas[top, left]) == FRAME_COLOURS[SHARED_LEVELS[level]]
+                assert tuple(canvas[top, left]) == FRAME_COLOURS[level]
                 assert (canvas[top + FRAME, left + FRAME] == images[item][0, 0]).all()
     assert (canvas[TILE, TILE + GAP + 2 * TILE] == 255).all()  # H_R ranked two: blank after
+    assert set(FRAME_COLOURS) == set(SHARED_LEVELS)  # a colour for every shared level
 
 
 def test_the_gallery_figure_is_the_same_bytes_when_drawn_twice():

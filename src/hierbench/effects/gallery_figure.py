@@ -17,13 +17,12 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from PIL import Image, ImageOps
 
-from hierbench.metrics.top_ranked import SHARED_LEVELS
-
 THUMBNAIL = 64  # pixels a side
 FRAME = 4  # pixels of coloured frame around each thumbnail
 GAP = 6  # pixels between the query's column and the results, and between query blocks
 BACKGROUND = 255
-# Each shared level's frame colour (ColorBrewer RdYlGn, deepest green), the query's black.
+# The frame colour of each deepest level an item shares with its query (ColorBrewer RdYlGn,
+# deepest green; the levels of metrics.top_ranked.SHARED_LEVELS), the query's black.
 FRAME_COLOURS: dict[str, tuple[int, int, int]] = {
     "leaf": (26, 152, 80),
     "middle": (145, 207, 96),
@@ -45,11 +44,11 @@ def thumbnail(path: str | Path, size: int = THUMBNAIL) -> np.ndarray:
 @dataclass(frozen=True)
 class QueryRow:
     """One arm's row of a query's block: the arm, its ranked images' ids (best first) and the
-    deepest level each shares with the query (indices into ``SHARED_LEVELS``)."""
+    deepest level each shares with the query (a key of ``FRAME_COLOURS``)."""
 
     arm: str
     ranked: Sequence[str]
-    shared: Sequence[int]
+    shared: Sequence[str]
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,7 @@ def mosaic(blocks: Sequence[QueryBlock], images: Mapping[str, np.ndarray], k: in
         for row in block.rows:
             for place, (item, level) in enumerate(zip(row.ranked, row.shared, strict=True)):
                 left = tile + GAP + place * tile
-                colour = FRAME_COLOURS[SHARED_LEVELS[level]]
+                colour = FRAME_COLOURS[level]
                 canvas[top : top + tile, left : left + tile] = _framed(images[item], colour)
             top += tile
         top += GAP

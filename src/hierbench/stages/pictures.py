@@ -32,7 +32,12 @@ from hierbench.levelnames import level_labels
 from hierbench.metrics.rank_distances import GEOMETRIES as DISTANCE_NAMES
 from hierbench.metrics.scoring import SEALED_DRAWS, l2_normalised, qg_seeds
 from hierbench.metrics.sealed_scoring import note_test_access
-from hierbench.metrics.top_ranked import picture_queries, ranked_gallery, shared_levels
+from hierbench.metrics.top_ranked import (
+    SHARED_LEVELS,
+    picture_queries,
+    ranked_gallery,
+    shared_levels,
+)
 from hierbench.protocol import ARM_ORDER, EUCLIDEAN, FROZEN
 from hierbench.provenance.artifacts import publish
 from hierbench.provenance.hashing import sha256_file
@@ -165,7 +170,8 @@ def _gallery_blocks(
         rows = []
         for arm, top in ranked.items():
             shared = shared_levels(labels[[query]], labels[top[place]][None])[0]
-            rows.append(QueryRow(arm, list(image_ids[top[place]]), shared.tolist()))
+            levels = [SHARED_LEVELS[level] for level in shared]
+            rows.append(QueryRow(arm, list(image_ids[top[place]]), levels))
         high = int(labels[query, HIGH])
         blocks.append(QueryBlock(image_ids[query], names.get(high, str(high)), rows))
     return blocks
