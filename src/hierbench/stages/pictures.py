@@ -29,7 +29,6 @@ from hierbench.effects.figures import figure_writer
 from hierbench.effects.gallery_figure import QueryBlock, QueryRow, gallery_figure, thumbnail
 from hierbench.features.store import read_labelled_features
 from hierbench.levelnames import level_labels
-from hierbench.metrics.rank_distances import GEOMETRIES as DISTANCE_NAMES
 from hierbench.metrics.scoring import SEALED_DRAWS, l2_normalised, qg_seeds
 from hierbench.metrics.sealed_scoring import note_test_access
 from hierbench.metrics.top_ranked import (
@@ -38,7 +37,7 @@ from hierbench.metrics.top_ranked import (
     ranked_gallery,
     shared_levels,
 )
-from hierbench.protocol import ARM_ORDER, EUCLIDEAN, FROZEN
+from hierbench.protocol import ARM_ORDER, EUCLIDEAN, FROZEN, GEOMETRY_NAMES
 from hierbench.provenance.artifacts import publish
 from hierbench.provenance.hashing import sha256_file
 from hierbench.provenance.lock import verify_against_lock
@@ -96,7 +95,7 @@ class ArmEmbedding:
 
 def _frozen(matrix: np.ndarray, clip: float) -> ArmEmbedding:
     """The frozen features as the evaluation scores them: L2-normalised, Euclidean."""
-    metric = {"geometry": DISTANCE_NAMES[0], "curvature": None, "distance_clip": clip}
+    metric = {"geometry": GEOMETRY_NAMES[EUCLIDEAN], "curvature": None, "distance_clip": clip}
     return ArmEmbedding(FROZEN, l2_normalised(matrix), metric, EUCLIDEAN, None, True)
 
 
@@ -120,7 +119,7 @@ def _cell(
 
 
 @jobcost.charged(jobcost.LOADING)
-def _thumbnails(
+def checked_thumbnails(
     ids: Sequence[str], images: str | Path, image_files: str | Path, folder: Path, prefix: str
 ) -> dict[str, np.ndarray]:
     """The thumbnails of ``ids``, each image's bytes checked against the hash the run took."""
@@ -228,7 +227,7 @@ def draw_pictures_from_sealed_test(
     blocks = _gallery_blocks(arms, ids, labels, draws, seed, _high_names(inputs.taxonomy))
     shown = [block.query for block in blocks]
     shown += [item for block in blocks for row in block.rows for item in row.ranked]
-    images = _thumbnails(shown, inputs.images, inputs.image_files, Path(root), images_dir)
+    images = checked_thumbnails(shown, inputs.images, inputs.image_files, Path(root), images_dir)
     named = level_labels(levels)
     drawn = {
         "galleries": gallery_figure(
