@@ -241,3 +241,35 @@ use rule semantic_tables as companion_angle_tables with:
         aggregation=aggregation,
         levels=dataset_levels,
         intervals=config["effects"]["intervals"],
+
+
+# Pictures (#63): the retrieval galleries and the embedding views of a dataset's pictured arms
+# (hierbench.cellkinds.picture_arms: the frozen features, the factorial's four paper arms, the
+# companion's where it runs, HIER-style where trained; each a cell of the first training seed).
+# Drawn from the sealed test, so the lock is an input and the job verifies it first, as the
+# evaluations do. One job per dataset: a job per arm cost over three times the training
+# curves' share of the tiny run. Retraining any arm changes the lock, so that dataset's
+# pictures are drawn anew, and no other dataset's.
+PICTURE_FILES = PATHS.picture_files()
+
+
+rule pictures:
+    input:
+        unpack(lambda wildcards: PATHS.picture_inputs(wildcards.dataset)),
+    output:
+        galleries=report(PICTURE_FILES["galleries"], caption="../report/galleries.rst", category="Pictures", subcategory="{dataset}"),
+        embeddings=report(PICTURE_FILES["embeddings"], caption="../report/embedding_views.rst", category="Pictures", subcategory="{dataset}"),
+    log:
+        log_for(PICTURE_FILES),
+    benchmark:
+        benchmark_for(PICTURE_FILES)
+    params:
+        **code("stages.pictures", script="pictures"),
+        config=lambda wildcards: evaluation_config(config, wildcards.dataset),
+        access_log=lambda wildcards: access_log(wildcards.dataset),
+        levels=dataset_levels,
+        images_dir=lambda wildcards: images_subfolder(config, wildcards.dataset),
+    conda:
+        ENVIRONMENT
+    script:
+        SCRIPT

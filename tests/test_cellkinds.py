@@ -12,6 +12,7 @@ from hierbench.cellkinds import (
     audited_kinds,
     cell_kind,
     locked_kinds,
+    picture_arms,
     sealed_evaluation,
 )
 from hierbench.layout import BUNDLE_MANIFESTS, CELLS
@@ -78,3 +79,38 @@ def test_a_sealed_evaluation_is_found_by_its_kind_or_arm():
     assert sealed_evaluation("frozen").scored == {}
     with pytest.raises(KeyError, match="no sealed evaluation of 'moth'; known: \\['factorial'"):
         sealed_evaluation("moth")
+
+
+def _tiny() -> dict:
+    from hierbench.config import load_config
+
+    return load_config(REPO / "configs/tiny.yaml")
+
+
+def test_the_pictures_draw_each_arm_once_by_its_first_seeds_cell():
+    config = _tiny()
+    cub = picture_arms(config, "cub")
+    assert [cell.arm for cell in cub] == [
+        "frozen",
+        "E_R",
+        "H_R",
+        "E_S",
+        "H_S",
+        "E_A",
+        "L_A",
+        "hier",
+    ]
+    assert cub[0].kind is None and cub[0].values == {}
+    first = config["training"]["seeds"][0]
+    assert all(cell.values["seed"] == first for cell in cub[1:])
+    assert cub[2].values == {"geometry": "H", "loss": "R", "seed": first}
+    assert (cub[6].kind, cub[6].values) == ("companion", {"head": "L", "seed": first})
+    assert "hier" not in [cell.arm for cell in picture_arms(config, "nabirds")]  # no baselines
+
+
+def test_the_pictures_leave_out_the_companion_when_off_and_an_added_loss():
+    config = _tiny()
+    config["companion"]["enabled"] = False
+    config["factorial"] = {"losses": ["R", "S", "X"], "geometries": ["E", "H"]}
+    arms = [cell.arm for cell in picture_arms(config, "nabirds")]
+    assert arms == ["frozen", "E_R", "H_R", "E_S", "H_S"]

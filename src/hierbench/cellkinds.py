@@ -31,9 +31,11 @@ from hierbench.layout import (
     cell_folder,
 )
 from hierbench.protocol import (
+    ARM_ORDER,
     BASELINES,
     COMPANION_CELLS,
     COMPANION_KIND,
+    COMPANION_LOSS,
     CURVATURE_CONTROL,
     FACTORIAL_KIND,
     FROZEN,
@@ -348,3 +350,40 @@ def sealed_evaluation(name: str) -> SealedEvaluation:
             f"no sealed evaluation of {name!r}; known: {[e.name for e in sealed_evaluations()]}"
         )
     return found[0]
+
+
+@dataclass(frozen=True)
+class PictureCell:
+    """One arm the retrieval galleries and embedding views draw (issue #63): its name, the
+    kind of its cell and the cell's wildcard values, or no kind for the frozen features."""
+
+    arm: str
+    kind: str | None
+    values: dict
+
+
+# The kinds whose arms get pictures, besides the frozen features (a kind a dataset does not
+# train has none): the factorial's paper arms, the companion method's, the HIER-style cell.
+PICTURE_KINDS = (FACTORIAL_KIND, COMPANION_KIND, HIER)
+
+
+def _picture_arm(kind: str, values: Mapping[str, Any]) -> str | None:
+    """The arm a cell stands for in the pictures (``E_R``, ``L_A``, ``hier``), or None for a
+    cell they do not draw (an added loss's or geometry's)."""
+    if kind == HIER:
+        return HIER
+    arm = f"{values.get('geometry', values.get('head'))}_{values.get('loss', COMPANION_LOSS)}"
+    return arm if arm in ARM_ORDER else None
+
+
+def picture_arms(config: Config, dataset: str) -> list[PictureCell]:
+    """Every arm a dataset's pictures draw, each a cell of the first training seed, in the
+    study's arm order (``ARM_ORDER``), the HIER-style cell last."""
+    cells, first = [PictureCell(FROZEN, None, {})], _seeds(config)[0]
+    for kind in PICTURE_KINDS:
+        for values in cell_instances(config, dataset, kind):
+            arm = _picture_arm(kind, values)
+            if arm is not None and values["seed"] == first:
+                cells.append(PictureCell(arm, kind, dict(values)))
+    order = [*ARM_ORDER, HIER]
+    return sorted(cells, key=lambda cell: order.index(cell.arm))

@@ -79,6 +79,11 @@ TRAINING_CURVES = "training_curves_{kind}"
 TRAINING_PROBLEMS = f"{CURVES}/{TRAINING_CURVES}_problems.rst"
 TAU_SEARCH_FIGURE = "tau_search"
 DURATION_SEARCH_FIGURE = "duration_search"  # the semantic and outer controls' epoch searches
+# Pictures (#63): each pictured arm's top-ranked test images per query, and its test
+# embeddings in two dimensions. Drawn from the sealed test under the lock, so in FIGURES: a
+# re-seal archives them with the figures, and the new lock's pictures are drawn anew.
+GALLERIES_FIGURE = "galleries"
+EMBEDDING_VIEWS_FIGURE = "embedding_views"
 
 # Every kind of trained cell: its folder below <dataset>/cells/ (and its evaluation's below
 # <dataset>/eval/). Seedless arms (the frozen features, PCA) are evaluated under their names.

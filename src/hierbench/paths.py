@@ -17,6 +17,7 @@ from hierbench.cellkinds import (
     cell_instances,
     evaluation_cells,
     locked_kinds,
+    picture_arms,
 )
 from hierbench.cells.companion import companion_enabled
 from hierbench.controls.curvature_points import control_variants
@@ -40,8 +41,13 @@ from hierbench.layout import (
     DEV_SPLITS,
     DURATION_SEARCH_FIGURE,
     EFFECTS_VERDICTS,
+    EMBEDDING_VIEWS_FIGURE,
     FAIRNESS_AUDIT,
     FIGURES,
+    FINAL_LOCK,
+    GALLERIES_FIGURE,
+    IMAGE_FINGERPRINT,
+    IMAGE_TABLE,
     OUTER_FOLDER,
     PCA_FILES,
     SEALED_FEATURES,
@@ -272,6 +278,36 @@ class RunPaths:
         files = [f for name in names for f in self.figure_files(name, dataset, CURVES)]
         return files + [self.at(TRAINING_PROBLEMS, dataset=dataset, kind=kind) for kind in kinds]
 
+    def picture_files(self, dataset: str = "{dataset}") -> dict[str, list[str]]:
+        """A dataset's pictures (#63), by output name: the retrieval galleries and the
+        embedding views, each in every figure format."""
+        return {
+            "galleries": self.figure_files(GALLERIES_FIGURE, dataset),
+            "embeddings": self.figure_files(EMBEDDING_VIEWS_FIGURE, dataset),
+        }
+
+    def picture_inputs(self, dataset: str) -> dict[str, str]:
+        """What a dataset's pictures read, by input name: the lock, the sealed test's features
+        and splits, the image table and its files' hashes, the taxonomy, and the record and
+        checkpoint of each pictured cell (``record_<arm>``, ``model_<arm>``; see
+        :func:`~hierbench.cellkinds.picture_arms`)."""
+        at = partial(self.at, dataset=dataset)
+        cells = {
+            f"{key}_{cell.arm}": at(f"{cell_folder(cell.kind)}/{CELL_FILES[key]}", **cell.values)
+            for cell in picture_arms(self.config, dataset)
+            if cell.kind is not None
+            for key in ("record", "model")
+        }
+        named = {
+            "lock": FINAL_LOCK,
+            "sealed_features": SEALED_FEATURES,
+            "sealed_splits": SEALED_SPLITS,
+            "images": IMAGE_TABLE,
+            "image_files": IMAGE_FINGERPRINT,
+            "taxonomy": TAXONOMY,
+        }
+        return {name: at(pattern) for name, pattern in named.items()} | cells
+
     def effect_table_files(self, folder: str) -> list[str]:
         """Every file the effect-tables stage writes in ``folder`` (a pattern)."""
         files = self.table_files(folder, EFFECT_TABLES)
@@ -338,6 +374,7 @@ class RunPaths:
             targets += [path for name in FIGURE_NAMES for path in self.figure_files(name, dataset)]
             targets.append(self.at(EFFECTS_VERDICTS, dataset=dataset))
             targets += self.curves_files(dataset)
+            targets += [path for paths in self.picture_files(dataset).values() for path in paths]
             if kind_of(self.config, dataset).always_shuffled or semantic_arms(self.config, dataset):
                 targets += [
                     self.at(SHUFFLED_TAXONOMY, dataset=dataset, fixed=fixed)

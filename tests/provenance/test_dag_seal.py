@@ -73,7 +73,7 @@ def test_no_rule_upstream_of_the_lock_reads_a_sealed_artifact(repo_copy: Path):
         "evaluate_companion_cell",
         "evaluate_companion_angle",
     }
-    assert sealed_readers == SEALED_PRODUCERS | evaluations
+    assert sealed_readers == SEALED_PRODUCERS | evaluations | {"pictures"}
     controls = {"train_curvature", "select_semantic_duration", "train_semantic"}
     baselines = {"fit_pca", "train_hier_cell", "train_companion_cell", "features_dev_crops"}
     assert controls | baselines <= {job["rule"] for job in upstream}
@@ -109,8 +109,10 @@ def test_the_pca_fit_and_the_outer_splits_see_development_data_only(repo_copy: P
     ]
 
 
-def test_every_evaluation_waits_for_the_lock(repo_copy: Path):
+def test_every_evaluation_and_picture_waits_for_the_lock(repo_copy: Path):
     jobs = _jobs(snakemake(repo_copy, "-n", "-F", *TINY).stdout)
-    for job in jobs:
-        if job["rule"].startswith("evaluate"):
-            assert any(p.endswith("lock/final_lock.json") for p in job["input"]), job
+    readers = [job for job in jobs if job["rule"].startswith("evaluate")]
+    readers += [job for job in jobs if job["rule"] == "pictures"]
+    assert len([job for job in readers if job["rule"] == "pictures"]) == 2  # one per dataset
+    for job in readers:
+        assert any(p.endswith("lock/final_lock.json") for p in job["input"]), job

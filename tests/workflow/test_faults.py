@@ -143,6 +143,9 @@ def test_archive_records_the_reseal_and_goes_on(built_repo: Path):
     assert reseal["test_reads"] >= 4 * len(TINY_SEEDS) + 1
     assert (built_repo / f"{TINY_LOGS}/cub/lock/test_access.log").is_file()  # the new seal's reads
     assert not (built_repo / f"{TINY_RUN}/nabirds/reseals").exists()
+    # the pictures read the old seal's test data: archived with its figures, and drawn anew
+    archived = built_repo / f"{TINY_RUN}/cub/reseals/001/figures/galleries.png"
+    assert archived.is_file() and (built_repo / f"{TINY_RUN}/cub/figures/galleries.png").is_file()
     audit = _hierbench(built_repo, "audit", TINY_RUN)
     assert audit.returncode == 0, audit.stdout
     assert f"RESEAL {TINY_RUN}/cub/reseals/001: locked artifacts changed" in audit.stdout

@@ -64,6 +64,7 @@ CUB_AFTER_TAXONOMY = {
     "tau_curves": 1,
     "training_curves": 6,  # every kind of cell CUB trains: factorial, companion, the controls'
     "duration_curves": 1,  # the semantic and outer controls' epoch searches
+    "pictures": 1,  # the galleries and embedding views, drawn from the sealed test
     **CUB_CONTROL,
     "all": 1,
 }
