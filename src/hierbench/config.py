@@ -23,6 +23,7 @@ from hierbench.plugins import dataset_plugins
 from hierbench.protocol import DATASETS as BIRD_DATASETS
 from hierbench.protocol import PACKAGE_WEIGHTS_PREFIX
 from hierbench.shipped import shipped_file
+from hierbench.trackers import configured_tracker, missing_package
 
 SCHEMA_PATH = shipped_file("config.schema.yaml")  # found from any working folder
 # The shipped input files a dataset reads, by their key paths under datasets.<name>.
@@ -201,7 +202,8 @@ def enabled_datasets(config: dict[str, Any]) -> list[str]:
 
 
 def missing_inputs(config: dict[str, Any], base: Path = Path()) -> list[str]:
-    """Each input file, real-data folder or weights file the config needs but lacks, explained."""
+    """Each input file, real-data folder, weights file or tracker package the config needs but
+    lacks, explained."""
     problems = []
     for name in enabled_datasets(config):
         block = config["datasets"][name]
@@ -226,6 +228,9 @@ def missing_inputs(config: dict[str, Any], base: Path = Path()) -> list[str]:
                 f"datasets.{name}.root: folder '{root}' does not exist; put "
                 f"{kind.folder_hint} there or change the key"
             )
+    tracker = configured_tracker(config)
+    if tracker is not None and (problem := missing_package(tracker)):
+        problems.append(problem)
     weights = config["backbone"]["weights"]
     if not weights.startswith(PACKAGE_WEIGHTS_PREFIX) and not (base / weights).exists():
         problems.append(
@@ -301,8 +306,9 @@ def load_config(path: str | Path, schema_path: str | Path = SCHEMA_PATH) -> dict
         raise ConfigError(f"{path}: {error}") from None
 
 
-# Keys that say how the pipeline runs, not what the study is: not covered by the Final lock.
-UNLOCKED_KEYS = ("seal", "run")
+# Keys that say how the pipeline runs or what it exports, not what the study is: not covered by
+# the Final lock.
+UNLOCKED_KEYS = ("seal", "run", "tracker")
 
 
 def locked_config(config: dict[str, Any], dataset: str) -> dict[str, Any]:

@@ -79,6 +79,9 @@ TRAINING_CURVES = "training_curves_{kind}"
 TRAINING_PROBLEMS = f"{CURVES}/{TRAINING_CURVES}_problems.rst"
 TAU_SEARCH_FIGURE = "tau_search"
 DURATION_SEARCH_FIGURE = "duration_search"  # the semantic and outer controls' epoch searches
+# The tracker export (#63, the config's `tracker`): one folder per dataset, named after the
+# tracker (<dataset>/tensorboard/), that the tracker's own tools read; recorded as a folder.
+TRACKER_EXPORT = "{dataset}/{tracker}"
 
 # Every kind of trained cell: its folder below <dataset>/cells/ (and its evaluation's below
 # <dataset>/eval/). Seedless arms (the frozen features, PCA) are evaluated under their names.
