@@ -13,7 +13,7 @@ import pandas as pd
 from hierbench.provenance.artifacts import publish_folder
 from hierbench.provenance.records import JobContext
 from hierbench.trackers import tracker_module
-from hierbench.trackers.runs import (
+from hierbench.trackers.contents import (
     TrackerRun,
     cell_run,
     duration_search_runs,

@@ -47,6 +47,13 @@ def missing_package(name: str) -> str | None:
     )
 
 
+def tracker_problems(config: Mapping[str, Any]) -> list[str]:
+    """What keeps a config's tracker export from running here: its package, not installed."""
+    name = configured_tracker(config)
+    problem = None if name is None else missing_package(name)
+    return [] if problem is None else [problem]
+
+
 def tracker_module(name: str) -> ModuleType:
     """The module of this package that writes tracker ``name``'s files, its package checked."""
     configured_tracker({TRACKER_KEY: name})

@@ -22,7 +22,7 @@ from tensorboard.plugins.hparams.summary_v2 import hparams_pb
 from tensorboard.plugins.scalar.summary_v2 import scalar_pb
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from hierbench.trackers.runs import HParamValue, Scalar, TrackerRun
+from hierbench.trackers.contents import HParamValue, Scalar, TrackerRun
 
 # TensorBoard reads every file whose name holds "tfevents"; its own writer's pattern is
 # events.out.tfevents.<time>.<host>: here a fixed time and host.

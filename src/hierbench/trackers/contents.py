@@ -25,8 +25,10 @@ CELLS, SEARCHES, RESULTS = "cells", "searches", "results"
 # A train log's columns that are not exported: the step itself, the update counter, and the
 # epoch's wall seconds (different on every run: a time, not a result).
 NOT_EXPORTED = frozenset({"epoch", "updates", "seconds"})
-# A per-seed table's columns that are not a row's identity.
-VALUE_COLUMNS = frozenset({"dataset", "level", "metric", "value"})
+# A per-seed table's columns that are not a row's identity, and those that do not name its run
+# (one export folder per dataset).
+VALUE_COLUMNS = frozenset({"level", "metric", "value"})
+UNNAMED = frozenset({"dataset", "seed"})
 SEEDLESS = -1  # the seed of a seedless arm (the frozen features, PCA) in a per-seed table
 NAME_PART = re.compile(r"^[A-Za-z0-9_.@=+-]+$")
 
@@ -112,14 +114,14 @@ def row_name(identity: Mapping[str, Any]) -> str:
     """A per-seed table row's run name: its arm's values joined by ``_`` (each once), then
     ``-<seed>`` unless the arm is seedless (``E_R-42``, ``c1_r0.4_H_R-2024``, ``frozen``)."""
     seed = identity.get("seed", SEEDLESS)
-    values = [_part(v, "results row") for k, v in identity.items() if k != "seed"]
+    values = [_part(v, "results row") for k, v in identity.items() if k not in UNNAMED]
     arm = "_".join(dict.fromkeys(values))
     return arm if int(seed) == SEEDLESS else f"{arm}-{int(seed)}"
 
 
 def result_runs(table: str, frame: pd.DataFrame) -> list[TrackerRun]:
     """The runs of one sealed per-seed table: one per arm and seed, a trial whose
-    hyperparameters are the table's name and the row's arm columns and seed."""
+    hyperparameters are the table's name and the row's dataset, arm columns and seed."""
     missing = {"level", "metric", "value"} - set(frame.columns)
     if missing:
         raise ValueError(f"results table {table} lacks column(s) {sorted(missing)}")
