@@ -64,6 +64,7 @@ CUB_AFTER_TAXONOMY = {
     "tau_curves": 1,
     "training_curves": 6,  # every kind of cell CUB trains: factorial, companion, the controls'
     "duration_curves": 1,  # the semantic and outer controls' epoch searches
+    "tensorboard_export": 1,  # configs/tiny.yaml exports to TensorBoard (tracker)
     **CUB_CONTROL,
     "all": 1,
 }
