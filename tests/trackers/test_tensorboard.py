@@ -75,6 +75,8 @@ def test_a_train_log_reads_back_as_scalars_per_epoch(tmp_path: Path):
         ]
         assert _scalars(read, tag) == expected, tag
     assert [step for _, step, _ in _scalars(read, "train/loss_c")] == [1, 3]
+    run = cell_run("ES-42", LOG.iloc[::-1])  # the events go epoch by epoch, whatever the rows
+    assert [s.step for s in run.scalars] == sorted(s.step for s in run.scalars)
 
 
 def test_a_results_table_reads_back_as_trials_with_their_numbers(tmp_path: Path):

@@ -66,10 +66,11 @@ def cell_run(cell: str, log: pd.DataFrame) -> TrackerRun:
     if "epoch" not in log.columns:
         raise ValueError(f"train log of cell {cell} has no 'epoch' column")
     columns = [c for c in log.columns if c not in NOT_EXPORTED and _numeric(log[c])]
-    scalars = tuple(
-        Scalar(f"train/{column}", int(epoch), float(value))
+    rows = log.sort_values("epoch", kind="mergesort")
+    scalars = tuple(  # epoch by epoch, as a training loop writes them: no step goes back
+        Scalar(f"train/{column}", int(row["epoch"]), float(row[column]))
+        for _, row in rows.iterrows()
         for column in columns
-        for epoch, value in zip(log["epoch"], log[column], strict=True)
     )
     parts = [_part(part, f"cell {cell}") for part in cell.split("/")]
     return TrackerRun("/".join([CELLS, *parts]), scalars)
