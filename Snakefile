@@ -90,6 +90,7 @@ include: "rules/features.smk"
 include: "rules/training.smk"
 include: "rules/evaluation.smk"
 include: "rules/report.smk"
+include: "rules/tracker.smk"
 
 
 rule all:

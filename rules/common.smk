@@ -56,6 +56,7 @@ from hierbench.layout import (
     TAXONOMY_FINGERPRINT,
     TUNING_SCORE,
     TUNING_SELECTION,
+    TRACKER_EXPORT,
     TRAINING_CURVES,
     TRAINING_PROBLEMS,
 )

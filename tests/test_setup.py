@@ -33,9 +33,11 @@ def _pins(requirements: list[str]) -> dict[str, str]:
 def test_direct_dependencies_are_exact_pins_that_match_the_lock():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     lock = _lock()
-    pins = _pins(project["dependencies"] + project["optional-dependencies"]["dev"])
+    extras = project["optional-dependencies"]
+    pins = _pins(project["dependencies"] + extras["dev"] + extras["tracker"])
     for name, version in pins.items():
         assert lock.get(name) == version, f"{name}: pyproject {version} vs lock"
+    assert "tensorboard" in pins  # configs/tiny.yaml exports to TensorBoard: make installs it
 
 
 def test_the_bench_extra_is_its_lock_exactly_and_adds_to_the_main_lock():

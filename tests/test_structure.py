@@ -26,7 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "shipped",
         "protocol relations runs devices idnames plugins jobcost",
         "layout",
-        "provenance geometry taxonomy splits levelnames runlogs factorial metricnames",
+        "provenance geometry taxonomy splits levelnames runlogs factorial metricnames trackers",
         "data cells jobs runtools features effects",
         "losses baselines controls config demo",
         "training metrics cellkinds",

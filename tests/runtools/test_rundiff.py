@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hierbench.runtools.rundiff import compare_runs, is_timed, software_environments
+from hierbench.runtools.rundiff import (
+    compare_runs,
+    dataset_targets,
+    is_timed,
+    software_environments,
+)
 
 
 def _write(repo: Path, relative: str, text: str) -> None:
@@ -76,3 +81,21 @@ def test_a_job_with_other_packages_is_a_second_environment(tmp_path: Path):
     _record(tmp_path, "results/a.parquet.prov.json", {"torch": "2.14.1"}, threads=1)
     _record(tmp_path, "results/b.parquet.prov.json", {"torch": "2.13.0"}, threads=1)
     assert len(software_environments(tmp_path)) == 2
+
+
+def test_a_recorded_folder_is_one_target(tmp_path: Path):
+    """The demo and the tracker export are directory outputs: the folder is the target, never
+    a file inside it."""
+    run = tmp_path / "results/cub"
+    _write(tmp_path, "results/cub/tables/summary.md", "x")
+    _write(tmp_path, "results/cub/tables/summary.md.prov.json", "{}")
+    _write(tmp_path, "results/cub/tensorboard/cells/ER-42/events.out.tfevents.0.hierbench", "e")
+    _write(tmp_path, "results/cub/tensorboard.prov.json", "{}")
+    _write(tmp_path, "results/cub/demo/CUB_200_2011/images.txt", "1 a.jpg")
+    _write(tmp_path, "results/cub/demo/CUB_200_2011.prov.json", "{}")
+    assert run.is_dir()
+    assert dataset_targets(tmp_path, "results", "cub") == [
+        "results/cub/tables/summary.md",
+        "results/cub/demo/CUB_200_2011",
+        "results/cub/tensorboard",
+    ]

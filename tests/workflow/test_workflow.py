@@ -65,6 +65,7 @@ CUB_AFTER_TAXONOMY = {
     "training_curves": 6,  # every kind of cell CUB trains: factorial, companion, the controls'
     "duration_curves": 1,  # the semantic and outer controls' epoch searches
     "pictures": 1,  # the galleries and embedding views, drawn from the sealed test
+    "tensorboard_export": 1,  # configs/tiny.yaml exports to TensorBoard (tracker)
     **CUB_CONTROL,
     "all": 1,
 }

@@ -54,7 +54,10 @@ def remove_stale_temporaries(target: str | os.PathLike[str]) -> list[Path]:
     target = Path(target)
     stale = sorted(target.parent.glob(f".{glob.escape(target.name)}.*{TMP_SUFFIX}"))
     for path in stale:
-        path.unlink(missing_ok=True)
+        if path.is_dir():  # a folder artifact's (publish_folder)
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
     return stale
 
 
@@ -120,15 +123,57 @@ def record_folder(
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"cannot record folder {folder}: it does not exist")
-    size = sum(
+    with jobcost.charged(jobcost.PUBLISHING):
+        record = build_record(folder, sha256_tree(folder), _tree_size(folder), job, extra=facts)
+        write_json_plain(record, provenance_path(folder))
+    return folder
+
+
+def _tree_size(folder: Path) -> int:
+    """The total size of the files in a folder (what its tree hash covers)."""
+    return sum(
         p.stat().st_size
         for p in folder.rglob("*")
         if p.is_file() and p.name not in TREE_HASH_IGNORED
     )
-    with jobcost.charged(jobcost.PUBLISHING):
-        record = build_record(folder, sha256_tree(folder), size, job, extra=facts)
-        write_json_plain(record, provenance_path(folder))
-    return folder
+
+
+def publish_folder(
+    target: str | os.PathLike[str],
+    write: Callable[[Path], None],
+    job: JobContext,
+    *,
+    facts: dict[str, Any] | None = None,
+) -> Path:
+    """Write a folder artifact with ``write(tmp_folder)``, record its provenance (its tree
+    hash, as :func:`record_folder`), then rename it into place.
+
+    As :func:`publish` does for a file: the folder is built beside ``target`` under a
+    temporary name and its record written before the rename (a previous folder and record
+    removed first), so a folder that exists always has a record that matches it.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(target)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=TMP_SUFFIX, dir=target.parent))
+    try:
+        with jobcost.charged(jobcost.PUBLISHING):
+            write(tmp)
+            for path in tmp.rglob("*"):
+                os.chmod(path, 0o755 if path.is_dir() else FILE_MODE)
+                if path.is_file():
+                    _fsync(path)
+            os.chmod(tmp, 0o755)  # mkdtemp makes 0700 folders; artifacts are read by others
+            record = build_record(target, sha256_tree(tmp), _tree_size(tmp), job, extra=facts)
+            if target.is_dir():
+                shutil.rmtree(target)
+            provenance_path(target).unlink(missing_ok=True)
+            write_json_plain(record, provenance_path(target))
+            os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
 
 
 def write_json_plain(value: Any, target: str | os.PathLike[str]) -> Path:

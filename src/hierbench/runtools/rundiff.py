@@ -3,8 +3,8 @@
 Two complete runs of the same configuration give identical bytes for every artifact except
 the Final lock (``lock/final_lock.json``, when training finished) and a cell's
 ``train_log.parquet`` (each epoch's wall seconds); their provenance records, and the records
-whose inputs include either (their input hash carries its time: the sealed evaluation's, the
-training curves'), differ with them. Logs
+whose inputs include one of them (their input hashes carry its time: the evaluations', the
+training curves', the tracker export's), differ with them. Logs
 and Snakemake benchmark timings live outside the run folder. The determinism test and the cluster
 check (``tools/cluster.py``) both compare runs with :func:`compare_runs`.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hierbench.layout import CELL_FILES, FINAL_LOCK
-from hierbench.provenance.artifacts import PROVENANCE_SUFFIX
+from hierbench.provenance.artifacts import PROVENANCE_SUFFIX, provenance_path
 from hierbench.provenance.hashing import sha256_file
 from hierbench.runs import DEFAULT_RUN, is_log
 
@@ -55,17 +55,20 @@ def result_hashes(repo: Path, run: str = DEFAULT_RUN) -> dict[str, str]:
 
 def dataset_targets(repo: Path, run: str, dataset: str) -> list[str]:
     """Every artifact a finished run made for one dataset, relative to ``repo`` (provenance
-    records and the rendered demo folder's contents aside: that folder is one directory output):
-    as Snakemake targets, they rebuild exactly that dataset's part of the run."""
+    records aside, and a recorded folder, such as the rendered demo or the tracker export, as
+    the one directory output it is): as Snakemake targets, they rebuild exactly that dataset's
+    part of the run."""
     folder = repo / run / dataset
+    folders = [p for p in folder.rglob("*") if p.is_dir() and provenance_path(p).is_file()]
     targets = [
         p.relative_to(repo).as_posix()
         for p in sorted(folder.rglob("*"))
         if p.is_file()
         and not p.name.endswith(PROVENANCE_SUFFIX)
         and p.name != ".snakemake_timestamp"
-        and (folder / "demo") not in p.parents
+        and not any(recorded in p.parents for recorded in folders)
     ]
+    targets += [p.relative_to(repo).as_posix() for p in sorted(folders)]
     if not targets:
         raise ValueError(f"{folder} holds no artifacts of dataset {dataset!r}")
     return targets
