@@ -151,6 +151,17 @@ def built_repo(_built_repo: Path, tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_report(_built_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny run's HTML report (``snakemake --report``), written once into a copy of the built
+    repository, which is the report's parent folder: the run's files are beside it."""
+    target = tmp_path_factory.mktemp("report") / "repo"
+    shutil.copytree(_built_repo, target, symlinks=True)
+    report = target / "report.html"
+    snakemake(target, "--report", str(report), *TINY)
+    return report
+
+
+@pytest.fixture(scope="session")
 def newcomer(tmp_path_factory: pytest.TempPathFactory) -> Newcomer:
     """A user with the wheel installed into a fresh venv (no checkout), a collection of their
     own under ``my beetles/`` and a terminal in another folder (built once)."""

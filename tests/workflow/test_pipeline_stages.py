@@ -268,16 +268,15 @@ def test_cli_reaggregates_the_pipeline_per_seed_table(built_repo: Path, tmp_path
     pd.testing.assert_frame_equal(seeds_only[same], pipeline[same])
 
 
-def test_html_report_is_built_with_tables_and_figures(built_repo: Path):
-    snakemake(built_repo, "--report", "report.html", *TINY)
-    html = (built_repo / "report.html").read_text(encoding="utf-8", errors="replace")
+def test_html_report_is_built_with_tables_and_figures(tiny_report: Path):
+    html = tiny_report.read_text(encoding="utf-8", errors="replace")
     assert len(html) > 100_000
     figures = ("effects.png", "map_by_level.png", "hyperbolic_norms.png", "ot_by_k.png")
     for name in ("summary.md", *figures):
         assert name in html
     # the caption: the planned endpoints, effect by effect, and no verdict beyond the design
     assert "Planned endpoints (mean hierarchy mAP)" in html and "seeds agree in sign" in html
-    caption = (built_repo / f"{TINY_RUN}/cub/figures/effects_intervals.rst").read_text()
+    caption = (tiny_report.parent / f"{TINY_RUN}/cub/figures/effects_intervals.rst").read_text()
     assert "excludes zero" not in caption and "significant" not in caption.lower()
 
 
