@@ -17,7 +17,6 @@ from hierbench.cellkinds import (
     cell_instances,
     evaluation_cells,
     locked_kinds,
-    picture_arms,
 )
 from hierbench.cells.companion import companion_enabled
 from hierbench.controls.curvature_points import control_variants
@@ -25,6 +24,7 @@ from hierbench.controls.outer import outer_splits
 from hierbench.controls.semantic import semantic_arms, shuffle_settings
 from hierbench.data.kinds import kind_of, layout_folder
 from hierbench.factorial import factorial_geometries
+from hierbench.figure_paths import FigurePaths
 from hierbench.layout import (
     ADDED_GEOMETRY,
     ADDED_LOSS,
@@ -32,22 +32,13 @@ from hierbench.layout import (
     BUNDLE_MANIFESTS,
     BUNDLED_KINDS,
     CELL_FILES,
-    CELLS,
     CONTROL_TABLES,
-    CURVES,
     DEMO_FOLDER,
     DEV_FEATURES,
     DEV_MANIFEST,
     DEV_SPLITS,
-    DURATION_SEARCH_FIGURE,
     EFFECTS_VERDICTS,
-    EMBEDDING_VIEWS_FIGURE,
     FAIRNESS_AUDIT,
-    FIGURES,
-    FINAL_LOCK,
-    GALLERIES_FIGURE,
-    IMAGE_FINGERPRINT,
-    IMAGE_TABLE,
     OUTER_FOLDER,
     PCA_FILES,
     SEALED_FEATURES,
@@ -56,11 +47,8 @@ from hierbench.layout import (
     SEEDLESS_ARMS,
     SHUFFLED_TAXONOMY,
     TABLES,
-    TAU_SEARCH_FIGURE,
     TAXONOMY,
     TRACKER_EXPORT,
-    TRAINING_CURVES,
-    TRAINING_PROBLEMS,
     cell_folder,
     evaluation_files,
     evaluation_stem,
@@ -73,7 +61,6 @@ from hierbench.protocol import (
     CURVATURE_TABLES,
     EFFECT_TABLES,
     FACTORIAL_KIND,
-    FIGURE_FORMATS,
     GEOMETRIES,
     LOSSES,
     OUTER_CONTROL,
@@ -139,7 +126,7 @@ def bundle_cells(config: Mapping[str, Any], kind: str) -> dict[str, dict]:
 
 
 @dataclass(frozen=True)
-class RunPaths:
+class RunPaths(FigurePaths):
     """Every artifact path of one run: the patterns above under the run folder ``root``, and
     the lists of concrete paths the config implies."""
 
@@ -253,62 +240,6 @@ class RunPaths:
             for name in names
             for ext in TABLE_FORMATS
         ]
-
-    def figure_files(
-        self, name: str, dataset: str = "{dataset}", folder: str = FIGURES
-    ) -> list[str]:
-        """A figure's files (every figure format) in ``folder`` (a pattern)."""
-        return [self.at(f"{folder}/{name}.{ext}", dataset=dataset) for ext in FIGURE_FORMATS]
-
-    def curve_kinds(self, dataset: str) -> list[str]:
-        """The kinds of cell a dataset trains under the config (each gets its training curves)."""
-        return [kind for kind in CELLS if any(cell_instances(self.config, dataset, kind))]
-
-    def has_duration_search(self, dataset: str) -> bool:
-        """Whether a dataset trains a control that searches its epochs on validation (the
-        semantic control, the outer splits)."""
-        return bool(semantic_arms(self.config, dataset) or outer_splits(self.config, dataset))
-
-    def curves_files(self, dataset: str = "{dataset}") -> list[str]:
-        """Every training-curves figure of a dataset (one per kind it trains, with its caption's
-        paragraph), the τ search's and, where a control searches its epochs, theirs."""
-        kinds = self.curve_kinds(dataset)
-        names = [fill(TRAINING_CURVES, kind=kind) for kind in kinds]
-        names.append(TAU_SEARCH_FIGURE)
-        if self.has_duration_search(dataset):
-            names.append(DURATION_SEARCH_FIGURE)
-        files = [f for name in names for f in self.figure_files(name, dataset, CURVES)]
-        return files + [self.at(TRAINING_PROBLEMS, dataset=dataset, kind=kind) for kind in kinds]
-
-    def picture_files(self, dataset: str = "{dataset}") -> dict[str, list[str]]:
-        """A dataset's pictures (#63), by output name: the retrieval galleries and the
-        embedding views, each in every figure format."""
-        return {
-            "galleries": self.figure_files(GALLERIES_FIGURE, dataset),
-            "embeddings": self.figure_files(EMBEDDING_VIEWS_FIGURE, dataset),
-        }
-
-    def picture_inputs(self, dataset: str) -> dict[str, str]:
-        """What a dataset's pictures read, by input name: the lock, the sealed test's features
-        and splits, the image table and its files' hashes, the taxonomy, and the record and
-        checkpoint of each pictured cell (``record_<arm>``, ``model_<arm>``; see
-        :func:`~hierbench.cellkinds.picture_arms`)."""
-        at = partial(self.at, dataset=dataset)
-        cells = {
-            f"{key}_{cell.arm}": at(f"{cell_folder(cell.kind)}/{CELL_FILES[key]}", **cell.values)
-            for cell in picture_arms(self.config, dataset)
-            if cell.kind is not None
-            for key in ("record", "model")
-        }
-        named = {
-            "lock": FINAL_LOCK,
-            "sealed_features": SEALED_FEATURES,
-            "sealed_splits": SEALED_SPLITS,
-            "images": IMAGE_TABLE,
-            "image_files": IMAGE_FINGERPRINT,
-            "taxonomy": TAXONOMY,
-        }
-        return {name: at(pattern) for name, pattern in named.items()} | cells
 
     def effect_table_files(self, folder: str) -> list[str]:
         """Every file the effect-tables stage writes in ``folder`` (a pattern)."""

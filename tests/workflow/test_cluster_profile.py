@@ -168,7 +168,11 @@ def test_a_datasets_targets_are_its_artifacts_without_their_records(tmp_path: Pa
         f"{TINY_RUN}/nabirds/cells/ER-42/model.safetensors.prov.json",
         f"{TINY_RUN}/nabirds/.snakemake_timestamp",
         f"{TINY_RUN}/nabirds/tables/effects.csv",
-        f"{TINY_RUN}/nabirds/demo/nabirds/images/0338/a.jpg",
+        f"{TINY_RUN}/nabirds/demo/nabirds/images/0338/a.jpg",  # a recorded folder's file
+        f"{TINY_RUN}/nabirds/demo.prov.json",
+        f"{TINY_RUN}/nabirds/tensorboard/events.out",
+        f"{TINY_RUN}/nabirds/tensorboard.prov.json",
+        f"{TINY_RUN}/nabirds/unrecorded/file.txt",  # a folder without a record: its files
         f"{TINY_RUN}/cub/cells/ER-42/model.safetensors",
     ):
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -176,6 +180,9 @@ def test_a_datasets_targets_are_its_artifacts_without_their_records(tmp_path: Pa
     assert dataset_targets(tmp_path, TINY_RUN, "nabirds") == [
         f"{TINY_RUN}/nabirds/cells/ER-42/model.safetensors",
         f"{TINY_RUN}/nabirds/tables/effects.csv",
+        f"{TINY_RUN}/nabirds/unrecorded/file.txt",
+        f"{TINY_RUN}/nabirds/demo",  # a recorded folder is the one directory output it is
+        f"{TINY_RUN}/nabirds/tensorboard",
     ]
     with pytest.raises(ValueError, match="holds no artifacts of dataset 'table'"):
         dataset_targets(tmp_path, TINY_RUN, "table")
