@@ -24,6 +24,9 @@ from conftest import (
     snakemake,
 )
 
+# The rules that train or search (the training curves, drawn from train logs, are not one).
+TRAINING_RULES = ("train_", "tune", "select_")
+
 EXAMPLE = (
     "examples/triplet.yaml",
     "examples/sphere.yaml",
@@ -144,8 +147,9 @@ def test_editing_the_plugin_reruns_its_training_and_what_reads_its_cells(
     plugin.write_text(re.sub(r"MARGIN = 0\.2", "MARGIN = 0.3", source))
     rules = scheduled_rules(repo, *_args())
     assert rules["train_added_loss"] == 1
-    trained = {rule for rule in rules if rule.startswith(("train", "tune", "select"))}
+    trained = {rule for rule in rules if rule.startswith(TRAINING_RULES)}
     assert trained == {"train_added_loss"}
+    assert rules["training_curves"] == 1  # the added loss's cells' curves are drawn anew
     # upstream of the cells nothing; downstream the lock (one seal over every cell), then what
     # reads it
     upstream = ("taxonomy", "demo", "image_table", "layout", "backbone", "features", "splits")
@@ -162,7 +166,7 @@ def test_editing_the_geometry_reruns_its_search_its_cells_and_what_reads_them(
     repo, plugin, source = _reworded_copy(extended_repo, tmp_path, "sphere.py")
     plugin.write_text(source.replace("EPSILON = 1e-6", "EPSILON = 1e-5"))
     rules = scheduled_rules(repo, *_args())
-    trained = {rule for rule in rules if rule.startswith(("train", "tune", "select"))}
+    trained = {rule for rule in rules if rule.startswith(TRAINING_RULES)}
     # its own search and cells, and the added loss's C_T cells (their bundle holds them)
     assert trained == {"tune_added_geometry", "train_added_geometry", "train_added_loss"}
     assert rules["added_geometry_tuning_selection"] == 1
