@@ -134,9 +134,11 @@ def test_every_arm_is_scored_on_the_same_locked_draws(built_repo: Path):
 
 def test_test_data_reads_are_logged_after_the_lock(built_repo: Path):
     lines = (built_repo / f"{TINY_LOGS}/cub/lock/test_access.log").read_text().splitlines()
-    # Each companion cell is read twice: ranked by distance and by angle.
-    expected = len(CELLS) + 1 + len(CONTROLS["cub"]) + len(PCA["cub"]) + 2 * len(COMPANION)
+    # Each companion cell is read twice: ranked by distance and by angle; the pictures job once
+    # for every arm it draws.
+    expected = len(CELLS) + 1 + len(CONTROLS["cub"]) + len(PCA["cub"]) + 2 * len(COMPANION) + 1
     assert len(lines) == expected
+    assert sum(line.endswith("(pictures)") for line in lines) == 1
     angle_reads = sum(line.endswith("angle (evaluate_companion_angle)") for line in lines)
     assert angle_reads == len(COMPANION)
     lock = json.loads((built_repo / f"{TINY_RUN}/cub/lock/final_lock.json").read_text())
