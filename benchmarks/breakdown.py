@@ -15,8 +15,8 @@ them with ``getrusage(RUSAGE_CHILDREN)``) split into:
   and the rest (the shells that start each job, jobs that run no workflow script).
 
 Run on a finished run: ``.venv/bin/python benchmarks/breakdown.py REPO --cpu SECONDS
-[--run results]``, where REPO is the repository copy that ran it; ``workflow.py --demo`` calls
-it on the demo it times.
+[--run results] [--rules RULE ...]``, where REPO is the repository copy that ran it (``--rules``
+adds those rules' share of the jobs' CPU); ``workflow.py --demo`` calls it on the demo it times.
 """
 
 from __future__ import annotations
@@ -74,6 +74,32 @@ def cost_breakdown(
     return table[list(COLUMNS)]
 
 
+def rules_share(repo: Path, run: str, rules: list[str]) -> pd.DataFrame:
+    """Per named rule: its jobs, their CPU seconds (every kind of cost) and their share of all
+    the jobs' CPU; a last row ``together`` for the rules named. A rule that ran no job is an
+    error (a misspelt name would otherwise read as free)."""
+    splits = job_cost_splits(repo / run / "logs", rule_stages(repo / "rules"))
+    splits["cpu_s"] = splits[list(KIND_COLUMNS)].sum(axis=1)
+    missing = sorted(set(rules) - set(splits["rule"]))
+    if missing:
+        raise SystemExit(f"no job of rule(s) {', '.join(missing)} in {repo / run / 'logs'}")
+    named = splits[splits["rule"].isin(rules)]
+    table = named.groupby("rule").agg(jobs=("rule", "size"), cpu_s=("cpu_s", "sum"))
+    table.loc["together"] = [len(named), named["cpu_s"].sum()]
+    table["share"] = table["cpu_s"] / splits["cpu_s"].sum()
+    return table.reset_index()
+
+
+def render_rules(table: pd.DataFrame) -> str:
+    """The rules' shares as a Markdown table."""
+    lines = ["| rule | jobs | CPU s | share of the jobs' CPU |", "|---|---:|---:|---:|"]
+    lines += [
+        f"| {row.rule} | {int(row.jobs)} | {row.cpu_s:,.2f} | {row.share:.2%} |"
+        for row in table.itertuples(index=False)
+    ]
+    return "\n".join(lines)
+
+
 def _seconds(value: float) -> str:
     return "" if pd.isna(value) else f"{value:,.0f}"
 
@@ -106,11 +132,16 @@ def main() -> int:
     parser.add_argument("--cpu", type=float, required=True, help="the run's CPU seconds")
     parser.add_argument("--snakemake-cpu", type=float, help="Snakemake's own process's")
     parser.add_argument("--run", default="results", help="its run folder (default: results)")
+    parser.add_argument(
+        "--rules", nargs="+", metavar="RULE", help="also print these rules' share of the jobs' CPU"
+    )
     args = parser.parse_args()
     table = cost_breakdown(
         args.repo.resolve(), args.run, args.cpu, snakemake_cpu_s=args.snakemake_cpu
     )
     print(render(table, args.cpu))
+    if args.rules:
+        print("\n" + render_rules(rules_share(args.repo.resolve(), args.run, args.rules)))
     return 0
 
 

@@ -216,6 +216,19 @@ def test_the_breakdown_splits_a_runs_cpu_by_stage_and_kind_of_cost(built_repo):
     tail = split.iloc[-2:].set_index("stage")["cpu_s"]
     assert tail.to_dict() == pytest.approx({breakdown.SNAKEMAKE_OWN: 30.0, breakdown.UNSPLIT: 70.0})
     assert split["cpu_s"].sum() == pytest.approx(total)
+    # named rules' share of the jobs' CPU (issue #63's cost goal for the pictures)
+    pictured = ["pictures", "training_curves"]
+    shares = breakdown.rules_share(built_repo, TINY_RUN, pictured).set_index("rule")
+    for rule in pictured:
+        mine = jobs[jobs["rule"] == rule]
+        assert shares.loc[rule, "jobs"] == len(mine) > 0
+        assert shares.loc[rule, "share"] == pytest.approx(
+            mine[list(jobcost.KINDS)].to_numpy().sum() / own
+        )
+    assert shares.loc["together", "share"] == pytest.approx(shares.loc[pictured, "share"].sum())
+    assert "| together |" in breakdown.render_rules(shares.reset_index())
+    with pytest.raises(SystemExit, match="no job of rule"):
+        breakdown.rules_share(built_repo, TINY_RUN, ["picturez"])
 
 
 @pytest.mark.slow  # starts Snakemake
