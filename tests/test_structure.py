@@ -30,7 +30,6 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "data cells jobs runtools features effects",
         "losses baselines controls config demo",
         "training metrics cellkinds",
-        "figure_paths",
         "paths",
         "stages",
         "cli",

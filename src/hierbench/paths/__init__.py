@@ -24,7 +24,6 @@ from hierbench.controls.outer import outer_splits
 from hierbench.controls.semantic import semantic_arms, shuffle_settings
 from hierbench.data.kinds import kind_of, layout_folder
 from hierbench.factorial import factorial_geometries
-from hierbench.figure_paths import FigurePaths
 from hierbench.layout import (
     ADDED_GEOMETRY,
     ADDED_LOSS,
@@ -54,6 +53,7 @@ from hierbench.layout import (
     evaluation_stem,
     fill,
 )
+from hierbench.paths.figure_files import FigurePaths
 from hierbench.protocol import (
     BASELINES,
     COMPANION_ANGLE_TABLE,

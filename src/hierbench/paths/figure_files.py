@@ -1,6 +1,7 @@
 """Where a run's figures live: the training curves' (one per kind of cell trained, the τ search,
 the duration searches) and the pictures' (the retrieval galleries and embedding views, with what
-they read). A base of :class:`hierbench.paths.RunPaths`, which supplies ``at`` and ``config``."""
+they read). A base of :class:`hierbench.paths.RunPaths` (this package's ``__init__``), which
+supplies ``at`` and ``config``."""
 
 from __future__ import annotations
 
