@@ -19,6 +19,7 @@ def test_every_name_comes_from_the_module_its_import_names():
         value = getattr(effects, name)
         assert value is getattr(sys.modules[home], name)
         assert name in dir(effects)
+    assert effects.__all__ == sorted(homes)  # a star import gets every name
 
 
 def test_an_unknown_name_is_an_attribute_error():

@@ -87,6 +87,9 @@ def _homes() -> dict[str, str]:
     }
 
 
+__all__ = sorted(_homes())
+
+
 def __getattr__(name: str) -> Any:
     """Import a package-level name from its module on first use."""
     home = _homes().get(name)
