@@ -78,8 +78,8 @@ def rules_share(repo: Path, run: str, rules: list[str]) -> pd.DataFrame:
     """Per named rule: its jobs, their CPU seconds (every kind of cost) and their share of all
     the jobs' CPU; a last row ``together`` for the rules named. A rule that ran no job is an
     error (a misspelt name would otherwise read as free)."""
-    splits = job_cost_splits(repo / run / "logs", rule_stages(repo / "rules"))
-    splits["cpu_s"] = splits[list(KIND_COLUMNS)].sum(axis=1)
+    splits = job_cost_splits(repo / run / "logs")
+    splits["cpu_s"] = splits[list(jobcost.KINDS)].sum(axis=1)
     missing = sorted(set(rules) - set(splits["rule"]))
     if missing:
         raise SystemExit(f"no job of rule(s) {', '.join(missing)} in {repo / run / 'logs'}")
