@@ -20,6 +20,7 @@ from hierbench.data.kinds import name_constraint
 from hierbench.data.quality import check_table_splits, plan_warnings
 from hierbench.devices import check_device_before_scheduling
 from hierbench.layout import BACKBONE_PASSES
+from hierbench.provenance.numerics import MODE_KEY, pin_environment
 from hierbench.factorial import factorial_geometries, factorial_losses
 from hierbench.protocol import COMPANION_CELLS, alternatives
 from hierbench.runlogs import note_repository
@@ -51,6 +52,9 @@ validate(config, "schemas/config.schema.yaml")
 # An installed package runs in your folder: its shipped defaults (resources/) come from the package.
 config.update(shipped_paths(config, workflow.basedir, Path.cwd()))
 check_inputs_exist(config)
+# One kernel path and one thread per job (numeric_mode: portable), inherited by every job
+# before it loads torch or numpy: the same bytes on any x86-64 machine and at any --cores.
+pin_environment(config[MODE_KEY])
 
 
 # A collection of your own is checked as the run is planned: what makes its queries weak.

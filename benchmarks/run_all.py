@@ -77,6 +77,9 @@ BENCHMARKS: dict[str, Benchmark] = {
     "gpu": Benchmark("gpu.py", {}, {"smoke": True}),
     "hier": Benchmark("hier.py", {"repeats": 5}, {"repeats": 1}),
     "intervals": Benchmark("intervals.py", {"repeats": 3}, {"repeats": 1}),
+    "numerics": Benchmark(
+        "numerics.py", {"repeats": 3}, {"images": 32, "samples": 1024, "epochs": 1, "repeats": 1}
+    ),
     "render": Benchmark("render_demo.py", {}, {"classes": 40}),
     "seeds": Benchmark("seeds_advice.py", {"studies": 400}, {"studies": 20}),
     "stacking": Benchmark("stacking.py", {"repeats": 3}, {"repeats": 1}),

@@ -68,7 +68,8 @@ from hierbench.protocol import (
     HIER, LAYOUT_FOLDERS, OUTER_CONTROL, PACKAGE_WEIGHTS_PREFIX, PCA, POINCARE, SEMANTIC_CONTROL,
     SEMANTIC_TABLES, SENSITIVITY_FOLDER, SUMMARY_PAGE,
 )
-from hierbench.provenance.codehash import code_hash
+from hierbench.provenance.codehash import code_hash, code_parts
+from hierbench.provenance.numerics import MODE_KEY, compute_threads, mode_name
 from hierbench.provenance.hashing import sha256_bytes
 from hierbench.provenance.hashing import source_fingerprint
 from hierbench.provenance.seal import SealPaths
@@ -82,6 +83,8 @@ RESULTS = run_folder(config)  # this config's run: every artifact and lock under
 LOGS = logs_folder(RESULTS)  # inside the run: job logs, timings, the sealed-read log
 check_no_legacy_logs(RESULTS, Path.cwd())
 GPUS_PER_JOB = gpus_per_job(config)  # the features and training jobs' GPU request
+NUMERIC_MODE = mode_name(config[MODE_KEY])  # every job's kernels and threads (the Snakefile set them)
+COMPUTE_THREADS = compute_threads(config[MODE_KEY], workflow.cores)  # a backbone pass's threads
 PATHS = RunPaths(RESULTS, config)
 run_path = PATHS.at  # a hierbench.layout pattern under this run's folder
 ENVIRONMENT = "../environment.yml"
@@ -91,10 +94,16 @@ PCA_MODEL = {key: run_path(path) for key, path in PCA_FILES.items()}
 
 def code(*modules, script, files=()):
     """A rule's code, as its params: ``code``, the behaviour hash of its library modules, its
-    workflow script and any other ``files`` it runs (a plugin; comments do not count), and
-    ``script``, the script's name, which SCRIPT (every script directive) reads."""
+    workflow script and any other ``files`` it runs (a plugin; comments do not count);
+    ``script``, the script's name, which SCRIPT (every script directive) reads; ``code_parts``,
+    the hash part by part, which each job checks as it starts; and the run's numeric mode."""
     path = f"{workflow.basedir}/workflow_scripts/{script}.py"
-    return {"code": code_hash(modules, [path, *files]), "script": script}
+    return {
+        "code": code_hash(modules, [path, *files]),
+        "script": script,
+        "code_parts": code_parts(modules, path),
+        "numerics": NUMERIC_MODE,
+    }
 
 
 SCRIPT = "../workflow_scripts/{params.script}.py"

@@ -18,7 +18,7 @@ rule backbone_features:
         log_for(BACKBONE_FEATURES),
     benchmark:
         benchmark_for(BACKBONE_FEATURES)
-    threads: workflow.cores
+    threads: COMPUTE_THREADS
     resources:
         gpu=GPUS_PER_JOB,
     params:

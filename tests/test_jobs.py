@@ -200,3 +200,60 @@ def test_a_user_error_ends_a_job_in_one_line_and_a_bug_keeps_its_traceback(capsy
         report_user_errors(type(error), error, error.__traceback__)
     err = capsys.readouterr().err
     assert err.startswith("Traceback (most recent call last)") and "KeyError: 'a bug'" in err
+
+
+def _planned_job(tmp_path: Path, **params) -> SimpleNamespace:
+    """A fake job of the real rule code of stages.splits, planned now (code_parts), with its
+    workflow script copied to ``tmp_path``."""
+    from hierbench.provenance.codehash import code_parts
+
+    script = tmp_path / "splits.py"
+    script.write_text((Path(__file__).parents[1] / "workflow_scripts/splits.py").read_text())
+    parts = code_parts(["stages.splits"], script)
+    named = Named(code=CODE, script="splits", code_parts=parts, **params)
+    return fake_job(params=named, scriptdir=str(tmp_path))
+
+
+@pytest.mark.usefixtures("restore_stderr_and_logging")
+def test_start_job_runs_the_code_its_run_was_planned_with(tmp_path: Path, fake_torch):
+    job = start_job(_planned_job(tmp_path))
+    assert "code_parts" not in job.params and "script" not in job.params
+
+
+@pytest.mark.usefixtures("restore_stderr_and_logging")
+def test_start_job_refuses_a_module_edited_after_planning(tmp_path: Path, fake_torch):
+    from hierbench.jobs import PlannedCodeError
+
+    smk = _planned_job(tmp_path)
+    parts = smk.params._named["code_parts"]
+    parts["hierbench.splits.construction"] = "0" * 16  # as planned before an edit
+    with pytest.raises(PlannedCodeError, match=r"hierbench\.splits\.construction changed after"):
+        start_job(smk)
+
+
+@pytest.mark.usefixtures("restore_stderr_and_logging")
+def test_start_job_refuses_its_script_edited_after_planning(tmp_path: Path, fake_torch):
+    from hierbench.jobs import PlannedCodeError
+
+    smk = _planned_job(tmp_path)
+    (tmp_path / "splits.py").write_text("raise SystemExit(3)\n")
+    with pytest.raises(PlannedCodeError, match=r"rule stage_input: splits\.py changed after"):
+        start_job(smk)
+
+
+@pytest.mark.usefixtures("restore_stderr_and_logging")
+def test_start_job_refuses_a_job_outside_its_planned_numeric_mode(
+    tmp_path: Path, fake_torch, monkeypatch: pytest.MonkeyPatch
+):
+    from hierbench.provenance import numerics
+
+    smk = fake_job(params=Named(code=CODE, numerics=numerics.mode_name(numerics.PORTABLE)))
+    monkeypatch.delenv(numerics.MODE_VARIABLE, raising=False)
+    with pytest.raises(numerics.NumericModeError, match="planned in the numeric mode"):
+        start_job(smk)
+    for key, value in numerics.kernel_settings(numerics.PORTABLE).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(numerics, "torch_capability", lambda: None)
+    job = start_job(fake_job(params=smk.params, threads=2))
+    assert fake_torch[-1] == 1  # one thread in the portable mode, whatever the job's threads
+    assert job.params["numerics"] == numerics.mode_name(numerics.PORTABLE)

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from hierbench import jobcost
+from hierbench.provenance import numerics
+from hierbench.provenance.codehash import changed_parts
 from hierbench.provenance.integrity import verify_recorded_inputs
 from hierbench.provenance.records import JobContext
 from hierbench.runlogs import LOG_FORMAT
@@ -22,6 +24,14 @@ from hierbench.runlogs import LOG_FORMAT
 CODE_PARAM = "code"
 # The workflow script a rule runs (its script: directive reads it); its code hash covers it.
 SCRIPT_PARAM = "script"
+# What the code hash covered when the run was planned, part by part (codehash.code_parts).
+CODE_PARTS_PARAM = "code_parts"
+# The numeric mode the run was planned in (numerics.mode_name); the records keep it.
+NUMERICS_PARAM = "numerics"
+
+
+class PlannedCodeError(ValueError):
+    """The code a job is about to run is not the code its run was planned with."""
 
 
 def send_stderr_to_log(log_path: str | Path) -> None:
@@ -54,6 +64,7 @@ def job_context(smk: Any) -> JobContext:
     params = {key: _plain(value) for key, value in _named_items(smk.params).items()}
     code = params.pop(CODE_PARAM, "")
     params.pop(SCRIPT_PARAM, None)
+    params.pop(CODE_PARTS_PARAM, None)
     return JobContext(
         rule=str(smk.rule),
         wildcards={key: str(value) for key, value in _named_items(smk.wildcards).items()},
@@ -68,6 +79,37 @@ def limit_threads(threads: int) -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(max(1, int(threads)))
+
+
+def check_planned_code(smk: Any) -> None:
+    """Refuse to start a job whose library modules or workflow script changed after its run
+    was planned (an edit during the run): its record would name code that did not make its
+    artifact. One line names what changed and how to rebuild what the edit invalidated."""
+    params = _named_items(smk.params)
+    planned = params.get(CODE_PARTS_PARAM)
+    if not planned:
+        return
+    script = Path(smk.scriptdir) / f"{params[SCRIPT_PARAM]}.py"
+    changed = changed_parts(dict(planned), script)
+    if changed:
+        names = [script.name if name == "script" else name for name in changed]
+        raise PlannedCodeError(
+            f"rule {smk.rule}: {', '.join(names)} changed after this run was planned, so this "
+            "job would record code that did not make its artifact; it did not start. Run the "
+            "same command again (or hierbench resume): the edit's rules rerun"
+        )
+
+
+def set_numerics(smk: Any) -> None:
+    """Check that the job computes in the numeric mode its run was planned in and give torch
+    the mode's threads (one in the portable mode, whatever --cores)."""
+    planned = _named_items(smk.params).get(NUMERICS_PARAM)
+    threads = getattr(smk, "threads", 1)
+    if planned is None:  # a rule that computes nothing numeric: Snakemake's threads
+        limit_threads(threads)
+        return
+    numerics.check_in_force(planned)
+    limit_threads(numerics.compute_threads(numerics.mode_of(planned), threads))
 
 
 def report_user_errors(kind: type, error: BaseException, trace: Any) -> None:
@@ -89,7 +131,8 @@ def start_job(smk: Any) -> JobContext:
     sys.excepthook = report_user_errors
     if smk.log:
         send_stderr_to_log(smk.log[0])
-    limit_threads(getattr(smk, "threads", 1))
+    check_planned_code(smk)
+    set_numerics(smk)
     job = job_context(smk)
     with jobcost.charged(jobcost.PUBLISHING):
         verify_recorded_inputs(job.inputs)

@@ -53,9 +53,10 @@ class Pipeline:
         torch: str = "2.14.1",
         eval_code: str = "e1",
         threads: int = 1,
+        mode: str | None = None,
     ):
         self.root, self.prefix, self.torch, self.eval_code = root, prefix, torch, eval_code
-        self.threads = threads
+        self.threads, self.mode = threads, mode
         self.folder = root / prefix
 
     def publish(self, rel: str, content: bytes | pd.DataFrame, rule: str, **job) -> str:
@@ -88,6 +89,7 @@ class Pipeline:
                 "packages": {"torch": self.torch, "pandas": "3.1.1"},
                 "environment": {"torch": self.torch, "pandas": "3.1.1"},
                 "torch_runtime": {"device": "cpu", "threads": self.threads},
+                **({"numerics": {"mode": self.mode, "torch_kernels": "AVX2"}} if self.mode else {}),
             },
             "facts": {},
         }

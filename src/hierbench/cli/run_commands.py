@@ -17,6 +17,7 @@ from hierbench.cli.compare_command import add_compare_command
 from hierbench.provenance import seal
 from hierbench.provenance.artifacts import write_parquet
 from hierbench.provenance.codehash import code_hash
+from hierbench.provenance.makers import mix_lines
 from hierbench.provenance.records import JobContext
 from hierbench.provenance.verify import (
     MANIFEST_NAME,
@@ -28,6 +29,7 @@ from hierbench.provenance.verify import (
 from hierbench.runlogs import noted_repository
 from hierbench.runs import logs_folder
 from hierbench.runtools import jobstats, resume
+from hierbench.runtools.against import TOLERANCE, against_lines, check_against
 from hierbench.runtools.compare import require_run
 from hierbench.runtools.configs import run_key, shown_path
 from hierbench.runtools.index import indexed_runs
@@ -166,22 +168,37 @@ def _add_run_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _in_run(path: str, run: Path) -> str:
+    """An artifact's path as the run folder names it (``cub/eval/HS-42.parquet``)."""
+    return Path(path).relative_to(run).as_posix()
+
+
 def _audit(args: argparse.Namespace) -> int:
-    """Verify every artifact against its record, write the manifest, exit 1 on any failure;
-    a folder that is not a run is one error."""
+    """Verify every artifact against its record, name a run whose records mix numeric modes
+    or software, write the manifest, and (``--against``) check the run against another; exit 1
+    on any failure; a folder that is not a run is one error."""
     require_run(args.run)
+    if args.against is not None:
+        require_run(args.against)
     base = args.base if args.base is not None else repository_or_here(args.run)
     findings = verify(args.run, base)
+    mixed = mix_lines((_in_run(f.path, args.run), f.record) for f in findings if f.record)
+    against = check_against(args.run, args.against, args.tolerance) if args.against else None
     reseals = seal.list_reseals(args.run)
     if args.json:
-        print(report_json(findings, reseals))
+        document = json.loads(report_json(findings, reseals))
+        print(
+            json.dumps({**document, "mixed": mixed, "against": against}, indent=2, sort_keys=True)
+        )
     else:
-        print("\n".join(seal.reseal_lines(reseals) + report_lines(findings)))
+        lines = seal.reseal_lines(reseals) + mixed + report_lines(findings)
+        print("\n".join(lines + (against_lines(against) if against else [])))
     table = manifest_table(findings)
     if not table.empty:
         job = JobContext(rule="cli:audit", code=code_hash(["provenance.verify"]))
         write_parquet(table, args.run / MANIFEST_NAME, job, sort_by=["path"])
-    return 1 if any(not f.passed for f in findings) else 0
+    failed = any(not f.passed for f in findings) or bool(mixed)
+    return 1 if failed or (against is not None and not against["holds"]) else 0
 
 
 def _add_audit(commands: argparse._SubParsersAction) -> None:
@@ -189,7 +206,7 @@ def _add_audit(commands: argparse._SubParsersAction) -> None:
     audit = commands.add_parser(
         "audit",
         help="verify every artifact against its provenance",
-        epilog="example: hierbench audit runs/tiny",
+        epilog="example: hierbench audit runs/tiny --against ../other-lab/runs/tiny",
     )
     _add_run_argument(audit)
     audit.add_argument("--json", action="store_true", help="machine-readable output")
@@ -197,6 +214,21 @@ def _add_audit(commands: argparse._SubParsersAction) -> None:
         "--base",
         type=Path,
         help="folder the recorded paths are relative to (default: the run's repository)",
+    )
+    audit.add_argument(
+        "--against",
+        type=Path,
+        metavar="OTHER_RUN",
+        help="also check the run against another run of the same config (another lab's, "
+        "another machine's): the same bytes where both were made in one portable numeric mode "
+        "by the same software, else every table's numbers within --tolerance",
+    )
+    audit.add_argument(
+        "--tolerance",
+        type=float,
+        default=TOLERANCE,
+        help=f"largest difference of a table's number that --against accepts where the "
+        f"promise is numbers, not bytes (default {TOLERANCE})",
     )
     audit.set_defaults(handler=_audit)
 

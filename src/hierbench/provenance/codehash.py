@@ -294,3 +294,34 @@ def code_hash(modules: Iterable[str], scripts: Iterable[str | Path] = ()) -> str
         digest.update(script_hash(script).encode() + b"\0")
     _save_cache()
     return digest.hexdigest()
+
+
+SCRIPT_PART = "script"
+PART_LENGTH = 16  # hex digits of each part's hash: enough to tell an edit, short in the plan
+
+
+def code_parts(modules: Iterable[str], script: str | Path) -> dict[str, str]:
+    """What :func:`code_hash` covers, part by part: each module of the closure of ``modules``
+    (``hierbench.<name>``) and the workflow ``script``, with a prefix of its normalised hash.
+    A rule passes them to its jobs, which check them as they start (:func:`changed_parts`)."""
+    parts = {
+        f"{PACKAGE}.{name}": module_hash(name)[:PART_LENGTH]
+        for name in module_closure(tuple(sorted(set(modules))))
+    }
+    parts[SCRIPT_PART] = script_hash(script)[:PART_LENGTH]
+    _save_cache()
+    return parts
+
+
+def changed_parts(planned: dict[str, str], script: str | Path) -> list[str]:
+    """The parts of ``planned`` (:func:`code_parts` when the run was planned) whose code is not
+    what it was: an edited or removed module, a module newly imported, or the script. Empty
+    when the job is about to run exactly the code its run was planned with."""
+    prefix = f"{PACKAGE}."
+    declared = [name[len(prefix) :] for name in planned if name.startswith(prefix)]
+    try:
+        now = code_parts([name for name in declared if _source(name) is not None], script)
+    except UnknownModuleError:
+        return [SCRIPT_PART]
+    changed = {name for name in planned.keys() | now.keys() if planned.get(name) != now.get(name)}
+    return sorted(changed)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hierbench.provenance.hashing import sha256_path
+from hierbench.provenance.numerics import numerics_record
 
 RECORD_VERSION = 1
 
@@ -87,8 +88,9 @@ def _static_software() -> dict[str, Any]:
 
 
 def software_record() -> dict[str, Any]:
-    """What software made an artifact: versions, platform, and torch's device and threads."""
-    return {**_static_software(), "torch_runtime": torch_record()}
+    """What software made an artifact: versions, platform, torch's device and threads, and the
+    numeric mode it computed in (:mod:`hierbench.provenance.numerics`)."""
+    return {**_static_software(), "torch_runtime": torch_record(), "numerics": numerics_record()}
 
 
 @functools.lru_cache(maxsize=4096)

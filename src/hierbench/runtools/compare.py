@@ -106,12 +106,17 @@ def load_run(folder: str | os.PathLike[str]) -> Run:
 
 def _software(record: dict[str, Any]) -> dict[str, Any]:
     """Interpreter, platform, torch's device, GPU and thread count (CPU kernels round by thread
-    count: features made on 1 and 2 threads differ), and every package version, flat."""
+    count: features made on 1 and 2 threads differ), the numeric mode and torch's kernels, and
+    every package version, flat."""
     software = record.get("software") or {}
     runtime = software.get("torch_runtime") or software.get("torch") or {}
     flat = {key: software.get(key) for key in ("python", "implementation", "platform")}
     flat |= {
         f"torch {key}": runtime.get(key) for key in ("device", "gpu", "threads") if key in runtime
+    }
+    numerics = software.get("numerics") or {}
+    flat |= {
+        f"numerics {key}": numerics[key] for key in ("mode", "torch_kernels") if key in numerics
     }
     return flat | dict(software.get("environment") or {}) | dict(software.get("packages") or {})
 
@@ -190,7 +195,7 @@ def stage_of(path: str) -> str:
     return "/".join(parts[:2]) if len(parts) > 2 else path
 
 
-def _depths(records: dict[str, dict[str, Any]]) -> dict[str, int]:
+def depths(records: dict[str, dict[str, Any]]) -> dict[str, int]:
     """Each artifact's distance from the sources along its run inputs (for ordering stages)."""
     depth: dict[str, int] = {}
 
@@ -208,7 +213,7 @@ def _depths(records: dict[str, dict[str, Any]]) -> dict[str, int]:
 
 def _stages(a: Run, b: Run, differing: set[str]) -> list[dict[str, Any]]:
     """Every stage in pipeline order, identical or not, with its artifact count."""
-    depth = _depths(b.records) | _depths(a.records)
+    depth = depths(b.records) | depths(a.records)
     members: dict[str, list[str]] = defaultdict(list)
     for path in sorted(a.records.keys() | b.records.keys()):
         members[stage_of(path)].append(path)
