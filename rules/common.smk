@@ -68,10 +68,10 @@ from hierbench.protocol import (
     HIER, LAYOUT_FOLDERS, OUTER_CONTROL, PACKAGE_WEIGHTS_PREFIX, PCA, POINCARE, SEMANTIC_CONTROL,
     SEMANTIC_TABLES, SENSITIVITY_FOLDER, SUMMARY_PAGE,
 )
-from hierbench.provenance.codehash import code_hash, code_parts
+from hierbench.jobs import code_params
+from hierbench.provenance.codehash import code_hash
 from hierbench.provenance.numerics import MODE_KEY, compute_threads, mode_name
-from hierbench.provenance.hashing import sha256_bytes
-from hierbench.provenance.hashing import source_fingerprint
+from hierbench.provenance.hashing import sha256_bytes, source_fingerprint
 from hierbench.provenance.seal import SealPaths
 from hierbench.runlogs import check_no_legacy_logs
 from hierbench.runs import logs_folder, run_folder
@@ -93,17 +93,10 @@ PCA_MODEL = {key: run_path(path) for key, path in PCA_FILES.items()}
 
 
 def code(*modules, script, files=()):
-    """A rule's code, as its params: ``code``, the behaviour hash of its library modules, its
-    workflow script and any other ``files`` it runs (a plugin; comments do not count);
-    ``script``, the script's name, which SCRIPT (every script directive) reads; ``code_parts``,
-    the hash part by part, which each job checks as it starts; and the run's numeric mode."""
+    """A rule's code and numeric mode as its params (hierbench.jobs.code_params, which its jobs
+    check as they start); ``script`` is the workflow script's name, which SCRIPT reads."""
     path = f"{workflow.basedir}/workflow_scripts/{script}.py"
-    return {
-        "code": code_hash(modules, [path, *files]),
-        "script": script,
-        "code_parts": code_parts(modules, path),
-        "numerics": NUMERIC_MODE,
-    }
+    return code_params(modules, script, path, files, NUMERIC_MODE)
 
 
 SCRIPT = "../workflow_scripts/{params.script}.py"

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from hierbench import jobcost
 from hierbench.provenance import numerics
-from hierbench.provenance.codehash import changed_parts
+from hierbench.provenance.codehash import changed_parts, code_hash, code_parts
 from hierbench.provenance.integrity import verify_recorded_inputs
 from hierbench.provenance.records import JobContext
 from hierbench.runlogs import LOG_FORMAT
@@ -28,6 +29,26 @@ SCRIPT_PARAM = "script"
 CODE_PARTS_PARAM = "code_parts"
 # The numeric mode the run was planned in (numerics.mode_name); the records keep it.
 NUMERICS_PARAM = "numerics"
+
+
+def code_params(
+    modules: Iterable[str],
+    script: str,
+    script_path: str | Path,
+    files: Iterable[str | Path],
+    numeric_mode: str,
+) -> dict[str, Any]:
+    """The params a rule passes for its code (in rules/common.smk's ``code()``): the behaviour
+    hash of its library ``modules``, its workflow script and any other ``files`` it runs (a
+    plugin; comments do not count), the script's name, the hash part by part (which each job
+    checks as it starts: :func:`check_planned_code`) and the run's numeric mode."""
+    modules = tuple(modules)
+    return {
+        CODE_PARAM: code_hash(modules, [script_path, *files]),
+        SCRIPT_PARAM: script,
+        CODE_PARTS_PARAM: code_parts(modules, script_path),
+        NUMERICS_PARAM: numeric_mode,
+    }
 
 
 class PlannedCodeError(ValueError):
