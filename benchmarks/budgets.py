@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -102,19 +103,27 @@ def hier_cell(
     return spec, hier_objective(spec, loss, collection.train_labels, seed)
 
 
+def _triplets(setting: str) -> float:
+    """The triplet count a setting names (``triplets 10``), or infinity for another setting."""
+    word, _, count = setting.partition(" ")
+    return float(count) if word == "triplets" and count.isdigit() else math.inf
+
+
 def chosen_budget(
     frame: pd.DataFrame, arm: str, criterion: str = "leaf", tolerance: float = 0.005
 ) -> tuple[str, int]:
     """The budget the rule picks for ``arm`` from :func:`budget_curves`' rows: among its
-    settings, the first measured (the fewest triplets: ``settings_to_run``'s order), and of
-    that setting's reported epochs the fewest whose mean over the seeds of ``criterion`` is
-    within ``tolerance`` of the best reported one; returns (setting, epoch)."""
+    settings, the one of the fewest triplets (whatever order the command line gave them in; a
+    setting without a triplet count ranks by its first row), and of that setting's reported
+    epochs the fewest whose mean over the seeds of ``criterion`` is within ``tolerance`` of the
+    best reported one; returns (setting, epoch)."""
     rows = frame[frame["arm"] == arm]
     if rows.empty:
         raise ValueError(f"no rows of arm {arm!r} to choose a budget from")
     if criterion not in rows.columns:
         raise ValueError(f"no score {criterion!r}; the scores are {SCORES}")
-    setting = str(rows["setting"].iloc[0])
+    settings = list(dict.fromkeys(str(name) for name in rows["setting"]))
+    setting = min(settings, key=lambda name: (_triplets(name), settings.index(name)))
     means = rows[rows["setting"] == setting].groupby("epoch")[criterion].mean()
     within = means[means >= means.max() - tolerance]
     return setting, int(within.index.min())

@@ -89,6 +89,9 @@ def test_the_rule_takes_the_fewest_triplets_and_epochs_within_the_tolerance_of_t
     assert budgets.chosen_budget(frame, HIER, "mean_hierarchy", 0.005) == ("triplets 10", 25)
     with pytest.raises(ValueError, match="no rows of arm"):
         budgets.chosen_budget(frame, "E_A")
+    # the fewest triplets, whatever order the command line measured them in
+    reversed_order = frame.iloc[::-1].reset_index(drop=True)
+    assert budgets.chosen_budget(reversed_order, HIER, "leaf", 0.005) == ("triplets 10", 50)
 
 
 def test_epochs_trains_the_hier_cells_past_the_configs_budget():

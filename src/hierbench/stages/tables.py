@@ -88,7 +88,8 @@ SUMMARY_SECTIONS: dict[str, str] = {
 # The section that shows the companion cells ranked both ways (``companion_angle``).
 COMPANION_RANKING_HEADING = (
     "The companion cells ranked both ways: by their head's distance (as every arm above) and by "
-    "the exterior angle at the query (the method's own ranking), with the paired difference"
+    "the exterior angle at the query (our reading of the method's undefined angle score), with "
+    "the paired difference"
 )
 
 
