@@ -124,9 +124,9 @@ def test_a_dry_run_with_the_profile_resolves_the_features_request(repo_copy: Pat
     resources = re.search(r"rule backbone_features:\n(?: +.*\n)*? +resources: (.*)", result.stdout)[
         1
     ]
-    # --cores 2 (the test helper's) caps the profile's 8 threads; the CPUs follow the threads
+    # a backbone pass computes on one thread (numeric_mode: portable); the CPUs follow the threads
     assert "mem_mb=16000" in resources and "runtime=240" in resources
-    assert "cpus_per_task=2" in resources
+    assert "cpus_per_task=1" in resources
 
 
 GPU_RULES = {"backbone_features", "tune"}
