@@ -50,6 +50,7 @@ PUBLISHERS = {
     "jobs",
     "provenance.codehash",  # its cache of parsed files, in the user cache folder (no artifact)
     "runtools.index",  # where hierbench run's runs are, in the user's data folder (not an artifact)
+    "runtools.demo_pages",  # a demo run's numbers kept in the guide's pages (docs, not artifacts)
     "runlogs",  # the note in a run's logs naming the repository that ran it (not an artifact)
 }
 PUBLISHING_CALLS = {"publish", "write_parquet", "write_json", "write_text", "copy_file"}

@@ -18,6 +18,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from hierbench.layout import FINAL_LOCK, TABLES
+from hierbench.protocol import SUMMARY_PAGE, TABLE_OT
 from hierbench.provenance.artifacts import PROVENANCE_SUFFIX
 from hierbench.provenance.hashing import sha256_file
 from hierbench.provenance.makers import MODE, maker_values
@@ -26,9 +28,9 @@ from hierbench.runtools.page_sections import is_current, with_section
 SNAPSHOT = Path("docs/demo-run")
 IDENTITY = "run.json"
 DATASETS: tuple[str, ...] = ("cub", "nabirds")
-SUMMARY = "{dataset}/tables/summary.md"
-OT_TABLE = "{dataset}/tables/table_ot.md"
-LOCK = "{dataset}/lock/final_lock.json"
+SUMMARY = f"{TABLES}/{SUMMARY_PAGE}"
+OT_TABLE = f"{TABLES}/{TABLE_OT}.md"
+LOCK = FINAL_LOCK
 QUOTED: tuple[str, ...] = (SUMMARY, OT_TABLE)
 # The headings of summary.md whose first table a page quotes.
 ENDPOINTS = "## Planned endpoints"
