@@ -126,7 +126,7 @@ def set_numerics(smk: Any) -> None:
     the mode's threads (one in the portable mode, whatever --cores)."""
     planned = _named_items(smk.params).get(NUMERICS_PARAM)
     threads = getattr(smk, "threads", 1)
-    if planned is None:  # a rule that computes nothing numeric: Snakemake's threads
+    if planned is None:  # a rule without code() params (none in the workflow): its threads
         limit_threads(threads)
         return
     numerics.check_in_force(planned)
@@ -144,8 +144,9 @@ def report_user_errors(kind: type, error: BaseException, trace: Any) -> None:
 
 
 def start_job(smk: Any) -> JobContext:
-    """Send the job's stderr to its log file, cap its threads, report user errors in one line,
-    refuse inputs that no longer match their provenance records, and return the job's
+    """Send the job's stderr to its log file, report user errors in one line, refuse code
+    edited since the run was planned and a numeric mode not in force, give torch the mode's
+    threads, refuse inputs that no longer match their provenance records, and return the job's
     provenance context. Its CPU split by kind of cost (:mod:`hierbench.jobcost`) is the log's
     last line."""
     jobcost.mark_start_up()
