@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +24,7 @@ from hierbench.protocol import LEVEL_NAMES, REGISTERED_AGGREGATION
 from hierbench.provenance.artifacts import provenance_path, read_parquet_metadata, read_provenance
 from hierbench.provenance.hashing import sha256_file
 from hierbench.provenance.lock import LockError
+from hierbench.provenance.numerics import PORTABLE, kernel_settings
 from hierbench.provenance.records import JobContext
 from hierbench.splits.construction import split_identity
 from hierbench.stages.evaluation import evaluate_cell_on_sealed_test
@@ -250,21 +254,30 @@ def test_tables_and_figures_of_the_study(built_repo: Path):
             assert (base / f"figures/{name}.pdf").read_bytes()[:5] == b"%PDF-"
 
 
-def test_cli_reaggregates_the_pipeline_per_seed_table(built_repo: Path, tmp_path: Path):
-    from hierbench.cli import main
+def _effects_command(repo: Path, *args: str) -> None:
+    """``hierbench effects`` in a process of its own, in the pipeline's numeric mode (the
+    settings a job inherits: the command line computes in the mode of the process that runs it)."""
+    env = {**os.environ, **kernel_settings(PORTABLE), "PYTHONPATH": str(repo / "src")}
+    command = [sys.executable, "-m", "hierbench.cli", "effects", *args]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
 
+
+def test_cli_reaggregates_the_pipeline_per_seed_table(built_repo: Path, tmp_path: Path):
     per_seed = built_repo / f"{TINY_RUN}/cub/tables/per_seed.parquet"
     csv = tmp_path / "per_seed.csv"
     pd.read_parquet(per_seed).to_csv(csv, index=False)
     evaluations = (built_repo / f"{TINY_RUN}/cub/eval").glob("*.parquet")
     scores = sorted(str(p) for p in evaluations if not p.name.endswith("_summary.parquet"))
-    given = ["effects", str(csv), "--per-query", *scores]
-    assert main([*given, "--aggregation", "query_micro", "--out", str(tmp_path / "out")]) == 0
+    given = [str(csv), "--per-query", *scores]
+    _effects_command(
+        built_repo, *given, "--aggregation", "query_micro", "--out", str(tmp_path / "out")
+    )
     mine = pd.read_parquet(tmp_path / "out/effects_summary.parquet")
     pipeline = pd.read_parquet(built_repo / f"{TINY_RUN}/cub/tables/effects_summary.parquet")
     pd.testing.assert_frame_equal(mine, pipeline)  # the two-stage intervals included
     # without the per-query rows the intervals are the seeds' alone; the rest is the same
-    assert main(["effects", str(csv), "--out", str(tmp_path / "seeds")]) == 0
+    _effects_command(built_repo, str(csv), "--out", str(tmp_path / "seeds"))
     seeds_only = pd.read_parquet(tmp_path / "seeds/effects_summary.parquet")
     same = ["dataset", "level", "metric", "effect", "mean", "sd", "n", "positive_seeds"]
     pd.testing.assert_frame_equal(seeds_only[same], pipeline[same])
