@@ -18,8 +18,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from hierbench.layout import FINAL_LOCK, TABLES
-from hierbench.protocol import SUMMARY_PAGE, TABLE_OT
+from hierbench.layout import CONTROL_TABLES, FINAL_LOCK, TABLES
+from hierbench.protocol import CURVATURE_CONTROL, SEMANTIC_CONTROL, SUMMARY_PAGE, TABLE_OT
 from hierbench.provenance.artifacts import PROVENANCE_SUFFIX
 from hierbench.provenance.hashing import sha256_file
 from hierbench.provenance.makers import MODE, maker_values
@@ -32,6 +32,12 @@ SUMMARY = f"{TABLES}/{SUMMARY_PAGE}"
 OT_TABLE = f"{TABLES}/{TABLE_OT}.md"
 LOCK = FINAL_LOCK
 QUOTED: tuple[str, ...] = (SUMMARY, OT_TABLE)
+# The controls' tables, which the demo's config runs on NABirds only.
+CONTROLS_DATASET = "nabirds"
+CONTROL_FILES: tuple[str, ...] = tuple(
+    f"{CONTROL_TABLES}/{name}.md".format(dataset=CONTROLS_DATASET)
+    for name in (SEMANTIC_CONTROL, CURVATURE_CONTROL)
+)
 # The headings of summary.md whose first table a page quotes.
 ENDPOINTS = "## Planned endpoints"
 ARMS = "## mAP per arm and level"
@@ -116,6 +122,8 @@ def sections(snapshot: Path) -> dict[tuple[str, str], str]:
         found[(RESULTS, f"demo-arms-{dataset}")] = first_table(summary, ARMS)
         found[(RESULTS, f"demo-companion-{dataset}")] = first_table(summary, COMPANION)
     found[(RESULTS, "demo-ot-cub")] = _kept(snapshot, OT_TABLE, "cub")
+    for path in CONTROL_FILES:
+        found[(RESULTS, _control_section(path))] = (snapshot / path).read_text(encoding="utf-8")
     if set(found) != set(sections_named()):
         raise DemoRunError("demo_pages.sections and sections_named disagree")
     return found
@@ -126,7 +134,16 @@ def sections_named() -> list[tuple[str, str]]:
     names = [(README, "demo-run"), (RESULTS, "demo-run"), (README, "demo-endpoints")]
     for dataset in DATASETS:
         names += [(RESULTS, f"demo-arms-{dataset}"), (RESULTS, f"demo-companion-{dataset}")]
-    return [*names, (RESULTS, "demo-ot-cub")]
+    return [
+        *names,
+        (RESULTS, "demo-ot-cub"),
+        *[(RESULTS, _control_section(p)) for p in CONTROL_FILES],
+    ]
+
+
+def _control_section(path: str) -> str:
+    """The section of a control's table: ``demo-semantic-nabirds``."""
+    return f"demo-{Path(path).stem}-{CONTROLS_DATASET}"
 
 
 def stale_sections(repo: Path) -> list[str]:
@@ -164,6 +181,12 @@ def _recorded_sha(run: Path, relative: str) -> str:
     return str(recorded)
 
 
+def quoted_files() -> list[str]:
+    """Every run file the pages quote, relative to the run folder."""
+    quoted = [pattern.format(dataset=d) for pattern in QUOTED for d in DATASETS]
+    return [*quoted, *CONTROL_FILES]
+
+
 def run_identity(run: Path, commit: str, machine: str | None = None) -> dict[str, Any]:
     """What made ``run``: the commit (the caller's word), the day training finished (the CUB
     lock's time), this machine (the tool runs where the run was made), the numeric mode its
@@ -182,11 +205,7 @@ def run_identity(run: Path, commit: str, machine: str | None = None) -> dict[str
         "machine": machine or describe_machine(),
         "numeric_mode": modes[0],
         "locks": {d: _recorded_sha(run, LOCK.format(dataset=d)) for d in DATASETS},
-        "files": {
-            pattern.format(dataset=d): _recorded_sha(run, pattern.format(dataset=d))
-            for pattern in QUOTED
-            for d in DATASETS
-        },
+        "files": {path: _recorded_sha(run, path) for path in quoted_files()},
     }
 
 
