@@ -75,8 +75,8 @@ def _synthetic_run(root: Path, value: str = "0.2500") -> Path:
         _publish(run, f"{dataset}/tables/table_ot.md", b"| arm | ot@5 |\n|---|---|\n| E_R | 1 |\n")
         lock = json.dumps({"training_finished_at": "2026-12-07T19:05:22+00:00"}).encode()
         _publish(run, f"{dataset}/lock/final_lock.json", lock)
-    for control in demo_pages.CONTROL_FILES:
-        _publish(run, control, b"| arm | epochs |\n|---|---|\n| Full | 30 |\n")
+    for table in demo_pages.WHOLE_TABLES.values():
+        _publish(run, table, b"| arm | epochs |\n|---|---|\n| Full | 30 |\n")
     for source in demo_pages.FIGURES.values():
         picture = root / "picture.png"
         Image.new("RGB", (4, 4), (10, 20, 30)).save(picture)

@@ -32,12 +32,15 @@ SUMMARY = f"{TABLES}/{SUMMARY_PAGE}"
 OT_TABLE = f"{TABLES}/{TABLE_OT}.md"
 LOCK = FINAL_LOCK
 QUOTED: tuple[str, ...] = (SUMMARY, OT_TABLE)
-# The controls' tables, which the demo's config runs on NABirds only.
-CONTROLS_DATASET = "nabirds"
-CONTROL_FILES: tuple[str, ...] = tuple(
-    f"{CONTROL_TABLES}/{name}.md".format(dataset=CONTROLS_DATASET)
-    for name in (SEMANTIC_CONTROL, CURVATURE_CONTROL)
-)
+# Tables quoted whole, by their section on the results page: the context baselines of each
+# dataset, and the controls' tables, which the demo's config runs on NABirds only.
+WHOLE_TABLES: dict[str, str] = {
+    **{f"demo-baselines-{d}": f"{TABLES}/baselines.md".format(dataset=d) for d in DATASETS},
+    **{
+        f"demo-{name}-nabirds": f"{CONTROL_TABLES}/{name}.md".format(dataset="nabirds")
+        for name in (SEMANTIC_CONTROL, CURVATURE_CONTROL)
+    },
+}
 # The headings of summary.md whose first table a page quotes.
 ENDPOINTS = "## Planned endpoints"
 ARMS = "## mAP per arm and level"
@@ -122,8 +125,8 @@ def sections(snapshot: Path) -> dict[tuple[str, str], str]:
         found[(RESULTS, f"demo-arms-{dataset}")] = first_table(summary, ARMS)
         found[(RESULTS, f"demo-companion-{dataset}")] = first_table(summary, COMPANION)
     found[(RESULTS, "demo-ot-cub")] = _kept(snapshot, OT_TABLE, "cub")
-    for path in CONTROL_FILES:
-        found[(RESULTS, _control_section(path))] = (snapshot / path).read_text(encoding="utf-8")
+    for name, path in WHOLE_TABLES.items():
+        found[(RESULTS, name)] = (snapshot / path).read_text(encoding="utf-8")
     if set(found) != set(sections_named()):
         raise DemoRunError("demo_pages.sections and sections_named disagree")
     return found
@@ -134,16 +137,7 @@ def sections_named() -> list[tuple[str, str]]:
     names = [(README, "demo-run"), (RESULTS, "demo-run"), (README, "demo-endpoints")]
     for dataset in DATASETS:
         names += [(RESULTS, f"demo-arms-{dataset}"), (RESULTS, f"demo-companion-{dataset}")]
-    return [
-        *names,
-        (RESULTS, "demo-ot-cub"),
-        *[(RESULTS, _control_section(p)) for p in CONTROL_FILES],
-    ]
-
-
-def _control_section(path: str) -> str:
-    """The section of a control's table: ``demo-semantic-nabirds``."""
-    return f"demo-{Path(path).stem}-{CONTROLS_DATASET}"
+    return [*names, (RESULTS, "demo-ot-cub"), *[(RESULTS, name) for name in WHOLE_TABLES]]
 
 
 def stale_sections(repo: Path) -> list[str]:
@@ -184,7 +178,7 @@ def _recorded_sha(run: Path, relative: str) -> str:
 def quoted_files() -> list[str]:
     """Every run file the pages quote, relative to the run folder."""
     quoted = [pattern.format(dataset=d) for pattern in QUOTED for d in DATASETS]
-    return [*quoted, *CONTROL_FILES]
+    return [*quoted, *WHOLE_TABLES.values()]
 
 
 def run_identity(run: Path, commit: str, machine: str | None = None) -> dict[str, Any]:
