@@ -63,10 +63,34 @@ def test_timed_paths():
     assert not is_timed("results/cub/lock/reseal_history.md")
 
 
-def _record(repo: Path, relative: str, packages: dict[str, str], threads: int) -> None:
+def _record(
+    repo: Path,
+    relative: str,
+    packages: dict[str, str],
+    threads: int,
+    numerics: dict | None = None,
+) -> None:
     software = {"python": "3.11.9", "environment": packages}
     software["torch_runtime"] = {"device": "cpu", "threads": threads}
+    if numerics is not None:
+        software["numerics"] = numerics
     _write(repo, relative, json.dumps({"inputs": [], "software": software}))
+
+
+def _numerics(mode: str, kernels: str | None) -> dict:
+    """A record's numeric mode: its settings, and torch's kernels where the job loaded torch."""
+    threads = None if kernels is None else 1
+    settings = {"HIERBENCH_NUMERIC_MODE": mode}
+    return {"mode": mode, "settings": settings, "torch_kernels": kernels, "threads": threads}
+
+
+def test_one_environment_whether_or_not_a_job_loaded_torch(tmp_path: Path):
+    mode = "portable-x86-64-v3"
+    _record(tmp_path, "results/a.parquet.prov.json", {}, 1, _numerics(mode, "AVX2"))
+    _record(tmp_path, "results/b.parquet.prov.json", {}, 1, _numerics(mode, None))
+    assert len(software_environments(tmp_path)) == 1
+    _record(tmp_path, "results/c.parquet.prov.json", {}, 1, _numerics("native", "AVX512"))
+    assert len(software_environments(tmp_path)) == 2
 
 
 def test_one_environment_when_only_torch_threads_differ(tmp_path: Path):

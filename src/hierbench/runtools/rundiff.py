@@ -117,14 +117,24 @@ def compare_runs(first: Path, second: Path, run: str = DEFAULT_RUN) -> RunDiff:
     )
 
 
+# The software record's parts that differ from job to job in one environment (numerics: its
+# torch kernels and threads are None in a job that never loads torch).
+PER_JOB_SOFTWARE = ("torch_runtime", "numerics")
+
+
 def software_environments(repo: Path, run: str = DEFAULT_RUN) -> list[dict]:
-    """The distinct software blocks (interpreter, platform, every installed distribution) of
-    the provenance records under ``repo/run``, less torch's per-job device and threads: one
-    entry when every job ran in the same environment."""
+    """The distinct software blocks (interpreter, platform, every installed distribution, the
+    numeric mode and its settings) of the provenance records under ``repo/run``, less what
+    differs by job: torch's device and threads, and the kernels of torch where a job loaded it
+    (none where it did not). One entry when every job ran in the same environment."""
     distinct: list[dict] = []
     for record_path in sorted((repo / run).rglob(f"*{PROVENANCE_SUFFIX}")):
         software = json.loads(record_path.read_text())["software"]
-        static = {key: value for key, value in software.items() if key != "torch_runtime"}
+        static = {key: value for key, value in software.items() if key not in PER_JOB_SOFTWARE}
+        if "numerics" in software:
+            static["numerics"] = {
+                key: software["numerics"].get(key) for key in ("mode", "settings")
+            }
         if static not in distinct:
             distinct.append(static)
     return distinct
