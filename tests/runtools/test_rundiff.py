@@ -89,6 +89,9 @@ def test_one_environment_whether_or_not_a_job_loaded_torch(tmp_path: Path):
     _record(tmp_path, "results/a.parquet.prov.json", {}, 1, _numerics(mode, "AVX2"))
     _record(tmp_path, "results/b.parquet.prov.json", {}, 1, _numerics(mode, None))
     assert len(software_environments(tmp_path)) == 1
+    manifest = {"rule": "cli:audit", "inputs": [], "software": {"python": "3.11.9"}}
+    _write(tmp_path, "results/MANIFEST.parquet.prov.json", json.dumps(manifest))
+    assert len(software_environments(tmp_path)) == 1  # the audit's own record is not a job's
     _record(tmp_path, "results/c.parquet.prov.json", {}, 1, _numerics("native", "AVX512"))
     assert len(software_environments(tmp_path)) == 2
 

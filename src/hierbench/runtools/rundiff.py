@@ -19,6 +19,7 @@ from pathlib import Path
 from hierbench.layout import CELL_FILES, FINAL_LOCK
 from hierbench.provenance.artifacts import PROVENANCE_SUFFIX, provenance_path
 from hierbench.provenance.hashing import sha256_file
+from hierbench.provenance.makers import CLI_RULE_PREFIX
 from hierbench.runs import DEFAULT_RUN, is_log
 
 # What a copy of the repository for a separate run leaves out: history, environments, outputs.
@@ -126,10 +127,14 @@ def software_environments(repo: Path, run: str = DEFAULT_RUN) -> list[dict]:
     """The distinct software blocks (interpreter, platform, every installed distribution, the
     numeric mode and its settings) of the provenance records under ``repo/run``, less what
     differs by job: torch's device and threads, and the kernels of torch where a job loaded it
-    (none where it did not). One entry when every job ran in the same environment."""
+    (none where it did not). The command line's own records (the audit's manifest) are not a
+    job's. One entry when every job ran in the same environment."""
     distinct: list[dict] = []
     for record_path in sorted((repo / run).rglob(f"*{PROVENANCE_SUFFIX}")):
-        software = json.loads(record_path.read_text())["software"]
+        record = json.loads(record_path.read_text())
+        if str(record.get("rule", "")).startswith(CLI_RULE_PREFIX):
+            continue  # the command line's own record (the audit's manifest), not a job's
+        software = record["software"]
         static = {key: value for key, value in software.items() if key not in PER_JOB_SOFTWARE}
         if "numerics" in software:
             static["numerics"] = {
