@@ -16,6 +16,7 @@ from hierbench.cli import main
 from hierbench.effects import read_per_seed
 from hierbench.effects.per_seed_sources import is_demo_dataset, run_of_table
 from hierbench.effects.reproduction import COMPARISON_COLUMNS
+from hierbench.protocol import FACTORIAL_EFFECTS
 
 PUBLISHED = REPO / "tests/fixtures/published/paper_per_seed_map.csv"
 DEMO_NOTE = "Note: in {run}, cub is the embedded demo"
@@ -52,8 +53,11 @@ def test_the_published_table_against_itself(capsys):
     assert status == 0 and err == ""
     assert out.startswith(f"# {PUBLISHED} against the published {PUBLISHED}\n")
     assert "Note:" not in out
-    assert out.count("| consistent |") == 18
-    assert out.rstrip().endswith("planned endpoints: 10 consistent; arms: 8 consistent.")
+    assert out.count("| equivalent within the margin |") == 18
+    assert out.rstrip().endswith(
+        "planned endpoints: 10 equivalent within the margin; arms: 8 equivalent within the margin."
+    )
+    assert "neither side's test-image variance is known" in out
 
 
 def test_a_shifted_copy_differs_where_shifted_in_json_and_csv(tmp_path, capsys):
@@ -65,10 +69,12 @@ def test_a_shifted_copy_differs_where_shifted_in_json_and_csv(tmp_path, capsys):
     report = json.loads(out)
     assert report["demo"] == [] and report["demo_note"] == ""
     differing = {
-        (row["dataset"], row["name"]) for row in report["rows"] if row["verdict"] != "consistent"
+        (row["dataset"], row["name"])
+        for row in report["rows"]
+        if row["verdict"] != "equivalent within the margin"
     }
     assert differing == {("nabirds", name) for name in [*SHIFTED_EFFECTS, "H_R"]}
-    assert report["verdicts"]["endpoint"] == {"consistent": 7, "differs": 3}
+    assert report["verdicts"]["endpoint"] == {"equivalent within the margin": 7, "differs": 3}
     written = pd.read_csv(out_csv, keep_default_na=False)
     assert tuple(written.columns) == COMPARISON_COLUMNS and len(written) == 18
     assert sorted(p.name for p in out_csv.parent.iterdir()) == ["comparison.csv"]  # no temporary
@@ -112,7 +118,7 @@ def test_a_real_run_gets_no_note(tmp_path, capsys):
 def test_a_tight_margin_is_stated_and_applied(capsys):
     status, out, _ = compare(capsys, PUBLISHED, "--published", PUBLISHED, "--margin", "0.001")
     assert status == 0 and "| too uncertain to say |" in out
-    assert "at most 0.001 mAP (--margin)" in " ".join(out.split())  # the rule, unwrapped
+    assert "inside ±0.001 mAP (--margin)" in " ".join(out.split())  # the rule, unwrapped
 
 
 def test_the_help_shows_both_forms(capsys):
@@ -165,3 +171,39 @@ def test_a_run_of_one_seed_gets_no_interval_and_says_why(tmp_path, capsys):
     assert first["note"] == "the run has 1 seed(s); a spread needs two"
     status, out, _ = compare(capsys, one_seed, "--published", PUBLISHED)
     assert "- cub geom_R: no interval, the run has 1 seed(s); a spread needs two" in out
+
+
+def test_a_run_folder_brings_its_test_images(tmp_path, capsys):
+    """A run's sealed test hash and its effect tables' test-image variance reach the interval:
+    against an outside table the published side's variance is taken equal to the run's."""
+    run = fabricated_run(tmp_path, "0123abcd")
+    sealed = run / "cub" / "splits" / "sealed"
+    sealed.mkdir(parents=True)
+    pd.DataFrame({"split": ["final"], "role": ["test"], "sha256": ["ab" * 32]}).to_parquet(
+        sealed / "manifest.parquet"
+    )
+    variance = 4e-6  # se² − sd²/n below
+    pd.DataFrame(
+        {
+            "dataset": "cub",
+            "level": "mean_hierarchy",
+            "metric": "map",
+            "effect": list(FACTORIAL_EFFECTS),
+            "sd": 0.003,
+            "n": 3,
+            "se": (0.003**2 / 3 + variance) ** 0.5,
+        }
+    ).to_parquet(run / "cub" / "tables" / "effects_summary.parquet")
+    status, out, _ = compare(capsys, run, "--published", PUBLISHED, "--json")
+    rows = [row for row in json.loads(out)["rows"] if row["table"] == "endpoint"]
+    assert status == 0 and len(rows) == 5
+    assert {row["test_images"] for row in rows} == {"test images unknown"}
+    assert [row["images_variance"] for row in rows] == pytest.approx([2 * variance] * 5)
+    assert {row["images_note"] for row in rows} == {
+        "the published table's test-image variance taken equal to the run's"
+    }
+    # against itself the hashes agree: the same test images, nothing added
+    status, out, _ = compare(capsys, run, "--published", run, "--json")
+    rows = json.loads(out)["rows"]
+    assert {row["test_images"] for row in rows} == {"same test images"}
+    assert {row["images_variance"] for row in rows} == {0.0}

@@ -10,7 +10,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-from hierbench.effects.per_seed_sources import demo_datasets, read_run_or_table
+from hierbench.effects.per_seed_sources import (
+    demo_datasets,
+    read_run_or_table,
+    recorded_test_images,
+)
 from hierbench.effects.reproduction import (
     DEFAULT_CONFIDENCE,
     DEFAULT_MARGIN,
@@ -32,8 +36,10 @@ DESCRIPTION = textwrap.fill(
     "With two run folders: what differs between them and why, then their tables side by side. "
     "With --published: each planned endpoint (a dataset's five simple effects on mean "
     "hierarchy mAP) and each arm's mean hierarchy mAP in the run and in the published per-seed "
-    "table, their difference run − published with a Welch interval from both studies' seed "
-    "spreads, and a verdict: consistent, differs, or too uncertain to say.",
+    "table (or another run), their difference run − published with an interval from both "
+    "studies' seeds and, where their test images differ or may, both studies' test images, "
+    "and a verdict: equivalent within the margin, differs (by less than the margin), or too "
+    "uncertain to say.",
     width=96,
 )
 
@@ -87,8 +93,10 @@ def _compare_published(args: argparse.Namespace) -> int:
     run = read_run_or_table(args.run_a, "RUN_OR_TABLE")
     published = read_run_or_table(args.published, "--published")
     sources = (str(args.run_a), str(args.published))
+    datasets = set(run.table["dataset"]) | set(published.table["dataset"])
+    images = (recorded_test_images(run, datasets), recorded_test_images(published, datasets))
     reproduction = compare_to_published(
-        run.table, published.table, sources, args.confidence, args.margin
+        run.table, published.table, sources, args.confidence, args.margin, images
     )
     demo = demo_datasets(run, run.table["dataset"])
     if args.json:
@@ -136,15 +144,15 @@ def add_compare_command(commands: argparse._SubParsersAction) -> None:
         type=Path,
         metavar="TABLE",
         help="a published per-seed table (dataset, geometry, loss, seed, level, metric, value; "
-        "mean_hierarchy derived from middle and high where it lacks it)",
+        "mean_hierarchy derived from middle and high where it lacks it), or another run folder",
     )
     compare.add_argument(
         "--margin",
         type=float,
         default=DEFAULT_MARGIN,
         metavar="MAP",
-        help="with --published: the widest half-width, in mAP, of an interval that contains 0 "
-        "and still reads consistent (wider: too uncertain to say)",
+        help="with --published: the equivalence margin in mAP; a difference whose two one-sided "
+        "tests put it inside ±MAP reads equivalent within the margin",
     )
     compare.add_argument(
         "--confidence",

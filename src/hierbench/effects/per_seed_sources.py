@@ -8,7 +8,9 @@ real folder's content hash otherwise (rules/common.smk, ``folder_content``). A r
 record (tables copied out of it, an older layout) falls back on the folder the demo renders into,
 ``<dataset>/demo/``. A table named directly counts as part of a run when it lies at
 ``<run>/<dataset>/tables/per_seed.parquet``; anywhere else its source is unknown and no dataset is
-called the demo.
+called the demo. A run also says which test images it scored (its sealed test split's hash) and
+how much they move each planned endpoint (the effect tables' shared variance), which
+``compare --published`` carries when two studies' test images differ.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from hierbench.effects.reproduction import ENDPOINT_METRIC, NOTHING_KNOWN, StudyImages
 from hierbench.effects.schema import EffectsError, read_per_seed, validate_per_seed
-from hierbench.layout import DEMO_FOLDER, LAYOUT_FINGERPRINT, TABLES, fill
-from hierbench.protocol import PER_SEED_TABLE
+from hierbench.layout import DEMO_FOLDER, LAYOUT_FINGERPRINT, SEALED_MANIFEST, TABLES, fill
+from hierbench.protocol import EFFECTS_SUMMARY, FACTORIAL_EFFECTS, MEAN_HIERARCHY, PER_SEED_TABLE
 from hierbench.provenance.artifacts import provenance_path
 
 PER_SEED_FILE = f"{TABLES}/{PER_SEED_TABLE}.parquet"  # below the run folder
@@ -104,3 +108,54 @@ def demo_datasets(source: PerSeedSource, datasets: Iterable[str]) -> list[str]:
     if source.run is None:
         return []
     return [dataset for dataset in sorted(set(datasets)) if is_demo_dataset(source.run, dataset)]
+
+
+EFFECTS_SUMMARY_FILE = f"{TABLES}/{EFFECTS_SUMMARY}.parquet"  # below the run folder
+FINAL_TEST = ("final", "test")  # the sealed manifest's (split, role) of the test images
+
+
+def sealed_test_hash(run: Path, dataset: str) -> str | None:
+    """The SHA256 of a run's sealed test images of ``dataset`` (its sealed manifest's final test
+    row), or None when the run holds no sealed manifest."""
+    manifest = run / fill(SEALED_MANIFEST, dataset=dataset)
+    if not manifest.is_file():
+        return None
+    rows = pd.read_parquet(manifest, columns=["split", "role", "sha256"])
+    test = rows[(rows["split"] == FINAL_TEST[0]) & (rows["role"] == FINAL_TEST[1])]
+    if len(test) != 1:
+        raise EffectsError(f"{manifest}: expected one {FINAL_TEST} row, found {len(test)}")
+    return str(test["sha256"].iloc[0])
+
+
+def endpoint_image_variances(run: Path, dataset: str) -> dict[tuple[str, str], float]:
+    """Each planned endpoint's test-image variance V of its seed mean, se² − s²/n of the run's
+    effects summary (mAP at mean hierarchy); empty when the run has no such table."""
+    summary_file = run / fill(EFFECTS_SUMMARY_FILE, dataset=dataset)
+    if not summary_file.is_file():
+        return {}
+    summary = pd.read_parquet(summary_file)
+    rows = summary[
+        (summary["metric"] == ENDPOINT_METRIC)
+        & (summary["level"] == MEAN_HIERARCHY)
+        & summary["effect"].isin(FACTORIAL_EFFECTS)
+    ]
+    return {
+        (dataset, str(row.effect)): max(0.0, float(row.se) ** 2 - float(row.sd) ** 2 / int(row.n))
+        for row in rows.itertuples()
+        if int(row.n) > 0 and np.isfinite(row.se) and np.isfinite(row.sd)
+    }
+
+
+def recorded_test_images(source: PerSeedSource, datasets: Iterable[str]) -> StudyImages:
+    """What a source's run recorded of its test images for ``datasets``: their sealed hashes and
+    the planned endpoints' test-image variances (nothing for a table outside a run)."""
+    if source.run is None:
+        return NOTHING_KNOWN
+    hashes: dict[str, str] = {}
+    variances: dict[tuple[str, str], float] = {}
+    for dataset in sorted(set(datasets)):
+        found = sealed_test_hash(source.run, dataset)
+        if found is not None:
+            hashes[dataset] = found
+        variances.update(endpoint_image_variances(source.run, dataset))
+    return StudyImages(hashes, variances)

@@ -3,22 +3,30 @@ on mean hierarchy mAP) and each arm's mean hierarchy mAP, estimated from a run's
 and from a published one, side by side: both estimates, their difference and an interval for it.
 
 The two studies' training seeds are independent samples (seed 42 on other hardware and software
-is another draw, so nothing pairs them). The difference of the seed means, run − published, has
+is another draw, so nothing pairs them). A seed mean also carries its test images: every seed of
+a study is scored on the same images, so their draw moves the whole study (the effect tables'
+shared variance V, :mod:`hierbench.effects.intervals`). The difference run − published has
 
-    se² = s₁²/n₁ + s₂²/n₂        (Welch: each side keeps its own spread)
+    se² = s₁²/n₁ + s₂²/n₂ + V₁ + V₂
 
-with s the sample SD (ddof = 1) and n the number of seeds of each side, and Welch–Satterthwaite
-degrees of freedom df = se⁴ / ((s₁²/n₁)²/(n₁ − 1) + (s₂²/n₂)²/(n₂ − 1)); the interval is
-difference ± t(df) · se, the quantile from ``scipy.stats.t``. A side with fewer than two seeds or
-a spread of exactly zero (a table of means repeated per seed, say) gives no interval: its
-uncertainty is unknown, and a zero would shrink the interval to the other side's spread alone.
+with s the sample SD (ddof = 1), n the seeds of each side and V each side's test-image variance
+when the two studies scored different test images (:data:`OTHER_IMAGES`, or
+:data:`UNKNOWN_IMAGES`, which is read as other images); on the same test images the V terms
+cancel (:data:`SAME_IMAGES`: Welch's se alone). A side whose V is unknown (a published table
+has no per-query rows) takes the other side's: same protocol, same test-set size. The degrees
+of freedom are Welch–Satterthwaite's with V counted as known, df = se⁴ / ((s₁²/n₁)²/(n₁ − 1) +
+(s₂²/n₂)²/(n₂ − 1)); the interval is difference ± t(df) · se, the quantile from
+``scipy.stats.t``. A side with fewer than two seeds or a spread of exactly zero (a table of
+means repeated per seed, say) gives no interval: its uncertainty is unknown.
 
-The verdict (:func:`reproduction_verdict`) reads the interval against a margin in mAP units.
+The verdict (:func:`reproduction_verdict`) reads the interval against 0 and the two one-sided
+tests' interval against a margin in mAP units (equivalence, TOST).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -34,11 +42,16 @@ DEFAULT_CONFIDENCE = 0.95
 # int, about ±0.015 from its three seeds), below every loss effect it reports (0.04 to 0.05).
 DEFAULT_MARGIN = 0.02
 
-CONSISTENT = "consistent"
+EQUIVALENT = "equivalent within the margin"
+DIFFERS_WITHIN = "differs by less than the margin"
 DIFFERS = "differs"
 TOO_UNCERTAIN = "too uncertain to say"
 NO_INTERVAL = "no interval"
-VERDICTS: tuple[str, ...] = (CONSISTENT, DIFFERS, TOO_UNCERTAIN, NO_INTERVAL)
+VERDICTS: tuple[str, ...] = (EQUIVALENT, DIFFERS_WITHIN, DIFFERS, TOO_UNCERTAIN, NO_INTERVAL)
+
+SAME_IMAGES = "same test images"  # both sides' sealed test splits hash alike
+OTHER_IMAGES = "other test images"  # both hashes known and different
+UNKNOWN_IMAGES = "test images unknown"  # a side without a run folder: read as other images
 
 ENDPOINTS = "endpoint"  # the table of the planned endpoints (name: the effect)
 ARMS = "arm"  # the table of the arms' mean hierarchy mAP (name: the arm)
@@ -58,6 +71,11 @@ COMPARISON_COLUMNS: tuple[str, ...] = (
     "ci_low",
     "ci_high",
     "half_width",
+    "tost_low",
+    "tost_high",
+    "test_images",
+    "images_variance",
+    "images_note",
     "verdict",
     "note",
 )
@@ -74,14 +92,16 @@ class SeedSample:
 
 @dataclass(frozen=True)
 class WelchInterval:
-    """The difference run − published with its Welch interval (NaN ends and a note when there
-    is none)."""
+    """The difference run − published with its interval at the confidence level and the two
+    one-sided tests' interval (level 1 − 2α); NaN ends and a note when there is none."""
 
     difference: float
     se: float
     df: float
     low: float
     high: float
+    tost_low: float = math.nan
+    tost_high: float = math.nan
     note: str = ""
 
     @property
@@ -101,22 +121,32 @@ def _lacking_spread(sample: SeedSample, side: str) -> str:
     return ""
 
 
-def welch_interval(run: SeedSample, published: SeedSample, confidence: float) -> WelchInterval:
-    """Difference of the means and its Welch interval: se² = s₁²/n₁ + s₂²/n₂, Welch–Satterthwaite
-    df, t quantile from scipy.stats.t. No interval when a side has < 2 seeds or SD 0."""
+def welch_interval(
+    run: SeedSample, published: SeedSample, confidence: float, images_variance: float = 0.0
+) -> WelchInterval:
+    """Difference of the means and its interval: se² = s₁²/n₁ + s₂²/n₂ + ``images_variance``
+    (the test images' part, counted as known), Welch–Satterthwaite df, t quantile from
+    scipy.stats.t. No interval when a side has < 2 seeds or SD 0."""
     check_confidence(confidence)
     difference = run.mean - published.mean
     reasons = [_lacking_spread(run, "the run"), _lacking_spread(published, "the published table")]
     note = "; ".join(reason for reason in reasons if reason)
     if note:
-        return WelchInterval(difference, math.nan, math.nan, math.nan, math.nan, note)
+        return WelchInterval(difference, math.nan, math.nan, math.nan, math.nan, note=note)
     run_part, published_part = run.sd**2 / run.n, published.sd**2 / published.n
-    se = math.sqrt(run_part + published_part)
-    df = (run_part + published_part) ** 2 / (
-        run_part**2 / (run.n - 1) + published_part**2 / (published.n - 1)
-    )
+    se = math.sqrt(run_part + published_part + max(images_variance, 0.0))
+    df = se**4 / (run_part**2 / (run.n - 1) + published_part**2 / (published.n - 1))
     half = float(stats.t.ppf((1 + confidence) / 2, df)) * se
-    return WelchInterval(difference, se, df, difference - half, difference + half)
+    tost_half = float(stats.t.ppf(confidence, df)) * se  # level 1 − 2α: each side at 1 − α
+    return WelchInterval(
+        difference,
+        se,
+        df,
+        difference - half,
+        difference + half,
+        difference - tost_half,
+        difference + tost_half,
+    )
 
 
 def check_confidence(confidence: float) -> None:
@@ -137,16 +167,20 @@ def check_settings(confidence: float, margin: float) -> None:
     check_margin(margin)
 
 
-def reproduction_verdict(low: float, high: float, margin: float = DEFAULT_MARGIN) -> str:
-    """The verdict on an interval for run − published: "differs" when it excludes 0, else
-    "consistent" when its half-width is at most ``margin`` (mAP units), else "too uncertain to
-    say"; "no interval" when it has none."""
+def reproduction_verdict(interval: WelchInterval, margin: float = DEFAULT_MARGIN) -> str:
+    """The verdict on run − published: "differs" when the interval excludes 0, "equivalent
+    within the margin" when it holds 0 and the two one-sided tests put the difference inside
+    ±``margin`` (its 1 − 2α interval lies within it), "differs by less than the margin" when
+    both hold, else "too uncertain to say"; "no interval" when there is none."""
     check_margin(margin)
-    if not (math.isfinite(low) and math.isfinite(high)):
+    ends = (interval.low, interval.high, interval.tost_low, interval.tost_high)
+    if not all(map(math.isfinite, ends)):
         return NO_INTERVAL
-    if low > 0 or high < 0:
-        return DIFFERS
-    return CONSISTENT if (high - low) / 2 <= margin else TOO_UNCERTAIN
+    excludes = interval.low > 0 or interval.high < 0
+    within = -margin < interval.tost_low and interval.tost_high < margin
+    if excludes:
+        return DIFFERS_WITHIN if within else DIFFERS
+    return EQUIVALENT if within else TOO_UNCERTAIN
 
 
 # ---------------------------------------------------------------------------- the quantities
@@ -207,6 +241,49 @@ def seed_samples(values: pd.DataFrame) -> dict[tuple[str, str], SeedSample]:
 
 
 @dataclass(frozen=True)
+class StudyImages:
+    """What one side knows of its test images: each dataset's sealed test split hash, and each
+    planned endpoint's test-image variance V of its seed mean (``(dataset, effect)`` → se² − s²/n
+    of the run's effect tables). Empty for a table from outside a run."""
+
+    test_hashes: Mapping[str, str] = field(default_factory=dict)
+    variances: Mapping[tuple[str, str], float] = field(default_factory=dict)
+
+
+NOTHING_KNOWN = StudyImages()
+
+
+def images_case(dataset: str, run: StudyImages, published: StudyImages) -> str:
+    """Whether the two sides scored the same test images of ``dataset`` (both test splits'
+    hashes known and equal), other ones (known and different), or unknown."""
+    ours, theirs = run.test_hashes.get(dataset), published.test_hashes.get(dataset)
+    if ours is None or theirs is None:
+        return UNKNOWN_IMAGES
+    return SAME_IMAGES if ours == theirs else OTHER_IMAGES
+
+
+def images_variance(
+    key: tuple[str, str], case: str, run: StudyImages, published: StudyImages
+) -> tuple[float, str]:
+    """The test images' part of the difference's variance, V₁ + V₂ (0 on the same images), and
+    a note when a side's V was borrowed or neither side's is known."""
+    if case == SAME_IMAGES:
+        return 0.0, ""
+    ours, theirs = run.variances.get(key), published.variances.get(key)
+    if ours is None and theirs is None:
+        return 0.0, (
+            "neither side's test-image variance is known: the interval holds the seeds alone, "
+            "as if both studies scored the same test images"
+        )
+    if ours is None or theirs is None:
+        known = theirs if ours is None else ours
+        lacking = "the run's" if ours is None else "the published table's"
+        other = "the published table's" if ours is None else "the run's"
+        return 2 * known, f"{lacking} test-image variance taken equal to {other}"
+    return ours + theirs, ""
+
+
+@dataclass(frozen=True)
 class Reproduction:
     """A run beside a published table: one row per quantity in both (:data:`COMPARISON_COLUMNS`),
     what only one side holds, the notes on derived levels, and the settings used."""
@@ -228,16 +305,27 @@ class Reproduction:
         return {verdict: int(counts[verdict]) for verdict in VERDICTS if verdict in counts}
 
 
+@dataclass(frozen=True)
+class _Settings:
+    """What every row of one comparison shares: the level, the margin and both sides' test
+    images."""
+
+    confidence: float
+    margin: float
+    run_images: StudyImages = NOTHING_KNOWN
+    published_images: StudyImages = NOTHING_KNOWN
+
+
 def _comparison_row(
-    table: str,
-    key: tuple[str, str],
-    run: SeedSample,
-    published: SeedSample,
-    settings: tuple[float, float],
+    table: str, key: tuple[str, str], run: SeedSample, published: SeedSample, settings: _Settings
 ) -> dict:
-    """One quantity's row: both sides, the difference, its interval and the verdict."""
-    confidence, margin = settings
-    interval = welch_interval(run, published, confidence)
+    """One quantity's row: both sides, the test images' case, the difference, its intervals
+    and the verdict."""
+    case = images_case(key[0], settings.run_images, settings.published_images)
+    variance, images_note = images_variance(
+        key, case, settings.run_images, settings.published_images
+    )
+    interval = welch_interval(run, published, settings.confidence, variance)
     return {
         "table": table,
         "dataset": key[0],
@@ -254,7 +342,12 @@ def _comparison_row(
         "ci_low": interval.low,
         "ci_high": interval.high,
         "half_width": interval.half_width,
-        "verdict": reproduction_verdict(interval.low, interval.high, margin),
+        "tost_low": interval.tost_low,
+        "tost_high": interval.tost_high,
+        "test_images": case,
+        "images_variance": variance,
+        "images_note": images_note,
+        "verdict": reproduction_verdict(interval, settings.margin),
         "note": interval.note,
     }
 
@@ -272,10 +365,10 @@ def _one_side_only(table: str, keys: set[tuple[str, str]], side: str) -> list[st
 
 
 def side_by_side(
-    table: str, run: pd.DataFrame, published: pd.DataFrame, settings: tuple[float, float]
+    table: str, run: pd.DataFrame, published: pd.DataFrame, settings: _Settings
 ) -> tuple[list[dict], list[str]]:
     """The rows of one table for every (dataset, name) in both value frames, and lines naming
-    those in one only (``settings``: confidence, margin)."""
+    those in one only."""
     ours, theirs = seed_samples(run), seed_samples(published)
     rows = [
         _comparison_row(table, key, ours[key], theirs[key], settings)
@@ -303,13 +396,15 @@ def compare_to_published(
     sources: tuple[str, str] = ("run", "published table"),
     confidence: float = DEFAULT_CONFIDENCE,
     margin: float = DEFAULT_MARGIN,
+    images: tuple[StudyImages, StudyImages] = (NOTHING_KNOWN, NOTHING_KNOWN),
 ) -> Reproduction:
     """Compare a run's per-seed table with a published one on every planned endpoint and arm
-    both hold; an error naming both ``sources`` when they share no planned endpoint."""
+    both hold, each side's test images (``images``: the run's, the published table's) carried
+    where they differ; an error naming both ``sources`` when they share no planned endpoint."""
     check_settings(confidence, margin)
     run, run_notes = with_mean_hierarchy(run, sources[0], "the run")
     published, published_notes = with_mean_hierarchy(published, sources[1], "the published table")
-    settings = (confidence, margin)
+    settings = _Settings(confidence, margin, *images)
     endpoint_rows, lacking = side_by_side(
         ENDPOINTS,
         endpoint_values(run, sources[0]),

@@ -16,6 +16,9 @@ from hierbench.effects.reproduction import (
     ARMS,
     COMPARISON_COLUMNS,
     ENDPOINTS,
+    OTHER_IMAGES,
+    SAME_IMAGES,
+    UNKNOWN_IMAGES,
     Reproduction,
 )
 
@@ -43,15 +46,46 @@ def demo_note(run: str, datasets: list[str]) -> str:
 
 def rule_text(confidence: float, margin: float) -> str:
     """What each column and verdict means, with this comparison's level and margin."""
+    tost = 1 - 2 * (1 - confidence)
     return (
         "Each row: the mean over training seeds in the run and in the published table (± SD "
         "over seeds), how many seeds each has, the difference run − published and its "
-        f"{confidence:.0%} Welch interval (the two studies' seeds as independent samples: "
-        "se² = s₁²/n₁ + s₂²/n₂, Welch–Satterthwaite df, Student's t). Verdict: differs when the "
-        f"interval excludes 0; consistent when it contains 0 and its half-width is at most "
-        f"{margin:g} mAP (--margin); too uncertain to say when it contains 0 but is wider; no "
-        "interval when a side has fewer than two seeds or no spread."
+        f"{confidence:.0%} interval. The two studies' seeds are independent samples, and where "
+        "the two studies scored other test images (or it is unknown whether they did) each "
+        "study's test images move all its seeds together: se² = s₁²/n₁ + s₂²/n₂ + V₁ + V₂, V "
+        "a study's test-image variance from the run's effect tables (the section below says "
+        "which case each dataset is and where V came from), Welch–Satterthwaite df, Student's "
+        f"t. Verdict: differs when the interval excludes 0; equivalent within the margin when "
+        f"it holds 0 and its {tost:.0%} interval (the two one-sided tests at "
+        f"{1 - confidence:.0%}) lies inside ±{margin:g} mAP (--margin); differs by less than "
+        "the margin when both hold; too uncertain to say otherwise; no interval when a side "
+        "has fewer than two seeds or no spread."
     )
+
+
+def images_lines(reproduction: Reproduction) -> list[str]:
+    """One line per table and dataset: which test images the comparison assumed, and what it
+    added for them (or why it could add nothing)."""
+    lines = []
+    for which in (ENDPOINTS, ARMS):
+        rows = reproduction.table(which)
+        for dataset, part in rows.groupby("dataset", sort=True):
+            case = str(part["test_images"].iloc[0])
+            notes = sorted({note for note in part["images_note"] if note})
+            if case != SAME_IMAGES and not any("neither" in note for note in notes):
+                notes.insert(0, "each side's test-image variance is added")
+            label = HEADINGS[which].split(":")[0].lower()
+            lines.append(f"- {label}, {dataset}: {'; '.join([_CASE_TEXT[case], *notes])}")
+    return lines
+
+
+_CASE_TEXT = {
+    SAME_IMAGES: "the same test images on both sides (their sealed test splits hash alike), so "
+    "their variance cancels",
+    OTHER_IMAGES: "other test images on each side (their sealed test splits hash differently)",
+    UNKNOWN_IMAGES: "unknown whether both sides scored the same test images (a side is a table "
+    "from outside a run), so they are taken to be other images",
+}
 
 
 def display_table(reproduction: Reproduction, which: str) -> pd.DataFrame:
@@ -73,6 +107,11 @@ def display_table(reproduction: Reproduction, which: str) -> pd.DataFrame:
     ends = zip(rows["ci_low"], rows["ci_high"], strict=True)
     shown[f"{reproduction.confidence:.0%} interval"] = [
         interval_text(low, high, DIGITS) for low, high in ends
+    ]
+    tost = 1 - 2 * (1 - reproduction.confidence)
+    shown[f"{tost:.0%} interval (TOST)"] = [
+        interval_text(low, high, DIGITS)
+        for low, high in zip(rows["tost_low"], rows["tost_high"], strict=True)
     ]
     shown["verdict"] = rows["verdict"].to_numpy()
     return shown
@@ -103,6 +142,7 @@ def report_markdown(reproduction: Reproduction, demo: list[str]) -> str:
     lines += [f"# {sources['run']} against the published {sources['published']}", ""]
     lines += [*(f"- {note}" for note in reproduction.notes), ""] if reproduction.notes else []
     lines += [*textwrap.wrap(rule_text(reproduction.confidence, reproduction.margin), WIDTH), ""]
+    lines += ["## Test images", "", *images_lines(reproduction), ""]
     for which in (ENDPOINTS, ARMS):
         lines += [f"## {HEADINGS[which]}", "", render_markdown(display_table(reproduction, which))]
         notes = _interval_notes(reproduction, which)
