@@ -81,6 +81,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         "numerics.py", {"repeats": 3}, {"images": 32, "samples": 1024, "epochs": 1, "repeats": 1}
     ),
     "render": Benchmark("render_demo.py", {}, {"classes": 40}),
+    "reproduction": Benchmark("reproduction.py", {"studies": 400}, {"studies": 20}),
     "seeds": Benchmark("seeds_advice.py", {"studies": 400}, {"studies": 20}),
     "stacking": Benchmark("stacking.py", {"repeats": 3}, {"repeats": 1}),
     "training": Benchmark(

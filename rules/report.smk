@@ -12,6 +12,7 @@ rule effect_tables:
             wildcards.dataset, FACTORIAL_SUMMARIES, file="per_query"
         ),
         companion_angle=lambda wildcards: PATHS.companion_angle_table(wildcards.dataset),
+        logs=lambda wildcards: PATHS.cells(wildcards.dataset, [FACTORIAL_KIND], CELL_FILES["log"]),
     output:
         PATHS.effect_table_files(TABLES),
         PATHS.effect_table_files(f"{TABLES}/{SENSITIVITY_FOLDER}"),
@@ -27,6 +28,7 @@ rule effect_tables:
         levels=dataset_levels,
         intervals=config["effects"]["intervals"],
         margin=config["effects"]["equivalence_margin"],
+        failed_seeds=config["effects"]["failed_seeds"],
     conda:
         ENVIRONMENT
     script:

@@ -15,4 +15,6 @@ build_tables(
     per_query=list(snakemake.input.per_query),
     companion_angle=list(snakemake.input.companion_angle),
     margin=snakemake.params.margin,
+    logs=list(snakemake.input.logs),
+    failed_seeds=snakemake.params.failed_seeds,
 )

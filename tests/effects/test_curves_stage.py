@@ -8,13 +8,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from hierbench.cells.folders import cell_key
 from hierbench.provenance.hashing import sha256_file
 from hierbench.provenance.records import JobContext
 from hierbench.stages.curves import (
     build_duration_curves,
     build_tau_curves,
     build_training_curves,
-    cell_key,
     duration_searches,
 )
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from hierbench.cells.folders import cell_key
 from hierbench.effects.curves import (
     DurationSearch,
     curves_figure,
@@ -23,22 +24,6 @@ from hierbench.provenance.artifacts import publish, write_text
 from hierbench.provenance.records import JobContext
 
 log = logging.getLogger(__name__)
-
-CELLS_FOLDER = "cells"
-
-
-def cell_key(log_path: str | Path) -> tuple[str, int]:
-    """A train log's cell as (kind, seed): its folder below ``cells/`` without the seed
-    (``semantic/A/ES-42/train_log.parquet`` gives ``("semantic/A/ES", 42)``)."""
-    parts = Path(log_path).parts
-    if CELLS_FOLDER not in parts[:-2]:
-        raise ValueError(f"{log_path} is not a train log below a run's {CELLS_FOLDER}/ folder")
-    below = len(parts) - 1 - parts[::-1].index(CELLS_FOLDER)
-    folder = "/".join(parts[below + 1 : -1])
-    kind, _, seed = folder.rpartition("-")
-    if not kind or not seed.isdigit():
-        raise ValueError(f"cell folder {folder!r} of {log_path} does not end in -<seed>")
-    return kind, int(seed)
 
 
 def build_training_curves(

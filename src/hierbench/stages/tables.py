@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from hierbench.cells.folders import cell_key
 from hierbench.effects import (
     EFFECT_DEFINITIONS,
     PER_SEED_KEYS,
@@ -27,6 +28,12 @@ from hierbench.effects import (
     plan_effects,
     read_per_seed,
     render_markdown,
+)
+from hierbench.effects.failed_seeds import (
+    FailureRule,
+    both_estimands,
+    failed_cells,
+    failed_seed_lines,
 )
 from hierbench.effects.formulas import effect_definition
 from hierbench.effects.intervals import IntervalSettings
@@ -101,6 +108,7 @@ def summary_markdown(
     companion_angle: pd.DataFrame | None = None,
     margin: float | None = None,
     regimes: pd.DataFrame | None = None,
+    failures: list[str] | None = None,
 ) -> str:
     """The paper's tables for one dataset that its metrics support, as Markdown, headed by the
     aggregation they use (the dataset's registered one) and the dataset's level names, led by
@@ -126,6 +134,7 @@ def summary_markdown(
         "",
         plan.uncertainty[0].upper() + plan.uncertainty[1:] + ".",
         "",
+        *(failures or []),
         "## Exploratory: every other effect on mAP",
         "",
         *exploratory_lines(plan.summary, level, labels),
@@ -245,6 +254,27 @@ def endpoint_regimes(per_query: pd.DataFrame | None, plan: EffectsPlan) -> pd.Da
     )
 
 
+def failure_section(logs: list[str | Path], plan: EffectsPlan, rule: FailureRule) -> list[str]:
+    """summary.md's section on failed seeds (:mod:`hierbench.effects.failed_seeds`): the rule,
+    the seeds it names and, where one enters a planned endpoint, both estimands."""
+    frames = {cell_key(path): pd.read_parquet(path) for path in logs}
+    rows = plan.per_seed
+    failed = failed_cells(frames, rows, rule)
+    for row in failed.itertuples():
+        log.warning("failed seed: %s seed %d: %s", row.arm, row.seed, row.reason)
+    estimands = both_estimands(plan.summary, plan.by_seed, failed, plan.settings)
+    cells = len(frames) or int(rows[rows["level"] == MEAN_HIERARCHY].pipe(_factorial_cells))
+    return failed_seed_lines(failed, estimands, rule, cells, plan.settings.level)
+
+
+def _factorial_cells(rows: pd.DataFrame) -> int:
+    """How many factorial (arm, seed) cells a per-seed table holds."""
+    arms = rows["geometry"].astype(str) + "_" + rows["loss"].astype(str)
+    return int(
+        rows[arms.isin(FACTORIAL_ARMS)][["geometry", "loss", "seed"]].drop_duplicates().shape[0]
+    )
+
+
 def build_tables(
     dataset: str,
     summaries: list[str | Path],
@@ -257,6 +287,8 @@ def build_tables(
     per_query: list[str | Path] | None = None,
     companion_angle: list[str | Path] | None = None,
     margin: float | None = None,
+    logs: list[str | Path] | None = None,
+    failed_seeds: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Aggregate a dataset's evaluation summaries into every table of the study: the main
     tables under its registered ``aggregation``, the other one's in ``sensitivity/``; what a
@@ -264,7 +296,9 @@ def build_tables(
     uncertainty as the config's ``effects.intervals`` asks, with the test images' share from
     the cells' ``per_query`` scores when given. ``companion_angle`` (none or one parquet file,
     the companion ranking table) joins ``summary.md`` beside the mAP per arm; ``margin`` (the
-    config's ``effects.equivalence_margin``) tests the null planned endpoints against it."""
+    config's ``effects.equivalence_margin``) tests the null planned endpoints against it;
+    ``logs`` (the factorial cells' train logs) and ``failed_seeds`` (the config's rule) name
+    the seeds whose training failed, with the endpoints over the seeds that trained."""
     if companion_angle and len(companion_angle) != 1:
         raise EffectsError(f"summary.md shows one companion ranking table, got {companion_angle}")
     out = Path(out_dir)
@@ -277,7 +311,8 @@ def build_tables(
     _write_aggregation(frames, other, out / SENSITIVITY_FOLDER, job, labels, settings, scores)
     ranking = pd.read_parquet(companion_angle[0]) if companion_angle else None
     regimes = endpoint_regimes(scores, plan)
-    page = summary_markdown(dataset, plan, aggregation, labels, ranking, margin, regimes)
+    failures = failure_section(logs or [], plan, FailureRule.from_config(failed_seeds))
+    page = summary_markdown(dataset, plan, aggregation, labels, ranking, margin, regimes, failures)
     write_text(page, out / SUMMARY_PAGE, job)
     log.info(
         "%s tables (%s; %s in %s/) written to %s",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from hierbench.cells.folders import cell_folder
 from hierbench.provenance.artifacts import publish_folder
 from hierbench.provenance.records import JobContext
 from hierbench.trackers import tracker_module
@@ -21,18 +22,6 @@ from hierbench.trackers.contents import (
 )
 
 log = logging.getLogger(__name__)
-
-CELLS_FOLDER = "cells"
-
-
-def cell_name(log_path: str | Path) -> str:
-    """A train log's cell: its folder below the dataset's ``cells/`` (``ER-42``,
-    ``semantic/full/ES-42``)."""
-    parts = Path(log_path).parts
-    if CELLS_FOLDER not in parts[:-2]:
-        raise ValueError(f"{log_path} is not a train log below a run's {CELLS_FOLDER}/ folder")
-    below = len(parts) - 1 - parts[::-1].index(CELLS_FOLDER)
-    return "/".join(parts[below + 1 : -1])
 
 
 def table_name(path: str | Path) -> str:
@@ -46,7 +35,7 @@ def export_runs(
 ) -> list[TrackerRun]:
     """Every run of a dataset's export: each cell's train log, each duration search's
     validation scores and each per-seed results table's rows."""
-    runs = [cell_run(cell_name(path), pd.read_parquet(path)) for path in logs]
+    runs = [cell_run(cell_folder(path), pd.read_parquet(path)) for path in logs]
     records = [json.loads(Path(path).read_text(encoding="utf-8")) for path in searches]
     runs += duration_search_runs(records)
     for path in tables:
