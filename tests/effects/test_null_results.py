@@ -69,7 +69,11 @@ def test_the_two_one_sided_tests_use_the_interval_at_twice_alpha():
 def test_equivalence_is_shown_only_when_the_interval_lies_within_the_margin():
     assert equivalence_text(NULL, 0.01, 0.95).startswith("yes: its 90% interval")
     assert equivalence_text(WIDE, 0.01, 0.95).startswith("not shown: its 90% interval")
-    assert equivalence_text(CLEAR, 0.01, 0.95) == ""  # it excludes zero: not a null result
+    # every planned endpoint is tested: a clear effect is not within a small margin, and a
+    # clear but small one is said to be non-zero and negligible
+    assert equivalence_text(CLEAR, 0.01, 0.95).startswith("not shown: its 90% interval")
+    small = _row([0.004, 0.0041, 0.0039])
+    assert equivalence_text(small, 0.01, 0.95).endswith("(non-zero, and smaller than the margin)")
     assert equivalence_text(NULL, 0.001, 0.95).startswith("not shown")
 
 

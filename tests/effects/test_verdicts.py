@@ -121,7 +121,10 @@ def test_everything_else_is_exploratory_with_the_count_examined():
 def test_the_caption_leads_with_the_endpoints_and_labels_the_rest_exploratory():
     text = caption(_summary(), 0.95)
     assert text.startswith("Planned endpoints (mean hierarchy mAP)")
-    assert "- ``geom_R``: +0.0100 [+0.0050, +0.0150]; p 0.25 (floor 0.25); 3/3 seeds agree" in text
+    assert (
+        "- ``geom_R``: +0.0100 [+0.0050, +0.0150]; p (seeds, these test images) 0.25 "
+        "(floor 0.25); 3/3 seeds agree"
+    ) in text
     assert "cannot reject a zero effect at that level" in text
     assert "Exploratory, not planned (4 intervals; about 0.20 would exclude zero" in text
     assert "excludes zero**" not in text and "significant" not in text

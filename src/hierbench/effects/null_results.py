@@ -4,8 +4,9 @@ still excludes, and, at a margin the config names, whether it shows the effect i
 An interval [low, high] at level 1 − α that holds zero does not show the effect is zero. It
 excludes every effect below low and above high (each at 1 − α/2 one-sided), so the largest
 effect it cannot rule out is max(|low|, |high|). With ``effects.equivalence_margin`` = m the
-summary adds the two one-sided tests (TOST) at α: the effect is shown to lie within ±m when the
-interval at level 1 − 2α lies inside (−m, m). That interval is formed as the tables form theirs
+summary adds the two one-sided tests (TOST) at α for every planned endpoint: the effect is shown
+to lie within ±m when the interval at level 1 − 2α lies inside (−m, m), which can hold for an
+effect that is clearly non-zero but negligible. That interval is formed as the tables form theirs
 (:func:`hierbench.effects.intervals.t_intervals`'s calibrated quantile at the row's ratio of the
 test images' shared variance to the seeds' part), from the summary row alone.
 """
@@ -32,16 +33,16 @@ def tost_interval(row: pd.Series, level: float) -> tuple[float, float]:
 
 def equivalence_text(row: pd.Series, margin: float, level: float, digits: int = 4) -> str:
     """Whether the row shows the effect within ±``margin`` (TOST at 1 − ``level``), with the
-    interval that decides it; "" when the row's interval excludes zero or is undefined."""
-    if not holds_zero(row):
-        return ""
+    interval that decides it, for every endpoint: one whose interval excludes zero can still be
+    shown smaller than the margin (real, and negligible); "" when the interval is undefined."""
     low, high = tost_interval(row, level)
     if not (math.isfinite(low) and math.isfinite(high)):
         return ""
     shown = interval_text(low, high, digits)
     tost_level = 1 - 2 * (1 - level)
     if -margin < low and high < margin:
-        return f"yes: its {tost_level:.0%} interval {shown} lies within ±{margin:g}"
+        negligible = "" if holds_zero(row) else " (non-zero, and smaller than the margin)"
+        return f"yes: its {tost_level:.0%} interval {shown} lies within ±{margin:g}{negligible}"
     return f"not shown: its {tost_level:.0%} interval {shown} reaches past ±{margin:g}"
 
 

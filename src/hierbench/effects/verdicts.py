@@ -229,7 +229,8 @@ def _caption_line(row: pd.Series) -> str:
     interval = interval_text(row["ci_low"], row["ci_high"], 4)
     return (
         f"- ``{row['effect']}``: {format_number(row['mean'], 4, signed=True)} {interval}; "
-        f"p {p_text(row['p_seeds'], row['p_min'])}; {agreeing_seeds(row)} seeds agree in sign."
+        f"{P_SEEDS} {p_text(row['p_seeds'], row['p_min'])}; {agreeing_seeds(row)} seeds agree "
+        "in sign."
     )
 
 
