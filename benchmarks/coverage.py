@@ -41,8 +41,12 @@ correlated 0.8 across the arms of a seed, the H arms' spread three times the E a
 leaf interaction (each arm and seed moves each leaf's centre). Each coverage row: the coverage
 of the 95 % interval (goal: within 0.93–0.97, as |coverage − 0.95| ≤ 0.02), and in its note the
 Monte-Carlo SE, the power (share of studies whose interval excludes zero) with its SE, ``int``'s
-coverage and the median ratio V/(s²/n). Each detector row: how often
-``hierbench.effects.noise_regimes`` names a regime for the endpoint (goal ≤ 0.1 under normal),
+coverage and the median ratio V/(s²/n). In the failing regime a second coverage row holds the
+interval over the seeds that trained (summary.md's second estimand: the config's failed-seed
+rule, here its outlier test alone, sets cells aside) against its own truth, the effect among
+seeds that train (the normal regime's, which is the failing one without failures), with how
+often the rule set a cell aside in studies with and without a collapsed seed. Each detector
+row: how often ``hierbench.effects.noise_regimes`` names a regime for the endpoint (goal ≤ 0.1 under normal),
 and in its note each regime's rate, the rate in the studies that hold the regime's event (a
 special image among the queries, a collapsed H_R seed) and the coverage where nothing is named.
 
@@ -72,8 +76,9 @@ import numpy as np
 import pandas as pd
 from benchrows import Row, row
 
+from hierbench.effects.failed_seeds import FailureRule, failed_cells, trained_seed_values
 from hierbench.effects.formulas import effect_formulas
-from hierbench.effects.intervals import IntervalSettings
+from hierbench.effects.intervals import IntervalSettings, t_interval
 from hierbench.effects.noise_regimes import FEW_IMAGES, OUTLYING_SEED, noise_regimes
 from hierbench.effects.query_intervals import query_noise_table
 from hierbench.effects.statistics import (
@@ -111,6 +116,8 @@ COLLAPSE = 0.6  # a failed seed's class structure
 FAILURE_RATE = 0.05
 REPLICATES = 1000  # query resamples per study
 CHUNK = 24  # studies per frame handed to the pipeline
+FAILURE_RULE = FailureRule(flat_loss=False)  # the config's default outlier level, no curves
+TRAINED_TRUTH = "seeds that train"  # the truths' key of the failing regime's second estimand
 
 
 @dataclass(frozen=True)
@@ -418,10 +425,10 @@ def evaluation_summaries(per_query: pd.DataFrame) -> pd.DataFrame:
 
 def endpoint_intervals(
     per_query: pd.DataFrame, settings: IntervalSettings
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The endpoints' rows of the effects summary (ENDPOINT and BESIDE on mAP at mean
-    hierarchy, with ci_low and ci_high) made by the tables stage's functions, and the
-    endpoints' effects by seed."""
+    hierarchy, with ci_low and ci_high) made by the tables stage's functions, the endpoints'
+    effects by seed, and the per-seed table."""
     per_seed = per_seed_from_evaluations(evaluation_summaries(per_query), AGGREGATION)
     noise = query_noise_table(per_query, AGGREGATION, settings)
     by_seed = effects_by_seed(per_seed)
@@ -431,7 +438,28 @@ def endpoint_intervals(
         & by_seed["effect"].isin([ENDPOINT, BESIDE])
     )
     endpoints = by_seed[chosen].reset_index(drop=True)
-    return effects_summary(endpoints, settings, noise), endpoints
+    return effects_summary(endpoints, settings, noise), endpoints, per_seed
+
+
+def trained_intervals(
+    summary: pd.DataFrame, endpoints: pd.DataFrame, per_seed: pd.DataFrame
+) -> pd.DataFrame:
+    """Per study and endpoint the interval over the seeds that trained, as summary.md makes it
+    (``hierbench.effects.failed_seeds``: the outlier rule at its default level; a simulated
+    study has no training curve), and how many of its cells the rule set aside."""
+    rows = []
+    for dataset, part in summary.groupby("dataset", sort=True):
+        seeds = per_seed[per_seed["dataset"] == dataset]
+        failed = failed_cells({}, seeds, FAILURE_RULE)
+        kept = trained_seed_values(endpoints[endpoints["dataset"] == dataset], failed)
+        for item in part.itertuples():
+            values = kept.loc[kept["effect"] == item.effect, "value"].to_numpy(float)
+            shared = max(0.0, float(item.se) ** 2 - float(item.sd) ** 2 / int(item.n))
+            interval = t_interval(values, shared, LEVEL)
+            rows.append((dataset, item.effect, interval.low, interval.high, len(failed)))
+    return pd.DataFrame(
+        rows, columns=["dataset", "effect", "trained_low", "trained_high", "set_aside"]
+    )
 
 
 def study_chunk(
@@ -450,7 +478,7 @@ def study_chunk(
     names = [f"study-{first + index:05d}" for index in range(studies)]
     per_query = per_query_rows(test, found, names)
     settings = IntervalSettings(LEVEL, REPLICATES, int(rng.integers(2**31)))
-    summary, endpoints = endpoint_intervals(per_query, settings)
+    summary, endpoints, per_seed = endpoint_intervals(per_query, settings)
     named = noise_regimes(
         per_query,
         endpoints,
@@ -464,9 +492,11 @@ def study_chunk(
             "dataset": names,
             "special": found.special[:, used].any(axis=1),
             "collapsed": found.collapsed[:, ARMS.index("H_R")].any(axis=1),
+            "any_collapsed": found.collapsed.any(axis=(1, 2)),
         }
     )
     out = summary[["dataset", "effect", "mean", "sd", "n", "se", "ci_low", "ci_high"]].copy()
+    out = out.merge(trained_intervals(summary, endpoints, per_seed), on=["dataset", "effect"])
     seeds_part = out["sd"] ** 2 / out["n"]
     out["ratio"] = (out["se"] ** 2 - seeds_part) / seeds_part
     for regime_name, column in ((FEW_IMAGES, "few_images"), (OUTLYING_SEED, "outlying_seed")):
@@ -519,6 +549,7 @@ def run_grid(
             name: pool.submit(_truth_task, name, truth_samples, [seed, index, 0])
             for index, name in enumerate(REGIMES)
         }
+        truths[TRAINED_TRUTH] = truths["normal"]  # the failing regime without its failures
         chunks = [
             pool.submit(_chunk_task, name, seeds, size, [seed, index, seeds, first + 1], first)
             for index, name in enumerate(REGIMES)
@@ -587,7 +618,9 @@ def cell_rows(part: pd.DataFrame, regime: Regime, seeds: int, truths: dict) -> l
         f"± {beside_se:.3f}; median ratio V/(s²/n) {endpoint['ratio'].median():.2g}; "
         f"{REPLICATES} query resamples per study; ratio: |coverage − 0.95|"
     )
+    trained_rows = _trained_rows(endpoint, regime, where, truths) if regime.failure_rate else []
     return [
+        *trained_rows,
         row(
             "coverage",
             f"coverage of the 95% interval: {where}",
@@ -614,6 +647,37 @@ def cell_rows(part: pd.DataFrame, regime: Regime, seeds: int, truths: dict) -> l
     ]
 
 
+def _trained_rows(endpoint: pd.DataFrame, regime: Regime, where: str, truths: dict) -> list[Row]:
+    """The failing-seed regime's second estimand: the interval over the seeds that trained
+    against the effect among seeds that train (the same generator without failures), and how
+    often the rule sets a cell aside in studies with and without a collapsed H_R seed."""
+    truth, truth_se = truths[TRAINED_TRUTH][ENDPOINT]
+    inside = (endpoint["trained_low"] <= truth) & (truth <= endpoint["trained_high"])
+    covered, covered_se = _share(inside)
+    collapsed = endpoint["any_collapsed"]
+    caught, _ = _share(endpoint.loc[collapsed, "set_aside"] > 0)
+    touched, _ = _share(endpoint.loc[~collapsed, "set_aside"] > 0)
+    return [
+        row(
+            "coverage",
+            f"coverage of the interval over the seeds that trained: {where}",
+            covered,
+            LEVEL,
+            "share",
+            GOAL,
+            ratio=abs(covered - LEVEL),
+            note=(
+                f"{len(endpoint)} studies; Monte-Carlo SE ±{covered_se:.3f}; its estimand, the "
+                f"effect among seeds that train: {truth:.4f} (the regime without failures; "
+                f"Monte-Carlo SE {truth_se:.4f}); the rule (ESD at "
+                f"{FAILURE_RULE.outlier_alpha:g} on each arm's seeds) set a cell aside in "
+                f"{caught:.1%} of the {collapsed.mean():.0%} of studies with a collapsed seed "
+                f"and in {touched:.1%} of the others; ratio: |coverage − 0.95|"
+            ),
+        )
+    ]
+
+
 def rows(
     studies: int = 600, seed: int = 0, truth_samples: int | None = None, workers: int | None = None
 ) -> list[Row]:
@@ -625,7 +689,11 @@ def rows(
     for name, regime in REGIMES.items():
         for seeds in SEED_COUNTS:
             part = found[(found["regime"] == name) & (found["seeds"] == seeds)]
-            out.extend(cell_rows(part, regime, seeds, truths[name]))
+            out.extend(
+                cell_rows(
+                    part, regime, seeds, {**truths[name], TRAINED_TRUTH: truths[TRAINED_TRUTH]}
+                )
+            )
     return out
 
 
