@@ -47,8 +47,9 @@ rule, here its outlier test alone, sets cells aside) against its own truth, the 
 seeds that train (the normal regime's, which is the failing one without failures), with how
 often the rule set a cell aside in studies with and without a collapsed seed. Each detector
 row: how often ``hierbench.effects.noise_regimes`` names a regime for the endpoint (goal ≤ 0.1
-under normal), and in its note each regime's rate, the rate in the studies that hold the regime's event (a
-special image among the queries, a collapsed H_R seed) and the coverage where nothing is named.
+under normal), and in its note each regime's rate, the rate in the studies that hold the
+regime's event (a special image among the queries, a collapsed H_R seed) and the coverage where
+nothing is named.
 
 Run: ``.venv/bin/python benchmarks/coverage.py [--studies 600]`` (the full size: about 16
 minutes on 2 cores; ``--studies 16``, the quick one, about 35 s). Studies run in one process
