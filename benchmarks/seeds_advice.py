@@ -14,7 +14,11 @@ command's range for 20 seeds is read from it. Two figures per cell:
   SEs of the study count (≥ 0.93 at 400 studies).
 
 Regimes: seed-dominated (V a tenth of σ²/3) and balanced (V = σ²/3); true effects 0, 1, 2 and
-4 times the 3-seed standard error. Run: ``.venv/bin/python benchmarks/seeds_advice.py
+4 times the 3-seed standard error. Beside them, the smallest effect detected with 80 % power at
+10 seeds, which the command leads with: how often its range (over the seed SDs the data allow)
+holds the true one (goal: the χ² interval's rate 0.975, less two Monte-Carlo SEs), and the power
+of 500-seed studies at the command's floor (goal: at most 80 %, within Monte-Carlo error: no
+number of seeds beats the floor). Run: ``.venv/bin/python benchmarks/seeds_advice.py
 [--studies 400]``.
 """
 
@@ -27,7 +31,16 @@ import pandas as pd
 from benchrows import Row, row
 
 from hierbench.effects.intervals import IntervalSettings
-from hierbench.effects.seeds_needed import PROMISE, Noise, exclusion_rates, power_table
+from hierbench.effects.seeds_needed import (
+    DETECT_POWER,
+    PROMISE,
+    Noise,
+    detectable_floor,
+    detectable_table,
+    exclusion_rates,
+    power_table,
+    smallest_detectable,
+)
 
 SETTINGS = IntervalSettings(level=0.95, seed=0)
 SEED_SD = 0.01
@@ -35,6 +48,8 @@ FUTURE = 20  # the seed count whose promise is checked
 REGIMES = {"seed-dominated": 0.1, "balanced": 1.0}  # V / (σ²/3)
 EFFECTS_IN_SE = (0.0, 1.0, 2.0, 4.0)  # true effects in units of the 3-seed standard error
 NULL_GOAL = "<= 0.10"
+DETECTABLE_SEEDS = 10  # the seed count whose smallest detectable effect is checked
+MANY_SEEDS = 500  # "any number of seeds" for the floor's check
 
 
 def studies_of(
@@ -71,13 +86,65 @@ def cell(
     }
 
 
+def detectable_rows(
+    regime: str, shared_sd: float, studies: int, rng: np.random.Generator
+) -> list[Row]:
+    """The command's smallest detectable effect at DETECTABLE_SEEDS seeds: how often its range
+    holds the true one (at the true σ), and the power of very many seeds at its floor."""
+    truth = smallest_detectable(SEED_SD, shared_sd, DETECTABLE_SEEDS, SETTINGS)
+    noises = studies_of(0.0, shared_sd, studies, rng)
+    ranges = pd.concat([detectable_table(n, SETTINGS, (DETECTABLE_SEEDS,)) for n in noises])
+    holds = float(
+        ((ranges["detectable low"] <= truth) & (truth <= ranges["detectable high"])).mean()
+    )
+    stated = 1 - (1 - SETTINGS.level) / 2  # the seed SD's χ² interval
+    mc = 2 * np.sqrt(stated * (1 - stated) / studies)
+    floor = detectable_floor(shared_sd, SETTINGS.level)
+    at_floor = float(exclusion_rates([floor], [SEED_SD], shared_sd, MANY_SEEDS, SETTINGS)[0][0])
+    floor_mc = 2 * np.sqrt(DETECT_POWER * (1 - DETECT_POWER) / 4000)
+    width = float((ranges["detectable high"] - ranges["detectable low"]).median())
+    return [
+        row(
+            "seeds",
+            f"the {DETECTABLE_SEEDS}-seed detectable-effect range holds the true one: {regime}",
+            holds,
+            stated,
+            "share",
+            f">= {stated - mc:.3f}",
+            ratio=holds,
+            note=(
+                f"{studies} 3-seed studies; the true smallest effect detected with "
+                f"{DETECT_POWER:.0%} power at {DETECTABLE_SEEDS} seeds {truth:.4f} (at the true "
+                f"seed SD); stated rate {stated:.3f} (the seed SD's χ² interval); median width of "
+                f"the range {width:.4f}; the ratio is the share"
+            ),
+        ),
+        row(
+            "seeds",
+            f"power of {MANY_SEEDS}-seed studies at the command's floor: {regime}",
+            at_floor,
+            DETECT_POWER,
+            "share",
+            f"<= {DETECT_POWER + floor_mc:.3f}",
+            ratio=at_floor,
+            note=(
+                f"the floor {floor:.4f} = (z(1 − α/2) + z({DETECT_POWER:g})) × the test images' "
+                f"shared SD; no number of seeds reaches {DETECT_POWER:.0%} power below it; the "
+                "ratio is the share"
+            ),
+        ),
+    ]
+
+
 def rows(studies: int = 400, seed: int = 0) -> list[Row]:
-    """Every regime × true effect: the promise at 20 seeds and whether the range holds."""
+    """Every regime × true effect: the promise at 20 seeds and whether the range holds; the
+    smallest detectable effect's range and floor."""
     rng = np.random.default_rng(seed)
     mc_cover = 2 * np.sqrt(SETTINGS.level * (1 - SETTINGS.level) / studies)
     out: list[Row] = []
     for regime, ratio in REGIMES.items():
         shared_sd = SEED_SD * np.sqrt(ratio / 3)
+        out.extend(detectable_rows(regime, shared_sd, studies, rng))
         se3 = np.sqrt(SEED_SD**2 / 3 + shared_sd**2)
         for multiple in EFFECTS_IN_SE:
             found = cell(multiple * se3, shared_sd, studies, rng)

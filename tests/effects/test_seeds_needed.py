@@ -17,11 +17,13 @@ from hierbench.effects.seeds_needed import (
     PROMISE,
     STUDIES,
     Noise,
+    detectable_floor,
     exclusion_rates,
     measured_noise,
     plausible_region,
     power_table,
     seeds_table,
+    smallest_detectable,
 )
 
 SETTINGS = IntervalSettings(level=0.95, replicates=1000, seed=0)
@@ -131,16 +133,42 @@ def test_the_command_states_its_caveats_and_names_a_missing_effect(tmp_path, cap
     assert main(args) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("nabirds geom_R on map at mean_hierarchy: mean +0.0017")
-    assert out[1].startswith("What 3 seeds allow, jointly at 95%: a true effect of size 0.0000")
-    assert "not at the measured values (which are not known to be the truth)" in out[1]
-    assert "the low end is the false-exclusion rate" in out[2]
-    assert "The sign-flip p the tables print is about these test images only" in out[3]
-    assert "With 3, 5 seeds the sign-flip test's floor is above 0.05" in out[4]
+    shared = _row(0.0017, 0.0037, 0.0019)
+    floor = detectable_floor(measured_noise(shared).shared_sd, 0.95)
+    assert out[1].startswith("Smallest effect detected with 80% power")
+    assert f"No number of seeds detects less than {floor:.4f}" in out[1]
+    assert out[2].startswith("What 3 seeds allow, jointly at 95%: a true effect of size 0.0000")
+    assert "not at the measured values (which are not known to be the truth)" in out[2]
+    assert "the low end is the false-exclusion rate" in out[3]
+    assert "The sign-flip p the tables print is about these test images only" in out[4]
+    assert "With 3, 5 seeds the sign-flip test's floor is above 0.05" in out[5]
     table = out[out.index(next(line for line in out if line.startswith("| seeds"))) :]
+    assert table[0].split("|")[2].strip() == "detectable with 80% power (range)"
     cells = [line.split("|") for line in table[2:6]]
     assert [c[1].strip() for c in cells] == ["3", "5", "10", "20"]
-    assert all("%–" in c[2] for c in cells)  # a range, not one figure
+    lows = [float(c[2].split("–")[0]) for c in cells]
+    assert lows == sorted(lows, reverse=True) and min(lows) >= floor  # more seeds, smaller
+    assert all("%–" in c[3] for c in cells)  # power: a range, not one figure
     assert main([*args, "--seeds", "4"]) == 0
     assert "| 4 |" in capsys.readouterr().out
     assert main(["seeds", str(path), "--effect", "loss_E", "--dataset", "nabirds"]) == 2
     assert "no effect 'loss_E'; it has ['geom_R']" in capsys.readouterr().err
+
+
+def test_the_smallest_detectable_effect_has_the_stated_power_and_a_floor():
+    settings = IntervalSettings(level=0.95, seed=3)
+    found = smallest_detectable(0.004, 0.001, 10, settings)
+    power, _ = exclusion_rates([found], [0.004], 0.001, 10, settings)
+    assert power[0] == pytest.approx(0.8, abs=0.02)
+    assert detectable_floor(0.001, 0.95) == pytest.approx((1.959964 + 0.841621) * 0.001)
+    assert smallest_detectable(0.004, 0.001, 200, settings) >= detectable_floor(0.001, 0.95)
+
+
+def test_an_unknown_test_image_variance_is_warned_of_not_taken_as_zero(tmp_path, capsys):
+    path = tmp_path / "effects_summary.parquet"
+    seeds_only = _row(0.01, 0.004, 0.0)  # se² = SD²/n: no test-image part
+    pd.DataFrame([seeds_only]).assign(positive_seeds=3).to_parquet(path)
+    assert main(["seeds", str(path), "--effect", "geom_R", "--dataset", "nabirds"]) == 0
+    out = capsys.readouterr().out
+    assert "Warning: this row's se holds no test-image part" in out
+    assert "the test images' variance is unknown, not zero" in out

@@ -72,6 +72,10 @@ def readable_seeds_table(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "seeds": table["seeds"],
+            "detectable with 80% power (range)": [
+                f"{low:.4f}–{high:.4f}"
+                for low, high in zip(table["detectable low"], table["detectable high"], strict=True)
+            ],
             "power (range the data allow)": [
                 f"{percent(low)}–{percent(high)}"
                 for low, high in zip(table["power low"], table["power high"], strict=True)

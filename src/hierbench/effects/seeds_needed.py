@@ -52,6 +52,8 @@ MC_SPREAD = 2.0  # the range's ends widened by this many Monte-Carlo SEs of a si
 EXACT_UP_TO = 12  # seeds for which the simulated sign-flip test enumerates every assignment
 RANDOM_FLIPS = 1_999  # beyond, random assignments per simulated study
 PROMISE = 0.5  # the power the benchmark asks how often a null study is promised
+DETECT_POWER = 0.8  # the power of the smallest detectable effect the command leads with
+EFFECT_GRID = 81  # effects per search for the smallest detectable one
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,50 @@ def power_table(
     )
 
 
+def smallest_detectable(
+    seed_sd: float, shared_sd: float, seeds: int, settings: IntervalSettings
+) -> float:
+    """The smallest true effect that ``seeds``-seed studies detect (interval excludes zero) with
+    DETECT_POWER, at seed SD ``seed_sd`` and the test images' shared SD: simulated over a grid of
+    effects with common random numbers, the crossing interpolated between grid points."""
+    normal = stats.norm.ppf(0.5 + settings.level / 2) + stats.norm.ppf(DETECT_POWER)
+    guess = float(normal * np.sqrt(seed_sd**2 / seeds + shared_sd**2))
+    effects = np.linspace(0.0, 3 * guess, EFFECT_GRID)
+    rates, _ = exclusion_rates(effects, np.full(EFFECT_GRID, seed_sd), shared_sd, seeds, settings)
+    rates = np.maximum.accumulate(rates)  # power rises with the effect; smooth Monte-Carlo dips
+    if rates[-1] < DETECT_POWER:
+        return float("inf")
+    return float(np.interp(DETECT_POWER, rates, effects))
+
+
+def detectable_floor(shared_sd: float, level: float) -> float:
+    """The smallest effect detected with DETECT_POWER by any number of seeds: with infinitely
+    many the seed mean's error is the test images' alone, N(0, V), so it is
+    (z(1 − α/2) + z(power)) · √V."""
+    return float((stats.norm.ppf(0.5 + level / 2) + stats.norm.ppf(DETECT_POWER)) * shared_sd)
+
+
+def detectable_table(
+    noise: Noise, settings: IntervalSettings, counts: Sequence[int] = SEED_COUNTS
+) -> pd.DataFrame:
+    """For each number of seeds: the smallest effect detected with DETECT_POWER, as the range
+    over the seed SDs the data allow (its χ² interval at 1 − (1 − level)/2)."""
+    region = plausible_region(noise, settings.level)
+    return pd.DataFrame(
+        {
+            "seeds": list(counts),
+            "detectable low": [
+                smallest_detectable(region.seed_sd_low, noise.shared_sd, n, settings)
+                for n in counts
+            ],
+            "detectable high": [
+                smallest_detectable(region.seed_sd_high, noise.shared_sd, n, settings)
+                for n in counts
+            ],
+        }
+    )
+
+
 def sign_flip_at_zero(noise: Noise, seeds: int, settings: IntervalSettings) -> float:
     """How often the sign-flip test's p is at most 1 − level in ``seeds``-seed studies whose
     effect on new test images is zero (σ and the shared SD as measured): its rate beyond α is
@@ -210,10 +256,13 @@ def sign_flip_at_zero(noise: Noise, seeds: int, settings: IntervalSettings) -> f
 def seeds_table(
     row: pd.Series, settings: IntervalSettings, counts: Sequence[int] = SEED_COUNTS
 ) -> pd.DataFrame:
-    """``hierbench seeds``' table: :func:`power_table` with, beside it, the sign-flip test's
-    floor and its rate at a true zero for new test images."""
+    """``hierbench seeds``' table: the smallest detectable effect's range
+    (:func:`detectable_table`), then :func:`power_table`, the sign-flip test's floor and its
+    rate at a true zero for new test images."""
     noise = measured_noise(row)
-    table = power_table(noise, settings, counts)
+    table = detectable_table(noise, settings, counts).merge(
+        power_table(noise, settings, counts), on="seeds"
+    )
     table["sign-flip floor"] = [smallest_p(seeds) for seeds in counts]
     table["sign-flip at a true zero"] = [sign_flip_at_zero(noise, s, settings) for s in counts]
     return table
@@ -223,10 +272,16 @@ def describe(row: pd.Series, noise: Noise, level: float) -> list[str]:
     """What the simulation starts from, what the data allow, and how to read the table."""
     alpha = 1 - level
     region = plausible_region(noise, level)
+    floor = detectable_floor(noise.shared_sd, level)
     lines = [
         f"{row['dataset']} {row['effect']} on {row['metric']} at {row['level']}: mean "
         f"{noise.mean:+.4f}, SD over seeds {noise.seed_sd:.4f}, the test images' shared SD "
         f"{noise.shared_sd:.4f} (from its {level:.0%} interval over {noise.seeds} seeds).",
+        f"Smallest effect detected with {DETECT_POWER:.0%} power (the interval excludes zero): "
+        f"the first columns give it for each number of seeds, as the range over the seed SDs "
+        f"these seeds allow. No number of seeds detects less than {floor:.4f}: the test "
+        "images' shared variance, which more seeds do not shrink, sets that floor.",
+        *unknown_images_warning(noise),
         f"What {noise.seeds} seeds allow, jointly at {level:.0%}: a true effect of size "
         f"{region.effect_low:.4f} to {region.effect_high:.4f} and a seed SD of "
         f"{region.seed_sd_low:.4f} to {region.seed_sd_high:.4f}. Power is given as the range "
@@ -251,6 +306,19 @@ def describe(row: pd.Series, noise: Noise, level: float) -> list[str]:
             f"{alpha:.2g}: it cannot reject at that level, whatever the effect."
         )
     return lines
+
+
+def unknown_images_warning(noise: Noise) -> list[str]:
+    """A warning when the row's se holds no test-image part: the table was made without
+    per-query rows (the variance is unknown, not zero) or it was estimated as zero."""
+    if noise.shared_sd > 0:
+        return []
+    return [
+        "Warning: this row's se holds no test-image part. Either its table was made without "
+        "per-query rows (then the test images' variance is unknown, not zero, and every figure "
+        "below holds for these test images only, and the floor of 0 is not measured) or it was "
+        "estimated as zero. A run's own tables/effects_summary.parquet carries it."
+    ]
 
 
 def choose_row(
