@@ -2,11 +2,11 @@
 
 The interval (:mod:`hierbench.effects.intervals`) counts the seed mean as roughly normal: many
 test images each carrying a little of the effect, and seeds that spread normally. Two regimes
-break that, and benchmarks/coverage.py measures how far: when about 1 % of the images carry a
-large per-query effect, the 95 % interval covers about 0.8 at our sizes, and when a seed of one
-arm fails now and then it covers about 0.9 at ten seeds. The interval cannot see either from
-its own numbers; this module looks at what the tables stage holds (the per-query rows and the
-effects by seed) and names the regime where the data show it:
+break that, and benchmarks/coverage.py measures how far (its rows in docs/benchmarks.md): in
+its regimes where 1 % or 3 % of the images carry the whole effect the interval still covers
+near its level, and with rare failing seeds it covers less, the more so with more seeds. The
+interval cannot see either from its own numbers; this module looks at what the tables stage
+holds (the per-query rows and the effects by seed) and names the regime where the data show it:
 
 - ``FEW_IMAGES``, "a few test images carry this effect": each query image's contrast (the
   effect's formula on its per-query scores, averaged over the seeds and the draws that hold
