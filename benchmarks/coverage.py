@@ -114,6 +114,7 @@ IMAGE_SD, ARM_SHARE = 1.0, 0.95  # an image's latent, and the part every arm see
 NOISE_SD = 0.2  # what each seed makes of each image
 SPECIAL_SPREAD = 0.1  # a special image's latent and noise under the H arms (the E arms move it)
 COLLAPSE = 0.6  # a failed seed's class structure
+DOMINANT_SHARE = 0.999  # the other images' latent seen alike by every arm: their contrasts shrink
 FAILURE_RATE = 0.05
 REPLICATES = 1000  # query resamples per study
 CHUNK = 24  # studies per frame handed to the pipeline
@@ -133,6 +134,7 @@ class Regime:
     arm_scales: tuple[float, ...] = (1.0, 1.0, 1.0, 1.0)  # the arms' quality spread
     leaf_interaction: float = 0.0  # SD of a seed's move of each leaf's centre
     gain: float = GAIN  # the H arms' gain on the middle and high centres, for every image
+    arm_share: float = ARM_SHARE  # of an image's latent that every arm sees alike
 
 
 REGIMES: dict[str, Regime] = {
@@ -143,6 +145,12 @@ REGIMES: dict[str, Regime] = {
         Regime("rare failing seeds", failure_rate=FAILURE_RATE),
         Regime("1 % of images carry the effect", special_share=0.01, gain=0.0),
         Regime("3 % of images carry the effect", special_share=0.03, gain=0.0),
+        Regime(
+            "1 % of images dominate the test images' variance",
+            special_share=0.01,
+            gain=0.0,
+            arm_share=DOMINANT_SHARE,
+        ),
         Regime("unequal, correlated arms", arm_correlation=0.8, arm_scales=(1.0, 1.0, 3.0, 3.0)),
         Regime("seed × leaf interaction", leaf_interaction=0.15),
     )
@@ -287,7 +295,8 @@ def simulate(
     slots = len(test.query_leaf)
     shared = rng.standard_normal((studies, 1, slots, DIM))
     views = rng.standard_normal((studies, len(ARMS), slots, DIM))
-    latent = IMAGE_SD * (np.sqrt(ARM_SHARE) * shared + np.sqrt(1 - ARM_SHARE) * views)
+    share = regime.arm_share
+    latent = IMAGE_SD * (np.sqrt(share) * shared + np.sqrt(1 - share) * views)
     special = rng.random((studies, slots)) < regime.special_share
     flagged, hyperbolic = special[:, None, :], HYPERBOLIC[None, :, None]  # (N, A, slots)
     spread = np.where(flagged & hyperbolic, SPECIAL_SPREAD, 1.0)[:, :, None, :, None]
