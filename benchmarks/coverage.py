@@ -36,9 +36,10 @@ the same SD); rare failing seeds (each hyperbolic arm's seed collapses with prob
 FAILURE_RATE, its class structure shrunk to COLLAPSE); skewed per-query effects (1 % or 3 % of
 test images carry the whole effect: the E arms place them in a wrong high group, the H arms
 tightly at their leaf, a per-query effect of about 0.2 on mean hierarchy AP, some eight SDs of
-the other images' contrasts, which carry none); unequal and correlated arms (the seeds' quality
-correlated 0.8 across the arms of a seed, the H arms' spread three times the E arms'); seed ×
-leaf interaction (each arm and seed moves each leaf's centre). Each coverage row: the coverage
+the other images' contrasts, which carry none; and 1 % that dominate the test images'
+variance, every arm seeing the other images nearly alike); unequal and correlated arms (the
+seeds' quality correlated 0.8 across the arms of a seed, the H arms' spread three times the E
+arms'); seed × leaf interaction (each arm and seed moves each leaf's centre). Each coverage row: the coverage
 of the 95 % interval (goal: within 0.93–0.97, as |coverage − 0.95| ≤ 0.02), and in its note the
 Monte-Carlo SE, the power (share of studies whose interval excludes zero) with its SE, ``int``'s
 coverage and the median ratio V/(s²/n). In the failing regime a second coverage row holds the
