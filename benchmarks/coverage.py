@@ -31,26 +31,26 @@ is the mean of the same generator over ``truth_samples`` fresh seeds, each scori
 query images of a fresh test set on every draw (an image of a leaf stands for any of that
 leaf's slots); its Monte-Carlo SE is in each row's note.
 
-**Regimes.** normal (seeds' quality normal, arms independent); heavy-tailed seeds (t, 3 df,
-the same SD); rare failing seeds (each hyperbolic arm's seed collapses with probability
+**Regimes.** normal (seeds' quality normal, arms independent); heavy-tailed seeds (t, 3 df, the
+same SD); rare failing seeds (each hyperbolic arm's seed collapses with probability
 FAILURE_RATE, its class structure shrunk to COLLAPSE); skewed per-query effects (1 % or 3 % of
 test images carry the whole effect: the E arms place them in a wrong high group, the H arms
 tightly at their leaf, a per-query effect of about 0.2 on mean hierarchy AP, some eight SDs of
-the other images' contrasts, which carry none; and 1 % that dominate the test images'
-variance, every arm seeing the other images nearly alike); unequal and correlated arms (the
-seeds' quality correlated 0.8 across the arms of a seed, the H arms' spread three times the E
-arms'); seed × leaf interaction (each arm and seed moves each leaf's centre). Each coverage row: the coverage
+the other images' contrasts, which carry none; and 1 % that dominate the test images' variance,
+every arm seeing the other images nearly alike); unequal and correlated arms (the seeds' quality
+correlated 0.8 across the arms of a seed, the H arms' spread three times the E arms'); seed ×
+leaf interaction (each arm and seed moves each leaf's centre). Each coverage row: the coverage
 of the 95 % interval (goal: within 0.93–0.97, as |coverage − 0.95| ≤ 0.02), and in its note the
 Monte-Carlo SE, the power (share of studies whose interval excludes zero) with its SE, ``int``'s
 coverage and the median ratio V/(s²/n). In the failing regime a second coverage row holds the
 interval over the seeds that trained (summary.md's second estimand: the config's failed-seed
 rule, here its outlier test alone, sets cells aside) against its own truth, the effect among
 seeds that train (the normal regime's, which is the failing one without failures), with how
-often the rule set a cell aside in studies with and without a collapsed seed. Each detector
-row: how often ``hierbench.effects.noise_regimes`` names a regime for the endpoint (goal ≤ 0.1
-under normal), and in its note each regime's rate, the rate in the studies that hold the
-regime's event (a special image among the queries, a collapsed H_R seed) and the coverage where
-nothing is named.
+often the rule set a cell aside in studies with and without a collapsed seed. Each detector row:
+how often ``hierbench.effects.noise_regimes`` names a regime for the endpoint (goal ≤ 0.1 under
+normal), and in its note each regime's rate, the rate in the studies that hold the regime's
+event (a special image among the queries, a collapsed H_R seed) and the coverage where nothing
+is named.
 
 Run: ``.venv/bin/python benchmarks/coverage.py [--studies 600]`` (the full size: about 16
 minutes on 2 cores; ``--studies 16``, the quick one, about 35 s). Studies run in one process
