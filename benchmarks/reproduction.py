@@ -37,10 +37,9 @@ from hierbench.effects.reproduction import (
     DIFFERS_WITHIN,
     ENDPOINTS,
     EQUIVALENT,
-    NOTHING_KNOWN,
-    StudyImages,
     compare_to_published,
 )
+from hierbench.effects.study_images import NOTHING_KNOWN, StudyImages
 
 RATIOS = (0.3, 1.0, 3.0, 10.0, 30.0)  # V / (σ²/n): the test images' variance to the seeds' part
 SEEDS = (42, 2024, 3407)

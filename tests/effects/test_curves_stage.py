@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from hierbench.cells.folders import cell_key
+from hierbench.cells.cell_folders import cell_key
 from hierbench.provenance.hashing import sha256_file
 from hierbench.provenance.records import JobContext
 from hierbench.stages.curves import (

@@ -21,17 +21,14 @@ from hierbench.effects.reproduction import (
     ENDPOINTS,
     EQUIVALENT,
     NO_INTERVAL,
-    OTHER_IMAGES,
-    SAME_IMAGES,
     TOO_UNCERTAIN,
-    UNKNOWN_IMAGES,
     SeedSample,
-    StudyImages,
     WelchInterval,
     compare_to_published,
     reproduction_verdict,
     welch_interval,
 )
+from hierbench.effects.study_images import OTHER_IMAGES, SAME_IMAGES, UNKNOWN_IMAGES, StudyImages
 from hierbench.protocol import FACTORIAL_EFFECTS
 
 PUBLISHED = REPO / "tests/fixtures/published/paper_per_seed_map.csv"

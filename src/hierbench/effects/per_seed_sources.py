@@ -23,8 +23,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hierbench.effects.reproduction import ENDPOINT_METRIC, NOTHING_KNOWN, StudyImages
+from hierbench.effects.reproduction import (
+    ENDPOINT_METRIC,
+)
 from hierbench.effects.schema import EffectsError, read_per_seed, validate_per_seed
+from hierbench.effects.study_images import NOTHING_KNOWN, StudyImages
 from hierbench.layout import DEMO_FOLDER, LAYOUT_FINGERPRINT, SEALED_MANIFEST, TABLES, fill
 from hierbench.protocol import EFFECTS_SUMMARY, FACTORIAL_EFFECTS, MEAN_HIERARCHY, PER_SEED_TABLE
 from hierbench.provenance.artifacts import provenance_path

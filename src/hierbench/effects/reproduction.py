@@ -10,10 +10,10 @@ shared variance V, :mod:`hierbench.effects.intervals`). The difference run − p
     se² = s₁²/n₁ + s₂²/n₂ + V₁ + V₂
 
 with s the sample SD (ddof = 1), n the seeds of each side and V each side's test-image variance
-when the two studies scored different test images (:data:`OTHER_IMAGES`, or
-:data:`UNKNOWN_IMAGES`, which is read as other images); on the same test images the V terms
-cancel (:data:`SAME_IMAGES`: Welch's se alone). A side whose V is unknown (a published table
-has no per-query rows) takes the other side's: same protocol, same test-set size. The degrees
+when the two studies scored different test images, or may have; on the same test images the V
+terms cancel (Welch's se alone). A side whose V is unknown (a published table has no per-query
+rows) takes the other side's: same protocol, same test-set size
+(:mod:`hierbench.effects.study_images`). The degrees
 of freedom are Welch–Satterthwaite's with V counted as known, df = se⁴ / ((s₁²/n₁)²/(n₁ − 1) +
 (s₂²/n₂)²/(n₂ − 1)); the interval is difference ± t(df) · se, the quantile from
 ``scipy.stats.t``. A side with fewer than two seeds or a spread of exactly zero (a table of
@@ -26,7 +26,6 @@ tests' interval against a margin in mAP units (equivalence, TOST).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -34,6 +33,12 @@ from scipy import stats
 
 from hierbench.effects.schema import SORT_KEYS, EffectsError, arm_labels, canonical_order
 from hierbench.effects.statistics import complete_mean_hierarchy, effects_by_seed
+from hierbench.effects.study_images import (
+    NOTHING_KNOWN,
+    StudyImages,
+    images_case,
+    images_variance,
+)
 from hierbench.protocol import FACTORIAL_ARMS, FACTORIAL_EFFECTS, MEAN_HIERARCHY
 
 ENDPOINT_METRIC = "map"
@@ -48,10 +53,6 @@ DIFFERS = "differs"
 TOO_UNCERTAIN = "too uncertain to say"
 NO_INTERVAL = "no interval"
 VERDICTS: tuple[str, ...] = (EQUIVALENT, DIFFERS_WITHIN, DIFFERS, TOO_UNCERTAIN, NO_INTERVAL)
-
-SAME_IMAGES = "same test images"  # both sides' sealed test splits hash alike
-OTHER_IMAGES = "other test images"  # both hashes known and different
-UNKNOWN_IMAGES = "test images unknown"  # a side without a run folder: read as other images
 
 ENDPOINTS = "endpoint"  # the table of the planned endpoints (name: the effect)
 ARMS = "arm"  # the table of the arms' mean hierarchy mAP (name: the arm)
@@ -238,49 +239,6 @@ def seed_samples(values: pd.DataFrame) -> dict[tuple[str, str], SeedSample]:
 
 
 # ------------------------------------------------------------------------------ comparison
-
-
-@dataclass(frozen=True)
-class StudyImages:
-    """What one side knows of its test images: each dataset's sealed test split hash, and each
-    planned endpoint's test-image variance V of its seed mean (``(dataset, effect)`` → se² − s²/n
-    of the run's effect tables). Empty for a table from outside a run."""
-
-    test_hashes: Mapping[str, str] = field(default_factory=dict)
-    variances: Mapping[tuple[str, str], float] = field(default_factory=dict)
-
-
-NOTHING_KNOWN = StudyImages()
-
-
-def images_case(dataset: str, run: StudyImages, published: StudyImages) -> str:
-    """Whether the two sides scored the same test images of ``dataset`` (both test splits'
-    hashes known and equal), other ones (known and different), or unknown."""
-    ours, theirs = run.test_hashes.get(dataset), published.test_hashes.get(dataset)
-    if ours is None or theirs is None:
-        return UNKNOWN_IMAGES
-    return SAME_IMAGES if ours == theirs else OTHER_IMAGES
-
-
-def images_variance(
-    key: tuple[str, str], case: str, run: StudyImages, published: StudyImages
-) -> tuple[float, str]:
-    """The test images' part of the difference's variance, V₁ + V₂ (0 on the same images), and
-    a note when a side's V was borrowed or neither side's is known."""
-    if case == SAME_IMAGES:
-        return 0.0, ""
-    ours, theirs = run.variances.get(key), published.variances.get(key)
-    if ours is None and theirs is None:
-        return 0.0, (
-            "neither side's test-image variance is known: the interval holds the seeds alone, "
-            "as if both studies scored the same test images"
-        )
-    if ours is None or theirs is None:
-        known = theirs if ours is None else ours
-        lacking = "the run's" if ours is None else "the published table's"
-        other = "the published table's" if ours is None else "the run's"
-        return 2 * known, f"{lacking} test-image variance taken equal to {other}"
-    return ours + theirs, ""
 
 
 @dataclass(frozen=True)

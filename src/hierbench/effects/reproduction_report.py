@@ -16,11 +16,9 @@ from hierbench.effects.reproduction import (
     ARMS,
     COMPARISON_COLUMNS,
     ENDPOINTS,
-    OTHER_IMAGES,
-    SAME_IMAGES,
-    UNKNOWN_IMAGES,
     Reproduction,
 )
+from hierbench.effects.study_images import OTHER_IMAGES, SAME_IMAGES, UNKNOWN_IMAGES
 
 DIGITS = 4
 WIDTH = 100  # the prose is wrapped at this width; the tables are not

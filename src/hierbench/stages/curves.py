@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hierbench.cells.folders import cell_key
+from hierbench.cells.cell_folders import cell_key
 from hierbench.effects.curves import (
     DurationSearch,
     curves_figure,

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from hierbench.cells.folders import cell_key
+from hierbench.cells.cell_folders import cell_key
 from hierbench.effects import (
     EFFECT_DEFINITIONS,
     PER_SEED_KEYS,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hierbench.cells.folders import cell_folder
+from hierbench.cells.cell_folders import cell_folder
 from hierbench.provenance.artifacts import publish_folder
 from hierbench.provenance.records import JobContext
 from hierbench.trackers import tracker_module
