@@ -23,14 +23,14 @@ from hierbench.controls.curvature_points import MATCHED_EUCLIDEAN, point_label
 from hierbench.controls.outer_tables import figure_rows, outer_gains, outer_per_split, outer_table
 from hierbench.controls.semantic_tables import arm_order, semantic_contrasts, semantic_table
 from hierbench.effects import PER_SEED_KEYS
-from hierbench.effects.figures import baselines_figure, control_figure, figure_writer
+from hierbench.effects.figures import baselines_figure, control_figure, publish_figure
 from hierbench.effects.intervals import IntervalSettings, interval_settings
 from hierbench.effects.query_contrasts import QueryContrasts
 from hierbench.effects.table_files import write_table
 from hierbench.effects.variants import per_seed_by_variant
 from hierbench.levelnames import level_labels
 from hierbench.protocol import ARM_ORDER
-from hierbench.provenance.artifacts import publish, write_parquet
+from hierbench.provenance.artifacts import write_parquet
 from hierbench.provenance.records import JobContext
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ def build_curvature_tables(
     _write_tables({"table": table, "contrasts": contrasts}, outputs, job, levels, settings)
     order = variant_order(sorted(set(per_seed["variant"])))
     title = f"{dataset}: curvature/radius control (H_R, {aggregation})"
-    _publish_figure(control_figure(per_seed, order, title), outputs["figure"], job)
+    publish_figure(control_figure(per_seed, order, title), outputs["figure"], job)
     log.info("%s curvature control: %d variants", dataset, len(order))
     return per_seed
 
@@ -103,7 +103,7 @@ def build_semantic_tables(
     _write_tables(tables, outputs, job, levels, settings)
     order = arm_order(sorted(epochs))
     figure = control_figure(per_seed, order, f"{dataset}: semantic-alignment control (E_S)")
-    _publish_figure(figure, outputs["figure"], job)
+    publish_figure(figure, outputs["figure"], job)
     log.info("%s semantic control: arms %s, epochs %s", dataset, order, epochs)
     return per_seed
 
@@ -134,12 +134,6 @@ def _write_tables(
     for name, table in tables.items():
         stem = Path(outputs[name][0]).with_suffix("")
         write_table(table, stem, job, labels=level_labels(levels), metadata=metadata)
-
-
-def _publish_figure(figure: Any, targets: list[str], job: JobContext) -> None:
-    """A figure in each of its formats (the target's suffix)."""
-    for target in targets:
-        publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)
 
 
 def _concat(paths: list[str | Path]) -> pd.DataFrame:
@@ -185,7 +179,7 @@ def build_baselines_tables(
     order = baseline_order(sorted(set(per_seed["variant"])))
     title = f"{dataset}: context baselines beside the factorial"
     figure = baselines_figure(per_seed, order, aggregation, title, level_labels(levels))
-    _publish_figure(figure, outputs["figure"], job)
+    publish_figure(figure, outputs["figure"], job)
     log.info("%s baselines: %s", dataset, order)
     return per_seed
 
@@ -210,6 +204,6 @@ def build_outer_tables(
     _write_tables(tables, outputs, job, levels, settings)
     order = [arm for arm in ARM_ORDER if arm in set(per_split["arm"])]
     title = f"{dataset}: outer hierarchy-disjoint splits ({aggregation})"
-    _publish_figure(control_figure(figure_rows(per_split), order, title), outputs["figure"], job)
+    publish_figure(control_figure(figure_rows(per_split), order, title), outputs["figure"], job)
     log.info("%s outer splits: %s", dataset, sorted(set(per_split["split"])))
     return per_split

@@ -19,8 +19,8 @@ from hierbench.effects.curves import (
     problems_caption,
     tau_figure,
 )
-from hierbench.effects.figures import figure_writer
-from hierbench.provenance.artifacts import publish, write_text
+from hierbench.effects.figures import publish_figure
+from hierbench.provenance.artifacts import write_text
 from hierbench.provenance.records import JobContext
 
 log = logging.getLogger(__name__)
@@ -42,8 +42,7 @@ def build_training_curves(
     for (cell, seed), problem in found.items():
         log.warning("%s %s seed %d: loss %s", dataset, cell, seed, problem)
     figure = curves_figure(frames, f"{dataset}: {kind} cells, training loss")
-    for target in outputs:
-        publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)
+    publish_figure(figure, outputs, job)
     write_text(problems_caption(found), problems, job)
     log.info("%s training curves of %s written (%d cells)", dataset, kind, len(frames))
 
@@ -56,8 +55,7 @@ def build_tau_curves(
     rows = [json.loads(Path(path).read_text(encoding="utf-8")) for path in scores]
     frame = pd.DataFrame(rows, columns=["geometry", "tau", "score"]).astype({"score": float})
     figure = tau_figure(frame, f"{dataset}: τ search on validation")
-    for target in outputs:
-        publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)
+    publish_figure(figure, outputs, job)
     log.info("%s τ search figure written (%d runs)", dataset, len(rows))
 
 
@@ -90,6 +88,5 @@ def build_duration_curves(
     the semantic control's and the outer splits' duration files."""
     searches = duration_searches(semantic, outer)
     figure = duration_figure(searches, f"{dataset}: duration searches on validation")
-    for target in outputs:
-        publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)
+    publish_figure(figure, outputs, job)
     log.info("%s duration searches drawn: %s", dataset, ", ".join(sorted(searches)))

@@ -14,11 +14,11 @@ from hierbench.cells.spec import CellSpec
 from hierbench.effects import ANY_OT_METRIC, add_arm
 from hierbench.effects.figures import (
     effects_figure,
-    figure_writer,
     map_by_level_figure,
     norms_figure,
     ot_by_k_figure,
     prototype_norms,
+    publish_figure,
 )
 from hierbench.effects.verdicts import caption
 from hierbench.features.store import read_labelled_features
@@ -80,8 +80,7 @@ def build_figures(
         ot_by_k_figure(ot, f"{dataset}: our OT@K by K (to the ideal relation mix)"),
     )
     for name, figure in zip(FIGURES, drawn, strict=True):
-        for target in outputs[name]:
-            publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)
+        publish_figure(figure, outputs[name], job)
     level = read_parquet_metadata(effects_summary)["interval_settings"]["level"]
     text = caption(intervals, level)
     publish(verdicts, lambda path: path.write_text(text, encoding="utf-8"), job)

@@ -25,7 +25,7 @@ from hierbench.effects.embedding_view import (
     group_indices,
     views_figure,
 )
-from hierbench.effects.figures import figure_writer
+from hierbench.effects.figures import publish_figure
 from hierbench.effects.gallery_figure import QueryBlock, QueryRow, gallery_figure, thumbnail
 from hierbench.features.store import read_labelled_features
 from hierbench.levelnames import level_labels
@@ -38,7 +38,6 @@ from hierbench.metrics.top_ranked import (
     shared_levels,
 )
 from hierbench.protocol import ARM_ORDER, EUCLIDEAN, FROZEN, GEOMETRY_NAMES
-from hierbench.provenance.artifacts import publish
 from hierbench.provenance.hashing import sha256_file
 from hierbench.provenance.lock import verify_against_lock
 from hierbench.provenance.records import JobContext
@@ -238,6 +237,5 @@ def draw_pictures_from_sealed_test(
         ),
     }
     for name, figure in drawn.items():
-        for target in outputs[name]:
-            publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)
+        publish_figure(figure, outputs[name], job)
     log.info("%s pictures drawn: %s", dataset, ", ".join(arm.arm for arm in arms))
