@@ -24,7 +24,7 @@ from xdist_groups import group_tests
 from hierbench.config import load_yaml
 from hierbench.runs import logs_folder, run_folder
 from hierbench.runtools.dag import dag_jobs, job_counts
-from hierbench.runtools.rebuild import PLUGIN_ROWS
+from hierbench.runtools.rebuild_map import PLUGIN_ROWS
 from hierbench.runtools.rundiff import COPY_IGNORED
 from hierbench.taxonomy import (
     load_alias_file,
@@ -87,7 +87,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
 
 @pytest.fixture(scope="session", autouse=True)
 def _own_data_folder(tmp_path_factory: pytest.TempPathFactory):
-    """hierbench run records its runs in the user's data folder (runtools.index) and the code
+    """hierbench run records its runs in the user's data folder (runtools.run_index) and the code
     hashes keep parsed files in its cache folder: the tests, and every command they start,
     use folders of their own."""
     with pytest.MonkeyPatch.context() as patch:

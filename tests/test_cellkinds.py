@@ -16,7 +16,7 @@ from hierbench.cellkinds import (
     sealed_evaluation,
 )
 from hierbench.layout import BUNDLE_MANIFESTS, CELLS
-from hierbench.runtools.rebuild import rule_blocks
+from hierbench.runtools.rebuild_map import rule_blocks
 
 RULES = {block.name for block in rule_blocks(REPO / "rules")}
 

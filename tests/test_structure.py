@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hierbench.runtools.rebuild import rule_blocks
+from hierbench.runtools.rebuild_map import rule_blocks
 
 REPO = Path(__file__).resolve().parents[1]
 LIBRARY = REPO / "src" / "hierbench"
@@ -42,6 +42,7 @@ PUBLISHERS = {
     "provenance.artifacts",
     "features.store",
     "effects.table_files",
+    "effects.figure_publishing",
     "training.publishing",
     "data.inputs",
     "cli",
@@ -49,7 +50,7 @@ PUBLISHERS = {
     "cli.study",  # the config a run resolved, beside its logs (not an artifact)
     "jobs",
     "provenance.codehash",  # its cache of parsed files, in the user cache folder (no artifact)
-    "runtools.index",  # where hierbench run's runs are, in the user's data folder (not an artifact)
+    "runtools.run_index",  # where hierbench run's runs are, in the user's data folder (no artifact)
     "runtools.demo_pages",  # a demo run's numbers kept in the guide's pages (docs, not artifacts)
     "runlogs",  # the note in a run's logs naming the repository that ran it (not an artifact)
 }

@@ -9,7 +9,7 @@
                                                 # own copy of the complete run)
 
 It copies the repository (sources only), runs the tiny config to completion there, then makes
-each edit of :mod:`hierbench.runtools.rebuild` in that copy and records what
+each edit of :mod:`hierbench.runtools.rebuild_map` in that copy and records what
 ``snakemake --dag`` would run. tests/runtools/test_rebuild_map.py makes the same measurement
 on the test suite's tiny run.
 """
@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from hierbench.runtools.dag import dag_jobs, job_counts
-from hierbench.runtools.rebuild import (
+from hierbench.runtools.rebuild_map import (
     PLUGIN_ROWS,
     Workspace,
     measure,

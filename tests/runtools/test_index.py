@@ -1,4 +1,4 @@
-"""The index of runs `hierbench run` started (hierbench.runtools.index): each run once, its
+"""The index of runs `hierbench run` started (hierbench.runtools.run_index): each run once, its
 newest config, pruned of folders that are gone, and listed by `hierbench runs` from anywhere."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from hierbench.cli import main
-from hierbench.runtools.index import IndexedRun, index_path, indexed_runs, record_run
+from hierbench.runtools.run_index import IndexedRun, index_path, indexed_runs, record_run
 
 
 def test_the_index_lives_in_the_users_data_folder(tmp_path: Path, monkeypatch):

@@ -19,7 +19,7 @@ from conftest import REPO, TINY, _run_snakemake, scheduled_rules
 from hierbench.provenance import codehash
 from hierbench.provenance.codehash import code_hash, known_modules, module_path
 from hierbench.runtools.dag import dag_labels
-from hierbench.runtools.rebuild import (
+from hierbench.runtools.rebuild_map import (
     CONFIG_PROBES,
     PLUGIN_ROWS,
     PROBE_LINE,

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from conftest import REPO, TINY, TINY_RUN, snakemake
 
-from hierbench.runtools.rebuild import rule_blocks
+from hierbench.runtools.rebuild_map import rule_blocks
 from hierbench.runtools.rundiff import dataset_targets
 
 SLURM = REPO / "profiles" / "slurm" / "config.yaml"

@@ -14,7 +14,7 @@ from hierbench.provenance.artifacts import PROVENANCE_SUFFIX
 from hierbench.provenance.hashing import sha256_path
 from hierbench.runs import is_log
 from hierbench.runtools.jobstats import NO_RECORD, NO_STAGE, job_costs, rule_stages
-from hierbench.runtools.rebuild import rule_blocks
+from hierbench.runtools.rebuild_map import rule_blocks
 
 # configs/tiny.yaml runs every control on CUB only: the curvature control at 2 points, its base
 # point and its matched E_R, and the semantic control's 4 arms, each x the training seeds; the

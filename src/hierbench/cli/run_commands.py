@@ -32,7 +32,7 @@ from hierbench.runtools import jobstats, resume
 from hierbench.runtools.against import TOLERANCE, against_lines, check_against
 from hierbench.runtools.compare import require_run
 from hierbench.runtools.configs import run_key, shown_path
-from hierbench.runtools.index import indexed_runs
+from hierbench.runtools.run_index import indexed_runs
 from hierbench.runtools.runs_table import (
     SORT_KEYS,
     indexed_rows,
@@ -85,7 +85,7 @@ def repository_or_here(run: Path) -> Path:
 
 def runs_command(args: argparse.Namespace) -> int:
     """Print the runs table: the repository's (or this project folder's) runs, then those
-    `hierbench run` started elsewhere (the index of ``runtools.index``)."""
+    `hierbench run` started elsewhere (the index of ``runtools.run_index``)."""
     indexed = indexed_runs()
     try:
         repo: Path | None = repository_of(args.repo or Path())

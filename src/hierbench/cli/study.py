@@ -29,7 +29,6 @@ from hierbench.data.quality import check_table_splits
 from hierbench.provenance.artifacts import atomic_path
 from hierbench.runs import logs_folder
 from hierbench.runtools import jobstats
-from hierbench.runtools.index import record_run
 from hierbench.runtools.launch import (
     RESOLVED_CONFIG,
     SNAKEMAKE_LOG,
@@ -43,6 +42,7 @@ from hierbench.runtools.launch import (
     snakemake_command,
     stopped_line,
 )
+from hierbench.runtools.run_index import record_run
 from hierbench.shipped import (
     ShippedFileError,
     is_packaged,

@@ -19,7 +19,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -31,8 +31,6 @@ from matplotlib.lines import Line2D
 from hierbench.effects.schema import OT_METRIC, OT_TREE_METRIC, SORT_KEYS, is_added_arm
 from hierbench.protocol import ARM_ORDER, FACTORIAL_EFFECTS
 from hierbench.protocol import LEVELS as LEVEL_ORDER
-from hierbench.provenance.artifacts import publish
-from hierbench.provenance.records import JobContext
 
 # No creation dates or software strings inside the files: equal figures give equal bytes.
 SAVE_METADATA = {
@@ -54,13 +52,6 @@ def figure_writer(figure: Figure, kind: str) -> Callable[[Path], None]:
     if kind not in SAVE_METADATA:
         raise ValueError(f"figure format must be one of {sorted(SAVE_METADATA)}, got {kind!r}")
     return lambda path: figure.savefig(path, format=kind, dpi=150, metadata=SAVE_METADATA[kind])
-
-
-def publish_figure(figure: Figure, targets: Iterable[str | Path], job: JobContext) -> None:
-    """A figure published at each target, in the format its suffix names (png, pdf), each with
-    its provenance record: the one publishing step every stage that draws shares."""
-    for target in targets:
-        publish(target, figure_writer(figure, Path(target).suffix.lstrip(".")), job)
 
 
 def effects_figure(effects: pd.DataFrame, summary: pd.DataFrame, title: str) -> Figure:

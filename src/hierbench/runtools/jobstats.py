@@ -20,7 +20,7 @@ import pandas as pd
 
 from hierbench import jobcost
 from hierbench.provenance.artifacts import provenance_path
-from hierbench.runtools.rebuild import rule_blocks
+from hierbench.runtools.rebuild_map import rule_blocks
 
 BENCHMARK_SUFFIX = ".benchmark.tsv"
 LOG_SUFFIX = ".log"

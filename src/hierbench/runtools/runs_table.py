@@ -24,8 +24,8 @@ import pandas as pd
 from hierbench.layout import ARMS_SUMMARY_TABLE
 from hierbench.protocol import FACTORIAL_ARMS, MEAN_HIERARCHY
 from hierbench.runtools.configs import run_configs, run_logs, shown_path
-from hierbench.runtools.index import IndexedRun
 from hierbench.runtools.resume import live_runs, lock_files
+from hierbench.runtools.run_index import IndexedRun
 
 STEPS_LINE = re.compile(r"^(?P<done>\d+) of (?P<planned>\d+) steps \(\d+%\) done", re.MULTILINE)
 FAILED_LINES = ("Exiting because a job execution failed", "Error in rule ")
@@ -137,7 +137,7 @@ def sorted_rows(rows: list[RunRow], sort: str) -> list[RunRow]:
 
 
 def indexed_rows(entries: list[IndexedRun], sort: str = "name") -> list[RunRow]:
-    """The rows of runs ``hierbench run`` started elsewhere (``runtools.index``), each read in
+    """The rows of runs ``hierbench run`` started elsewhere (``runtools.run_index``), each read in
     its own working folder and named by its absolute path."""
     rows, own = [], user_configs(entries)
     for working in sorted({entry.working for entry in entries}):

@@ -23,7 +23,8 @@ from hierbench.controls.curvature_points import MATCHED_EUCLIDEAN, point_label
 from hierbench.controls.outer_tables import figure_rows, outer_gains, outer_per_split, outer_table
 from hierbench.controls.semantic_tables import arm_order, semantic_contrasts, semantic_table
 from hierbench.effects import PER_SEED_KEYS
-from hierbench.effects.figures import baselines_figure, control_figure, publish_figure
+from hierbench.effects.figure_publishing import publish_figure
+from hierbench.effects.figures import baselines_figure, control_figure
 from hierbench.effects.intervals import IntervalSettings, interval_settings
 from hierbench.effects.query_contrasts import QueryContrasts
 from hierbench.effects.table_files import write_table

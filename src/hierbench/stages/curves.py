@@ -19,7 +19,7 @@ from hierbench.effects.curves import (
     problems_caption,
     tau_figure,
 )
-from hierbench.effects.figures import publish_figure
+from hierbench.effects.figure_publishing import publish_figure
 from hierbench.provenance.artifacts import write_text
 from hierbench.provenance.records import JobContext
 

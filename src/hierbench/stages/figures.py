@@ -12,13 +12,13 @@ import pandas as pd
 from hierbench.cells.checkpoints import embed, load_checkpoint
 from hierbench.cells.spec import CellSpec
 from hierbench.effects import ANY_OT_METRIC, add_arm
+from hierbench.effects.figure_publishing import publish_figure
 from hierbench.effects.figures import (
     effects_figure,
     map_by_level_figure,
     norms_figure,
     ot_by_k_figure,
     prototype_norms,
-    publish_figure,
 )
 from hierbench.effects.verdicts import caption
 from hierbench.features.store import read_labelled_features

@@ -25,7 +25,7 @@ from hierbench.effects.embedding_view import (
     group_indices,
     views_figure,
 )
-from hierbench.effects.figures import publish_figure
+from hierbench.effects.figure_publishing import publish_figure
 from hierbench.effects.gallery_figure import QueryBlock, QueryRow, gallery_figure, thumbnail
 from hierbench.features.store import read_labelled_features
 from hierbench.levelnames import level_labels
