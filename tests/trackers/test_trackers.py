@@ -11,12 +11,13 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
+from hierbench.cells.cell_folders import cell_folder
 from hierbench.config import load_config, missing_inputs
 from hierbench.paths import RunPaths
 from hierbench.provenance.artifacts import provenance_path, read_provenance
 from hierbench.provenance.hashing import sha256_tree
 from hierbench.provenance.records import JobContext
-from hierbench.stages.tracker import build_tracker_export, cell_name, export_runs
+from hierbench.stages.tracker import build_tracker_export, export_runs
 from hierbench.trackers import (
     TrackerError,
     configured_tracker,
@@ -97,11 +98,11 @@ def test_duration_searches_give_a_run_per_arm():
 
 
 def test_a_cell_is_its_folder_below_cells():
-    assert cell_name("runs/tiny/cub/cells/semantic/full/ES-42/train_log.parquet") == (
+    assert cell_folder("runs/tiny/cub/cells/semantic/full/ES-42/train_log.parquet") == (
         "semantic/full/ES-42"
     )
     with pytest.raises(ValueError, match="not a train log below"):
-        cell_name("runs/tiny/cub/ES-42/train_log.parquet")
+        cell_folder("runs/tiny/cub/ES-42/train_log.parquet")
 
 
 def _inputs(root: Path) -> tuple[list[Path], list[Path], list[Path]]:

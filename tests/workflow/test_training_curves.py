@@ -9,13 +9,13 @@ from pathlib import Path
 import pandas as pd
 from conftest import TINY, TINY_RUN, TINY_SEEDS, scheduled_rules, snakemake
 
+from hierbench.cells.cell_folders import cell_key
 from hierbench.config import load_config
 from hierbench.effects.curves import loss_problems, problems_caption
 from hierbench.layout import CELL_FILES, TRAINING_PROBLEMS
 from hierbench.paths import RunPaths
 from hierbench.provenance.artifacts import read_provenance
 from hierbench.provenance.hashing import sha256_file
-from hierbench.stages.curves import cell_key
 
 # configs/tiny.yaml trains the controls and the HIER baseline on CUB only.
 KINDS = {
