@@ -9,6 +9,7 @@ recorded as such, never hidden) or None (no goal, or skipped).
 
 from __future__ import annotations
 
+import argparse
 import math
 import operator
 from collections.abc import Callable
@@ -69,3 +70,14 @@ def error_row(benchmark: str, message: str) -> Row:
 def skipped_row(benchmark: str, figure: str, reason: str) -> Row:
     """Figures that cannot be measured on this machine (no goal to meet or miss)."""
     return row(benchmark, figure, None, None, "", None, note=f"skipped: {reason}")
+
+
+def studies_main(description: str, rows: Callable[[int], list[Row]], studies: int) -> int:
+    """A simulation benchmark's command line: ``--studies N`` (default ``studies``), then each
+    row printed as value, figure and note."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--studies", type=int, default=studies)
+    args = parser.parse_args()
+    for item in rows(args.studies):
+        print(f"{item['value']:.3f}  {item['figure']} ({item['note']})")
+    return 0

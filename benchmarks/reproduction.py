@@ -25,11 +25,9 @@ Run: ``.venv/bin/python benchmarks/reproduction.py [--studies 400]``.
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 import pandas as pd
-from benchrows import Row, row
+from benchrows import Row, row, studies_main
 
 from hierbench.effects.reproduction import (
     DEFAULT_MARGIN,
@@ -177,12 +175,7 @@ def rows(studies: int = 400, seed: int = 0) -> list[Row]:
 
 def main() -> int:
     """Measure and print."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--studies", type=int, default=400)
-    args = parser.parse_args()
-    for item in rows(args.studies):
-        print(f"{item['value']:.3f}  {item['figure']} ({item['note']})")
-    return 0
+    return studies_main(__doc__.splitlines()[0], rows, 400)
 
 
 if __name__ == "__main__":

@@ -24,11 +24,9 @@ number of seeds beats the floor). Run: ``.venv/bin/python benchmarks/seeds_advic
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 import pandas as pd
-from benchrows import Row, row
+from benchrows import Row, row, studies_main
 
 from hierbench.effects.intervals import IntervalSettings
 from hierbench.effects.seeds_needed import (
@@ -189,12 +187,7 @@ def rows(studies: int = 400, seed: int = 0) -> list[Row]:
 
 def main() -> int:
     """Measure and print."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--studies", type=int, default=400)
-    args = parser.parse_args()
-    for item in rows(args.studies):
-        print(f"{item['value']:.3f}  {item['figure']} ({item['note']})")
-    return 0
+    return studies_main(__doc__.splitlines()[0], rows, 400)
 
 
 if __name__ == "__main__":
