@@ -80,7 +80,7 @@ from benchrows import Row, row
 
 from hierbench.effects.failed_seeds import FailureRule, failed_cells, trained_seed_values
 from hierbench.effects.formulas import effect_formulas
-from hierbench.effects.intervals import IntervalSettings, t_interval
+from hierbench.effects.intervals import IntervalSettings, shared_variance, t_interval
 from hierbench.effects.noise_regimes import FEW_IMAGES, OUTLYING_SEED, noise_regimes
 from hierbench.effects.query_intervals import query_noise_table
 from hierbench.effects.statistics import (
@@ -465,7 +465,7 @@ def trained_intervals(
         kept = trained_seed_values(endpoints[endpoints["dataset"] == dataset], failed)
         for item in part.itertuples():
             values = kept.loc[kept["effect"] == item.effect, "value"].to_numpy(float)
-            shared = max(0.0, float(item.se) ** 2 - float(item.sd) ** 2 / int(item.n))
+            shared = shared_variance(item.se, item.sd, item.n)
             interval = t_interval(values, shared, LEVEL)
             rows.append((dataset, item.effect, interval.low, interval.high, len(failed)))
     return pd.DataFrame(

@@ -32,10 +32,12 @@ from scipy import stats
 
 from hierbench.effects.curves import loss_problem
 from hierbench.effects.formulas import effect_definition
-from hierbench.effects.intervals import IntervalSettings, t_interval
+from hierbench.effects.intervals import IntervalSettings, shared_variance, t_interval
 from hierbench.effects.outlying_seeds import esd_outliers
 from hierbench.effects.render import interval_text, render_markdown
-from hierbench.protocol import FACTORIAL_ARMS, FACTORIAL_EFFECTS, MEAN_HIERARCHY
+from hierbench.effects.schema import arm_labels
+from hierbench.effects.verdicts import planned_endpoints
+from hierbench.protocol import FACTORIAL_ARMS, MEAN_HIERARCHY
 
 FAILED_SEEDS_KEY = "effects.failed_seeds"
 FAILED_COLUMNS = ("arm", "seed", "reason")
@@ -101,7 +103,7 @@ def _outlying(per_seed: pd.DataFrame, alpha: float) -> dict[tuple[str, int], str
     """Each factorial arm's seeds that the generalized ESD test sets apart on mean hierarchy
     mAP, with the statistic and critical value."""
     rows = per_seed[(per_seed["metric"] == "map") & (per_seed["level"] == MEAN_HIERARCHY)]
-    rows = rows.assign(arm=rows["geometry"].astype(str) + "_" + rows["loss"].astype(str))
+    rows = rows.assign(arm=arm_labels(rows))
     found = {}
     for arm, part in rows[rows["arm"].isin(FACTORIAL_ARMS)].groupby("arm", sort=True):
         part = part.dropna(subset=["value"]).sort_values("seed")
@@ -156,11 +158,7 @@ def both_estimands(
     """For each planned endpoint a failed seed touches: the estimate and interval over every
     seed (the summary's) and over the seeds that trained (its shared test-image variance taken
     from the all-seeds row)."""
-    planned = summary[
-        (summary["metric"] == "map")
-        & (summary["level"] == MEAN_HIERARCHY)
-        & summary["effect"].isin(FACTORIAL_EFFECTS)
-    ]
+    planned = planned_endpoints(summary)
     kept = trained_seed_values(by_seed, failed)
     rows = []
     for row in planned.itertuples():
@@ -168,12 +166,13 @@ def both_estimands(
         if not failed["arm"].isin(arms).any():
             continue
         chosen = (
-            (kept["effect"] == row.effect)
-            & (kept["metric"] == "map")
-            & (kept["level"] == MEAN_HIERARCHY)
+            (kept["dataset"] == row.dataset)
+            & (kept["effect"] == row.effect)
+            & (kept["metric"] == row.metric)
+            & (kept["level"] == row.level)
         )
         values = kept.loc[chosen, "value"].to_numpy(float)
-        shared = max(0.0, float(row.se) ** 2 - float(row.sd) ** 2 / int(row.n))
+        shared = shared_variance(row.se, row.sd, row.n)
         interval = t_interval(values, shared, settings.level)
         rows.append(
             {

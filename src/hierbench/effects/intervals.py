@@ -142,6 +142,12 @@ def t_interval(per_seed: Sequence[float], shared: float, level: float) -> Interv
     return Interval(low, high, se, df)
 
 
+def shared_variance(se: float, sd: float, seeds: int) -> float:
+    """The test images' shared variance in a summary row's interval: se² − SD²/n, never below
+    zero (what :func:`t_intervals` added to the seeds' part)."""
+    return max(0.0, float(se) ** 2 - float(sd) ** 2 / int(seeds))
+
+
 def summary_interval(
     mean: float, sd: float, seeds: int, se: float, level: float
 ) -> tuple[float, float]:
@@ -150,7 +156,7 @@ def summary_interval(
     the calibrated quantile is taken at its ratio to SD²/n."""
     _check_level(level)
     seeds_part = sd**2 / seeds
-    shared = max(0.0, se**2 - seeds_part)
+    shared = shared_variance(se, sd, seeds)
     ratio = shared / seeds_part if seeds_part > 0 else np.inf
     half = float(calibrated_quantile(seeds, level)(np.array([ratio]))[0]) * se
     return mean - half, mean + half

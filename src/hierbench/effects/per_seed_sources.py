@@ -23,13 +23,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hierbench.effects.reproduction import (
-    ENDPOINT_METRIC,
-)
+from hierbench.effects.intervals import shared_variance
 from hierbench.effects.schema import EffectsError, read_per_seed, validate_per_seed
 from hierbench.effects.study_images import NOTHING_KNOWN, StudyImages
+from hierbench.effects.verdicts import planned_endpoints
 from hierbench.layout import DEMO_FOLDER, LAYOUT_FINGERPRINT, SEALED_MANIFEST, TABLES, fill
-from hierbench.protocol import EFFECTS_SUMMARY, FACTORIAL_EFFECTS, MEAN_HIERARCHY, PER_SEED_TABLE
+from hierbench.protocol import EFFECTS_SUMMARY, PER_SEED_TABLE
 from hierbench.provenance.artifacts import provenance_path
 
 PER_SEED_FILE = f"{TABLES}/{PER_SEED_TABLE}.parquet"  # below the run folder
@@ -136,14 +135,9 @@ def endpoint_image_variances(run: Path, dataset: str) -> dict[tuple[str, str], f
     summary_file = run / fill(EFFECTS_SUMMARY_FILE, dataset=dataset)
     if not summary_file.is_file():
         return {}
-    summary = pd.read_parquet(summary_file)
-    rows = summary[
-        (summary["metric"] == ENDPOINT_METRIC)
-        & (summary["level"] == MEAN_HIERARCHY)
-        & summary["effect"].isin(FACTORIAL_EFFECTS)
-    ]
+    rows = planned_endpoints(pd.read_parquet(summary_file))
     return {
-        (dataset, str(row.effect)): max(0.0, float(row.se) ** 2 - float(row.sd) ** 2 / int(row.n))
+        (dataset, str(row.effect)): shared_variance(row.se, row.sd, row.n)
         for row in rows.itertuples()
         if int(row.n) > 0 and np.isfinite(row.se) and np.isfinite(row.sd)
     }

@@ -42,7 +42,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from hierbench.effects.intervals import IntervalSettings, summary_interval, t_intervals
+from hierbench.effects.intervals import (
+    IntervalSettings,
+    shared_variance,
+    summary_interval,
+    t_intervals,
+)
 from hierbench.effects.sign_flip import sign_flip_pvalues, smallest_p
 
 SEED_COUNTS = (3, 5, 10, 20)
@@ -71,7 +76,7 @@ def measured_noise(row: pd.Series) -> Noise:
     (√(se² − s²/n), which the interval added to the seeds' part) from one summary row."""
     seed_sd = float(row["sd"]) if np.isfinite(row["sd"]) else 0.0
     seeds = max(int(row["n"]), 1)
-    shared = max(0.0, float(row["se"]) ** 2 - seed_sd**2 / seeds)
+    shared = shared_variance(row["se"], seed_sd, seeds)
     return Noise(float(row["mean"]), seed_sd, float(np.sqrt(shared)), seeds)
 
 
